@@ -1,0 +1,56 @@
+# dpstream developer commands. Everything installs itself into .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEPS := $(VENV)/.deps-installed
+EXT := $(VENV)/.extension-built
+BENCH_DEPS := $(VENV)/.bench-deps-installed
+RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: demo test test-rust test-python lint bench develop clean
+
+demo: $(EXT)
+	$(BIN)/python -m dpstream.demo
+
+test: test-rust test-python
+
+test-rust:
+	cargo test -p dpstream-core
+
+test-python: $(EXT)
+	$(BIN)/python -m pytest -q
+
+lint: $(EXT)
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+	$(BIN)/python -m mypy.stubtest dpstream._core --allowlist .stubtest-allowlist
+
+bench: $(EXT) $(BENCH_DEPS)
+	$(BIN)/python benches/bench_noise.py
+
+develop: $(EXT)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" \
+		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10"
+	touch $@
+
+$(BENCH_DEPS): $(DEPS)
+	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6"
+	touch $@
+
+# The extension is rebuilt (release mode) whenever a Rust source changes.
+$(EXT): $(DEPS) $(RUST_SOURCES)
+	$(BIN)/maturin develop --release -q
+	touch $@
+
+clean:
+	rm -rf $(VENV) target

@@ -1,0 +1,77 @@
+"""Validation of public parameters: exact rationals, sizes, generators.
+
+Privacy parameters (ε, noise scales, σ, sensitivities) are kept exact: a Python
+float is taken as the exact binary fraction it stores, and
+:class:`fractions.Fraction`, :class:`decimal.Decimal` and integers are taken as
+they are. Nothing here rounds a privacy parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from decimal import Decimal
+from fractions import Fraction
+from typing import Union
+
+import numpy as np
+
+from dpstream import _core
+
+#: Anything accepted where an exact real parameter is expected.
+RealLike = Union[int, float, Fraction, Decimal, np.integer, np.floating]
+#: A sample size: a count or a numpy-style shape.
+SizeLike = Union[int, tuple[int, ...]]
+
+
+def exact_fraction(value: object, name: str, *, positive: bool = True) -> Fraction:
+    """``value`` as an exact :class:`Fraction`, or a ``TypeError``/``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got bool {value!r}")
+    if isinstance(value, Fraction):
+        frac = value
+    elif isinstance(value, numbers.Integral):
+        frac = Fraction(int(value))
+    elif isinstance(value, (float, np.floating)):
+        as_float = float(value)
+        if not math.isfinite(as_float):
+            raise ValueError(f"{name} must be finite, got {as_float!r}")
+        frac = Fraction(as_float)
+    elif isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        frac = Fraction(value)
+    else:
+        raise TypeError(
+            f"{name} must be an int, float, Fraction or Decimal, got {type(value).__name__}"
+        )
+    if positive and frac <= 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    if not positive and frac < 0:
+        raise ValueError(f"{name} must be non-negative, got {value!r}")
+    return frac
+
+
+def sample_shape(size: object) -> tuple[int, ...]:
+    """A numpy-style shape from ``size`` (a non-negative int or a tuple of them)."""
+    dims = size if isinstance(size, tuple) else (size,)
+    shape = []
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Integral):
+            raise TypeError(f"size must be an int or a tuple of ints, got {size!r}")
+        if int(d) < 0:
+            raise ValueError(f"size must be non-negative, got {size!r}")
+        shape.append(int(d))
+    return tuple(shape)
+
+
+def core_rng(rng: object) -> _core.Rng | None:
+    """The ``_core.Rng`` inside a :class:`dpstream.Rng`, or None for a fresh OS-seeded one."""
+    from dpstream._rng import Rng
+
+    if rng is None:
+        return None
+    if not isinstance(rng, Rng):
+        raise TypeError(f"rng must be a dpstream.Rng or None, got {type(rng).__name__}")
+    return rng._inner
+

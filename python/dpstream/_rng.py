@@ -1,0 +1,66 @@
+"""The generator behind every noise draw."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from dpstream import _core
+
+_SEED_BYTES = 32
+
+
+class Rng:
+    """A ChaCha20 cryptographically secure generator for privacy noise.
+
+    ``Rng()`` is keyed with 256 bits from the operating system: this is the
+    only kind of generator that gives differential privacy.
+
+    ``Rng(seed=...)`` (an int in ``[0, 2**256)`` or 32 bytes) gives a
+    reproducible stream **for tests and experiments only**. Anyone who knows
+    the seed can subtract the noise, so a seeded generator gives **no
+    privacy**; its ``repr`` says so.
+
+    Every function that takes ``rng=None`` uses a fresh OS-seeded generator.
+    A generator may be shared between calls; it is not safe to use one
+    generator from several threads at once (a concurrent call raises
+    ``RuntimeError`` rather than corrupting the stream).
+    """
+
+    __slots__ = ("_inner", "_seed")
+
+    def __init__(self, seed: int | bytes | None = None) -> None:
+        if seed is None:
+            self._seed: int | bytes | None = None
+            self._inner = _core.Rng(None)
+            return
+        if isinstance(seed, (bytes, bytearray)):
+            if len(seed) != _SEED_BYTES:
+                raise ValueError(f"a bytes seed must be {_SEED_BYTES} bytes, got {len(seed)}")
+            key = bytes(seed)
+        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"seed must be an int, 32 bytes or None, got {type(seed).__name__}")
+        else:
+            value = int(seed)
+            if not 0 <= value < 2 ** (8 * _SEED_BYTES):
+                raise ValueError(f"seed must be in [0, 2**256), got {value}")
+            key = value.to_bytes(_SEED_BYTES, "little")
+        self._seed = seed if isinstance(seed, (int, bytes)) else int(seed)
+        self._inner = _core.Rng(key)
+
+    @property
+    def seeded(self) -> bool:
+        """True if built from a seed: reproducible, and **not private**."""
+        return bool(self._inner.seeded)
+
+    def integers(self, size: int) -> np.ndarray:
+        """``size`` uniform 64-bit unsigned integers (for keys and hashing, not for noise)."""
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+            raise ValueError(f"size must be a non-negative int, got {size!r}")
+        return self._inner.integers(int(size))
+
+    def __repr__(self) -> str:
+        if self._seed is None:
+            return "Rng()"
+        return f"Rng(seed={self._seed!r})  # seeded: reproducible, NOT PRIVATE"

@@ -1,0 +1,23 @@
+//! `dpstream-core`: the privacy-critical core of dpstream.
+//!
+//! Pure Rust, no Python. Everything that touches private data or draws
+//! privacy noise lives here: the cryptographically secure generator
+//! ([`rng`]), exact integer noise ([`noise`]) and exact rationals for
+//! privacy parameters ([`rational`]). The Python package binds to this crate
+//! through the thin `dpstream-python` crate.
+//!
+//! Rules every module follows (see `DESIGN.md`):
+//! * privacy noise is integer-valued and sampled exactly (Canonne–Kamath–Steinke)
+//!   from [`rng::Rng`], a ChaCha CSPRNG seeded by the operating system;
+//! * a seeded [`rng::Rng`] exists for tests and experiments only and gives no privacy;
+//! * no floating-point arithmetic decides any random outcome.
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod noise;
+pub mod rational;
+pub mod rng;
+
+pub use error::{Error, Result};
+pub use rational::Rational;
+pub use rng::Rng;

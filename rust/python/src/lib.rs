@@ -1,0 +1,157 @@
+//! Thin PyO3 bindings of `dpstream-core`, importable as `dpstream._core`.
+//!
+//! No privacy logic lives here: arguments are converted, the GIL is released
+//! around bulk work, and core errors become Python exceptions.
+
+use dpstream_core::noise::{self, DiscreteGaussian, DiscreteLaplace};
+use dpstream_core::{Error, Rational};
+use num_bigint::BigUint;
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+fn to_py_err(e: Error) -> PyErr {
+    match e {
+        Error::InvalidParameter(m) => PyValueError::new_err(m),
+        Error::Overflow(m) => PyOverflowError::new_err(m),
+        Error::Entropy(m) => PyRuntimeError::new_err(m),
+    }
+}
+
+fn rational(num: BigUint, den: BigUint, what: &str) -> PyResult<Rational> {
+    Rational::new(num, den).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
+}
+
+/// ChaCha20 CSPRNG; see `dpstream.Rng`.
+#[pyclass(module = "dpstream._core", name = "Rng")]
+struct Rng {
+    inner: dpstream_core::Rng,
+    seed: Option<Vec<u8>>,
+}
+
+#[pymethods]
+impl Rng {
+    #[new]
+    #[pyo3(signature = (seed=None))]
+    fn new(seed: Option<Vec<u8>>) -> PyResult<Self> {
+        match seed {
+            None => Ok(Self {
+                inner: dpstream_core::Rng::from_os().map_err(to_py_err)?,
+                seed: None,
+            }),
+            Some(bytes) => {
+                let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
+                    PyValueError::new_err(format!("seed must be 32 bytes, got {}", bytes.len()))
+                })?;
+                Ok(Self {
+                    inner: dpstream_core::Rng::from_seed(key),
+                    seed: Some(bytes),
+                })
+            }
+        }
+    }
+
+    /// Whether the generator was seeded by the caller (then it gives no privacy).
+    #[getter]
+    fn seeded(&self) -> bool {
+        self.inner.is_seeded()
+    }
+
+    /// The 32-byte seed, or None for an OS-seeded generator.
+    #[getter]
+    fn seed_bytes(&self) -> Option<Vec<u8>> {
+        self.seed.clone()
+    }
+
+    /// Uniform 64-bit integers.
+    fn integers(&mut self, py: Python<'_>, size: usize) -> Py<PyArray1<u64>> {
+        let inner = &mut self.inner;
+        let out = py.detach(|| (0..size).map(|_| inner.next_u64()).collect::<Vec<u64>>());
+        out.into_pyarray(py).unbind()
+    }
+}
+
+/// Run `f` with the caller's generator, or a fresh OS-seeded one.
+fn with_rng<T: Send>(
+    py: Python<'_>,
+    rng: Option<&Bound<'_, Rng>>,
+    f: impl FnOnce(&mut dpstream_core::Rng) -> T + Send,
+) -> PyResult<T> {
+    match rng {
+        Some(r) => {
+            let mut guard = r.try_borrow_mut()?;
+            let inner = &mut guard.inner;
+            Ok(py.detach(|| f(inner)))
+        }
+        None => {
+            let mut fresh = dpstream_core::Rng::from_os().map_err(to_py_err)?;
+            Ok(py.detach(|| f(&mut fresh)))
+        }
+    }
+}
+
+/// Discrete Laplace draws with scale `num/den`.
+#[pyfunction]
+#[pyo3(signature = (num, den, size, rng=None))]
+fn discrete_laplace(
+    py: Python<'_>,
+    num: BigUint,
+    den: BigUint,
+    size: usize,
+    rng: Option<&Bound<'_, Rng>>,
+) -> PyResult<Py<PyArray1<i64>>> {
+    let sampler = DiscreteLaplace::new(&rational(num, den, "scale")?).map_err(to_py_err)?;
+    let out = with_rng(py, rng, |r| {
+        let mut out = vec![0i64; size];
+        sampler.fill(r, &mut out).map(|_| out)
+    })?
+    .map_err(to_py_err)?;
+    Ok(out.into_pyarray(py).unbind())
+}
+
+/// Discrete Gaussian draws with sigma `num/den`.
+#[pyfunction]
+#[pyo3(signature = (num, den, size, rng=None))]
+fn discrete_gaussian(
+    py: Python<'_>,
+    num: BigUint,
+    den: BigUint,
+    size: usize,
+    rng: Option<&Bound<'_, Rng>>,
+) -> PyResult<Py<PyArray1<i64>>> {
+    let sampler = DiscreteGaussian::new(&rational(num, den, "sigma")?).map_err(to_py_err)?;
+    let out = with_rng(py, rng, |r| {
+        let mut out = vec![0i64; size];
+        sampler.fill(r, &mut out).map(|_| out)
+    })?
+    .map_err(to_py_err)?;
+    Ok(out.into_pyarray(py).unbind())
+}
+
+/// Permute-and-flip over float64 scores; epsilon and sensitivity as exact fractions.
+#[pyfunction]
+#[pyo3(signature = (scores, eps_num, eps_den, sens_num, sens_den, rng=None))]
+fn permute_and_flip(
+    py: Python<'_>,
+    scores: PyReadonlyArray1<'_, f64>,
+    eps_num: BigUint,
+    eps_den: BigUint,
+    sens_num: BigUint,
+    sens_den: BigUint,
+    rng: Option<&Bound<'_, Rng>>,
+) -> PyResult<usize> {
+    let eps = rational(eps_num, eps_den, "epsilon")?;
+    let sens = rational(sens_num, sens_den, "sensitivity")?;
+    let scores = scores.as_slice()?.to_vec();
+    with_rng(py, rng, |r| noise::permute_and_flip(r, &scores, &eps, &sens))?.map_err(to_py_err)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Rng>()?;
+    m.add_function(wrap_pyfunction!(discrete_laplace, m)?)?;
+    m.add_function(wrap_pyfunction!(discrete_gaussian, m)?)?;
+    m.add_function(wrap_pyfunction!(permute_and_flip, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
