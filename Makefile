@@ -27,6 +27,7 @@ lint: $(EXT)
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(BIN)/ruff check python tests benches
 	$(BIN)/ruff format --check python tests benches
+	$(BIN)/python -m mypy python/dpstream
 	$(BIN)/python -m mypy.stubtest dpstream._core --allowlist .stubtest-allowlist
 
 bench: $(EXT) $(BENCH_DEPS)
@@ -44,7 +45,7 @@ $(DEPS): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(BENCH_DEPS): $(DEPS)
-	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6"
+	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9"
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.

@@ -12,20 +12,19 @@ import math
 import numbers
 from decimal import Decimal
 from fractions import Fraction
-from typing import Union
 
 import numpy as np
 
 from dpstream import _core
 
 #: Anything accepted where an exact real parameter is expected.
-RealLike = Union[int, float, Fraction, Decimal, np.integer, np.floating]
+RealLike = int | float | Fraction | Decimal | np.integer | np.floating
 #: A sample size: a count or a numpy-style shape.
-SizeLike = Union[int, tuple[int, ...]]
+SizeLike = int | tuple[int, ...]
 
 
 def exact_fraction(value: object, name: str, *, positive: bool = True) -> Fraction:
-    """``value`` as an exact :class:`Fraction`, or a ``TypeError``/``ValueError`` naming ``name``."""
+    """``value`` as an exact :class:`Fraction`; ``TypeError``/``ValueError`` name ``name``."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number, got bool {value!r}")
     if isinstance(value, Fraction):
@@ -74,4 +73,3 @@ def core_rng(rng: object) -> _core.Rng | None:
     if not isinstance(rng, Rng):
         raise TypeError(f"rng must be a dpstream.Rng or None, got {type(rng).__name__}")
     return rng._inner
-

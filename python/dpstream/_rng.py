@@ -12,7 +12,7 @@ _SEED_BYTES = 32
 
 
 class Rng:
-    """A ChaCha20 cryptographically secure generator for privacy noise.
+    """A ChaCha12 cryptographically secure generator for privacy noise.
 
     ``Rng()`` is keyed with 256 bits from the operating system: this is the
     only kind of generator that gives differential privacy.

@@ -1,7 +1,7 @@
 """Exact integer privacy noise and private selection.
 
 Every draw is made in the Rust core by the exact samplers of Canonne, Kamath
-and Steinke (2020) from a ChaCha20 generator (:class:`dpstream.Rng`); no
+and Steinke (2020) from a ChaCha12 generator (:class:`dpstream.Rng`); no
 floating-point arithmetic decides any sample, so these mechanisms do not leak
 through floating-point artefacts (Mironov 2012).
 
@@ -127,9 +127,11 @@ def permute_and_flip(
         raise ValueError(f"scores must be 1-D, got shape {arr.shape}")
     if arr.size == 0:
         raise ValueError("scores must not be empty")
-    if np.issubdtype(arr.dtype, np.integer):
-        if arr.size and int(np.max(np.abs(arr.astype(object)))) > _MAX_EXACT_INT_SCORE:
-            raise ValueError("integer scores must be at most 2**53 in magnitude to stay exact")
+    if (
+        np.issubdtype(arr.dtype, np.integer)
+        and int(np.max(np.abs(arr.astype(object)))) > _MAX_EXACT_INT_SCORE
+    ):
+        raise ValueError("integer scores must be at most 2**53 in magnitude to stay exact")
     values = np.ascontiguousarray(arr, dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise ValueError("scores must be finite")

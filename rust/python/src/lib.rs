@@ -22,11 +22,10 @@ fn rational(num: BigUint, den: BigUint, what: &str) -> PyResult<Rational> {
     Rational::new(num, den).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
 
-/// ChaCha20 CSPRNG; see `dpstream.Rng`.
+/// ChaCha12 CSPRNG; see `dpstream.Rng`.
 #[pyclass(module = "dpstream._core", name = "Rng")]
 struct Rng {
     inner: dpstream_core::Rng,
-    seed: Option<Vec<u8>>,
 }
 
 #[pymethods]
@@ -34,33 +33,22 @@ impl Rng {
     #[new]
     #[pyo3(signature = (seed=None))]
     fn new(seed: Option<Vec<u8>>) -> PyResult<Self> {
-        match seed {
-            None => Ok(Self {
-                inner: dpstream_core::Rng::from_os().map_err(to_py_err)?,
-                seed: None,
-            }),
+        let inner = match seed {
+            None => dpstream_core::Rng::from_os().map_err(to_py_err)?,
             Some(bytes) => {
                 let key: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
                     PyValueError::new_err(format!("seed must be 32 bytes, got {}", bytes.len()))
                 })?;
-                Ok(Self {
-                    inner: dpstream_core::Rng::from_seed(key),
-                    seed: Some(bytes),
-                })
+                dpstream_core::Rng::from_seed(key)
             }
-        }
+        };
+        Ok(Self { inner })
     }
 
     /// Whether the generator was seeded by the caller (then it gives no privacy).
     #[getter]
     fn seeded(&self) -> bool {
         self.inner.is_seeded()
-    }
-
-    /// The 32-byte seed, or None for an OS-seeded generator.
-    #[getter]
-    fn seed_bytes(&self) -> Option<Vec<u8>> {
-        self.seed.clone()
     }
 
     /// Uniform 64-bit integers.
@@ -143,7 +131,10 @@ fn permute_and_flip(
     let eps = rational(eps_num, eps_den, "epsilon")?;
     let sens = rational(sens_num, sens_den, "sensitivity")?;
     let scores = scores.as_slice()?.to_vec();
-    with_rng(py, rng, |r| noise::permute_and_flip(r, &scores, &eps, &sens))?.map_err(to_py_err)
+    with_rng(py, rng, |r| {
+        noise::permute_and_flip(r, &scores, &eps, &sens)
+    })?
+    .map_err(to_py_err)
 }
 
 #[pymodule]

@@ -24,7 +24,7 @@ pub struct DiscreteGaussian {
 /// `σ² = a / b`, and `t = floor(σ) + 1`, the scale of the Laplace proposal.
 #[derive(Clone, Debug)]
 enum Params {
-    Fast { a: u128, b: u128, t: u128 },
+    Fast { a: u128, b: u128, t: u64 },
     Big { a: BigUint, b: BigUint, t: BigUint },
 }
 
@@ -42,7 +42,7 @@ impl DiscreteGaussian {
             (Some(a), Some(b), Some(t)) => Params::Fast {
                 a: u128::from(a),
                 b: u128::from(b),
-                t: u128::from(t),
+                t,
             },
             _ => Params::Big { a, b, t },
         };
@@ -74,12 +74,19 @@ impl DiscreteGaussian {
     }
 }
 
-fn sample_gaussian<N: Nat>(rng: &mut Rng, a: &N, b: &N, t: &N) -> Result<i64> {
-    let one = N::from_u64(1);
+/// CKS20 Algorithm 3: a discrete Laplace proposal with integer scale `t`
+/// (type `L`), accepted with probability `exp(-(|y| − σ²/t)² / (2σ²))`
+/// computed in type `N` (or `BigUint` where `N` would overflow).
+fn sample_gaussian<N: Nat, L: Nat>(rng: &mut Rng, a: &N, b: &N, t: &L) -> Result<i64> {
+    let one = L::from_u64(1);
+    let t_n = N::from_big(&t.to_big());
     loop {
         let y = sample_laplace(rng, t, &one)?;
         let abs_y = N::from_u64(y.unsigned_abs());
-        let accept = match rejection_exponent(&abs_y, a, b, t) {
+        let fast = t_n
+            .as_ref()
+            .and_then(|t_n| rejection_exponent(&abs_y, a, b, t_n));
+        let accept = match fast {
             Some((num, den)) => bernoulli_exp_neg(rng, &num, &den),
             None => {
                 let (num, den) =
@@ -118,7 +125,11 @@ mod tests {
         let mut xs = vec![0i64; draws];
         d.fill(&mut rng, &mut xs).unwrap();
         let s = sigma.to_f64_lossy();
-        chi_square_against(&xs, |z| gaussian_pmf(s, z), &format!("gaussian sigma {sigma}"));
+        chi_square_against(
+            &xs,
+            |z| gaussian_pmf(s, z),
+            &format!("gaussian sigma {sigma}"),
+        );
     }
 
     #[test]

@@ -23,9 +23,16 @@ pub struct DiscreteLaplace {
 
 #[derive(Clone, Debug)]
 enum Params {
-    /// `scale = t / s` with both at most `u64::MAX`: every intermediate fits `u128`.
-    Fast { t: u128, s: u128 },
-    Big { t: BigUint, s: BigUint },
+    /// `scale = t / s` with both at most `u64::MAX`: the usual case, in 64-bit
+    /// arithmetic (a rare intermediate that overflows is redone with `BigUint`).
+    Fast {
+        t: u64,
+        s: u64,
+    },
+    Big {
+        t: BigUint,
+        s: BigUint,
+    },
 }
 
 impl DiscreteLaplace {
@@ -36,10 +43,7 @@ impl DiscreteLaplace {
         }
         let (t, s) = (scale.numer(), scale.denom());
         let params = match (t.to_u64(), s.to_u64()) {
-            (Some(t), Some(s)) => Params::Fast {
-                t: u128::from(t),
-                s: u128::from(s),
-            },
+            (Some(t), Some(s)) => Params::Fast { t, s },
             _ => Params::Big {
                 t: t.clone(),
                 s: s.clone(),
@@ -83,7 +87,8 @@ impl DiscreteLaplace {
             .zip(&noise)
             .map(|(v, z)| v.checked_add(*z))
             .collect();
-        let noisy = noisy.ok_or_else(|| Error::Overflow("noisy value exceeds the int64 range".into()))?;
+        let noisy =
+            noisy.ok_or_else(|| Error::Overflow("noisy value exceeds the int64 range".into()))?;
         values.copy_from_slice(&noisy);
         Ok(())
     }
@@ -113,20 +118,22 @@ pub(crate) fn sample_laplace<N: Nat>(rng: &mut Rng, t: &N, s: &N) -> Result<i64>
         }
         // X = U + t·V is geometric with ratio exp(-1/t); Y = floor(X / s)
         // is geometric with ratio exp(-s/t).
-        let x = t
+        let y: Option<u64> = match t
             .checked_mul(&N::from_u64(v))
             .and_then(|tv| tv.checked_add(&u))
-            .ok_or_else(|| Error::Overflow("discrete Laplace intermediate overflow".into()))?;
-        let y = if s.is_one() { x } else { x.div_floor(s) };
+        {
+            Some(x) if s.is_one() => x.to_u64(),
+            Some(x) => x.div_floor(s).to_u64(),
+            None => Nat::to_u64(&((t.to_big() * v + u.to_big()) / s.to_big())),
+        };
         // A random sign; (negative, 0) is rejected so that zero is not counted twice.
         let negative = rng.bit();
-        if negative && y.is_zero() {
+        if negative && y == Some(0) {
             continue;
         }
-        let magnitude = y
-            .to_u64()
-            .and_then(|m| i64::try_from(m).ok())
-            .ok_or_else(|| Error::Overflow("discrete Laplace draw exceeds the int64 range".into()))?;
+        let magnitude = y.and_then(|m| i64::try_from(m).ok()).ok_or_else(|| {
+            Error::Overflow("discrete Laplace draw exceeds the int64 range".into())
+        })?;
         return Ok(if negative { -magnitude } else { magnitude });
     }
 }
@@ -142,7 +149,11 @@ mod tests {
         let mut xs = vec![0i64; draws];
         d.fill(&mut rng, &mut xs).unwrap();
         let b = scale.to_f64_lossy();
-        chi_square_against(&xs, |z| laplace_pmf(b, z), &format!("laplace scale {scale}"));
+        chi_square_against(
+            &xs,
+            |z| laplace_pmf(b, z),
+            &format!("laplace scale {scale}"),
+        );
     }
 
     #[test]

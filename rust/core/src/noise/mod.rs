@@ -25,7 +25,9 @@ pub fn bernoulli_exp_neg(
 ) -> crate::error::Result<bool> {
     use num_traits::Zero;
     if den.is_zero() {
-        return Err(crate::error::invalid!("denominator must be positive, got 0"));
+        return Err(crate::error::invalid!(
+            "denominator must be positive, got 0"
+        ));
     }
     Ok(bernoulli::bernoulli_exp_neg(rng, num, den))
 }
@@ -51,7 +53,9 @@ pub(crate) mod test_support {
             assert_eq!(hits as f64, mean, "{label}");
             return;
         }
-        let z = Normal::new(0.0, 1.0).unwrap().inverse_cdf(1.0 - ALPHA / 2.0);
+        let z = Normal::new(0.0, 1.0)
+            .unwrap()
+            .inverse_cdf(1.0 - ALPHA / 2.0);
         assert!(
             (hits as f64 - mean).abs() <= z * sd + 1.0,
             "{label}: {hits} hits of {n}, expected {mean:.1} ± {:.1}",
@@ -70,7 +74,9 @@ pub(crate) mod test_support {
             sigma * (2.0 * std::f64::consts::PI).sqrt()
         } else {
             let r = (40.0 * sigma) as i64 + 10;
-            (-r..=r).map(|k| (-((k * k) as f64) / (2.0 * s2)).exp()).sum()
+            (-r..=r)
+                .map(|k| (-((k * k) as f64) / (2.0 * s2)).exp())
+                .sum()
         };
         (-((z as f64).powi(2)) / (2.0 * s2)).exp() / norm
     }
@@ -129,6 +135,9 @@ pub(crate) mod test_support {
             .sum();
         let df = (expected.len() - 1) as f64;
         let crit = chi2_critical(df);
-        assert!(stat < crit, "{label}: chi2 = {stat:.1} >= {crit:.1} (df {df})");
+        assert!(
+            stat < crit,
+            "{label}: chi2 = {stat:.1} >= {crit:.1} (df {df})"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! Exact natural numbers for the samplers: `u128` on the fast path and
-//! `BigUint` for parameters that do not fit.
+//! Exact natural numbers for the samplers: `u64` and `u128` on the fast
+//! paths and `BigUint` for parameters that do not fit.
 //!
 //! The samplers are written once, generically over [`Nat`]. Which type runs
 //! a draw changes only speed, never the output distribution: every operation
@@ -18,6 +18,8 @@ pub(crate) trait Nat: Clone + Ord + std::fmt::Debug {
     fn is_one(&self) -> bool;
     fn to_u64(&self) -> Option<u64>;
     fn to_big(&self) -> BigUint;
+    /// `Some` if the value fits `Self`.
+    fn from_big(v: &BigUint) -> Option<Self>;
     fn checked_add(&self, other: &Self) -> Option<Self>;
     fn checked_mul(&self, other: &Self) -> Option<Self>;
     /// `self - other`; callers guarantee `self >= other`.
@@ -29,6 +31,55 @@ pub(crate) trait Nat: Clone + Ord + std::fmt::Debug {
     /// Exactly uniform in `0..self`; `self` must be positive (0 and 1 give 0
     /// without consuming randomness).
     fn uniform_below(&self, rng: &mut Rng) -> Self;
+}
+
+impl Nat for u64 {
+    #[inline]
+    fn from_u64(v: u64) -> Self {
+        v
+    }
+    #[inline]
+    fn is_zero(&self) -> bool {
+        *self == 0
+    }
+    #[inline]
+    fn is_one(&self) -> bool {
+        *self == 1
+    }
+    #[inline]
+    fn to_u64(&self) -> Option<u64> {
+        Some(*self)
+    }
+    fn to_big(&self) -> BigUint {
+        BigUint::from(*self)
+    }
+    fn from_big(v: &BigUint) -> Option<Self> {
+        ToPrimitive::to_u64(v)
+    }
+    #[inline]
+    fn checked_add(&self, other: &Self) -> Option<Self> {
+        u64::checked_add(*self, *other)
+    }
+    #[inline]
+    fn checked_mul(&self, other: &Self) -> Option<Self> {
+        u64::checked_mul(*self, *other)
+    }
+    #[inline]
+    fn sub_le(&self, other: &Self) -> Self {
+        self - other
+    }
+    #[inline]
+    fn abs_diff(&self, other: &Self) -> Self {
+        u64::abs_diff(*self, *other)
+    }
+    #[inline]
+    fn div_floor(&self, other: &Self) -> Self {
+        self / other
+    }
+    #[inline]
+    fn uniform_below(&self, rng: &mut Rng) -> Self {
+        rng.below_u64(*self)
+    }
 }
 
 impl Nat for u128 {
@@ -51,13 +102,21 @@ impl Nat for u128 {
     fn to_big(&self) -> BigUint {
         BigUint::from(*self)
     }
+    fn from_big(v: &BigUint) -> Option<Self> {
+        ToPrimitive::to_u128(v)
+    }
     #[inline]
     fn checked_add(&self, other: &Self) -> Option<Self> {
         u128::checked_add(*self, *other)
     }
     #[inline]
     fn checked_mul(&self, other: &Self) -> Option<Self> {
-        u128::checked_mul(*self, *other)
+        // Two factors below 2^64 cannot overflow: skip the slow 128-bit check.
+        if (*self | *other) >> 64 == 0 {
+            Some(self * other)
+        } else {
+            u128::checked_mul(*self, *other)
+        }
     }
     #[inline]
     fn sub_le(&self, other: &Self) -> Self {
@@ -85,8 +144,8 @@ impl Nat for u128 {
                     (1u128 << bits) - 1
                 };
                 loop {
-                    let x = ((u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64()))
-                        & mask;
+                    let x =
+                        ((u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64())) & mask;
                     if x < *self {
                         return x;
                     }
@@ -111,6 +170,9 @@ impl Nat for BigUint {
     }
     fn to_big(&self) -> BigUint {
         self.clone()
+    }
+    fn from_big(v: &BigUint) -> Option<Self> {
+        Some(v.clone())
     }
     fn checked_add(&self, other: &Self) -> Option<Self> {
         Some(self + other)
@@ -178,6 +240,12 @@ mod tests {
     }
 
     #[test]
+    fn u64_uniform() {
+        chi_square_uniform(10u64, 10, 100_000, |x| *x as usize);
+        assert_eq!(Nat::checked_mul(&u64::MAX, &2), None);
+    }
+
+    #[test]
     fn u128_uniform_small_and_wide() {
         chi_square_uniform(10u128, 10, 100_000, |x| *x as usize);
         // Above 2^64: bucket by the top bits of a range of 3 * 2^100.
@@ -187,10 +255,14 @@ mod tests {
 
     #[test]
     fn big_uniform_matches_range() {
-        chi_square_uniform(BigUint::from(10u32), 10, 100_000, |x| Nat::to_u64(x).unwrap() as usize);
+        chi_square_uniform(BigUint::from(10u32), 10, 100_000, |x| {
+            Nat::to_u64(x).unwrap() as usize
+        });
         let n = BigUint::from(5u32) << 200;
         let shift = BigUint::one() << 200;
-        chi_square_uniform(n, 5, 50_000, |x| Nat::to_u64(&(x / &shift)).unwrap() as usize);
+        chi_square_uniform(n, 5, 50_000, |x| {
+            Nat::to_u64(&(x / &shift)).unwrap() as usize
+        });
         let mut rng = Rng::seed_from_u64(3);
         assert!(Nat::is_zero(&BigUint::one().uniform_below(&mut rng)));
     }
@@ -200,6 +272,9 @@ mod tests {
         assert_eq!(Nat::checked_mul(&u128::MAX, &2), None);
         assert_eq!(Nat::checked_add(&u128::MAX, &1), None);
         assert_eq!(Nat::abs_diff(&3u128, &5), 2);
-        assert_eq!(Nat::abs_diff(&BigUint::from(3u32), &BigUint::from(5u32)), BigUint::from(2u32));
+        assert_eq!(
+            Nat::abs_diff(&BigUint::from(3u32), &BigUint::from(5u32)),
+            BigUint::from(2u32)
+        );
     }
 }

@@ -30,7 +30,10 @@ pub fn permute_and_flip(
         return Err(invalid!("scores must not be empty"));
     }
     if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
-        return Err(invalid!("scores must be finite; scores[{i}] = {}", scores[i]));
+        return Err(invalid!(
+            "scores must be finite; scores[{i}] = {}",
+            scores[i]
+        ));
     }
     if epsilon.is_zero() {
         return Err(invalid!("epsilon must be positive, got 0"));
@@ -58,7 +61,9 @@ pub fn permute_and_flip(
         }
     }
     // The maximum has γ = 0 and is always accepted, so the loop returns.
-    Err(invalid!("permute-and-flip visited every candidate without accepting"))
+    Err(invalid!(
+        "permute-and-flip visited every candidate without accepting"
+    ))
 }
 
 /// Scores as integers on the common grid `2^shift`.
@@ -107,7 +112,10 @@ mod tests {
         // The exact output distribution, averaged over all m! visiting orders.
         let m = scores.len();
         let qmax = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let p: Vec<f64> = scores.iter().map(|q| (eps * (q - qmax) / 2.0).exp()).collect();
+        let p: Vec<f64> = scores
+            .iter()
+            .map(|q| (eps * (q - qmax) / 2.0).exp())
+            .collect();
         let mut probs = vec![0.0; m];
         let mut perm: Vec<usize> = (0..m).collect();
         let mut count = 0.0;
@@ -151,7 +159,10 @@ mod tests {
             .zip(&expect)
             .map(|(&o, &p)| (o as f64 - n as f64 * p).powi(2) / (n as f64 * p))
             .sum();
-        assert!(stat < chi2_critical(4.0), "chi2 {stat}, counts {counts:?}, expect {expect:?}");
+        assert!(
+            stat < chi2_critical(4.0),
+            "chi2 {stat}, counts {counts:?}, expect {expect:?}"
+        );
     }
 
     #[test]
