@@ -2,7 +2,7 @@
 
 Measures samples per second of discrete Laplace noise at scales 10 and 10**6 for
 
-* dpstream: ``dpstream.noise.discrete_laplace`` (exact CKS sampler, ChaCha20 CSPRNG), with a
+* dpstream: ``dpstream.noise.discrete_laplace`` (exact CKS sampler, ChaCha12 CSPRNG), with a
   shared ``dpstream.Rng()`` and with ``rng=None`` (a fresh OS-seeded generator per call);
 * OpenDP: ``make_laplace`` on a vector of int64 zeros (exact, but slow: timed on fewer draws);
 * numpy: difference of two geometric draws (fast; neither exact nor a CSPRNG);
@@ -553,7 +553,7 @@ def render(
         "- numpy's geometric difference has the right distribution only up to floating-point "
         "error and draws from PCG64, which is not cryptographically secure; diffprivlib's "
         "geometric mechanism is computed in floating point too. dpstream and OpenDP are exact.",
-        "- `rng=None` seeds a fresh ChaCha20 generator from the OS on every call; that cost "
+        "- `rng=None` seeds a fresh ChaCha12 generator from the OS on every call; that cost "
         "is included.",
     ]
     lines += ["", "### Notes", "", *notes, ""]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from typing import NoReturn
 
 import numpy as np
 
@@ -39,6 +40,7 @@ class Rng:
             if len(seed) != _SEED_BYTES:
                 raise ValueError(f"a bytes seed must be {_SEED_BYTES} bytes, got {len(seed)}")
             key = bytes(seed)
+            self._seed = key
         elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
             raise TypeError(f"seed must be an int, 32 bytes or None, got {type(seed).__name__}")
         else:
@@ -46,7 +48,7 @@ class Rng:
             if not 0 <= value < 2 ** (8 * _SEED_BYTES):
                 raise ValueError(f"seed must be in [0, 2**256), got {value}")
             key = value.to_bytes(_SEED_BYTES, "little")
-        self._seed = seed if isinstance(seed, (int, bytes)) else int(seed)
+            self._seed = value
         self._inner = _core.Rng(key)
 
     @property
@@ -59,6 +61,19 @@ class Rng:
         if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
             raise ValueError(f"size must be a non-negative int, got {size!r}")
         return self._inner.integers(int(size))
+
+    def _refuse_copy(self, *_: object) -> NoReturn:
+        # A copy would replay the same noise: two releases with identical noise
+        # can be subtracted to cancel it.
+        raise TypeError(
+            "dpstream.Rng cannot be copied or pickled: a copy would repeat the same noise; "
+            "create a new Rng() instead"
+        )
+
+    __copy__ = _refuse_copy
+    __deepcopy__ = _refuse_copy
+    __reduce__ = _refuse_copy
+    __reduce_ex__ = _refuse_copy
 
     def __repr__(self) -> str:
         if self._seed is None:

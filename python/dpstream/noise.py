@@ -46,9 +46,11 @@ def discrete_laplace(scale: RealLike, size: SizeLike, *, rng: Rng | None = None)
 
     Raises:
         TypeError: ``scale`` or ``size`` has the wrong type.
-        ValueError: ``scale`` is not positive and finite, or ``size`` is negative.
-        OverflowError: a draw exceeds the int64 range (only for astronomically
-            large scales).
+        ValueError: ``scale`` is not positive and finite, exceeds ``2**56`` (beyond
+            which int64 draws could overflow), or ``size`` is negative.
+        MemoryError: ``size`` draws cannot be allocated.
+
+    A rejected call leaves ``rng`` exactly as it was.
     """
     frac = exact_fraction(scale, "scale")
     shape = sample_shape(size)
@@ -74,7 +76,11 @@ def discrete_gaussian(sigma: RealLike, size: SizeLike, *, rng: Rng | None = None
 
     Raises:
         TypeError: ``sigma`` or ``size`` has the wrong type.
-        ValueError: ``sigma`` is not positive and finite, or ``size`` is negative.
+        ValueError: ``sigma`` is not positive and finite, exceeds ``2**56``, or
+            ``size`` is negative.
+        MemoryError: ``size`` draws cannot be allocated.
+
+    A rejected call leaves ``rng`` exactly as it was.
     """
     frac = exact_fraction(sigma, "sigma")
     shape = sample_shape(size)
@@ -112,7 +118,8 @@ def permute_and_flip(
         The selected index (an ``int``).
 
     Raises:
-        TypeError: scores are not numeric, or a parameter has the wrong type.
+        TypeError: scores are not numeric (or are long doubles, which float64
+            cannot hold exactly), or a parameter has the wrong type.
         ValueError: scores are empty, not 1-D, or not finite; integers too large
             to convert exactly; ``epsilon`` or ``sensitivity`` not positive.
     """
@@ -123,6 +130,11 @@ def permute_and_flip(
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
         raise TypeError(f"scores must be a numeric array, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and arr.dtype.itemsize > 8:
+        raise TypeError(
+            f"scores of dtype {arr.dtype} cannot be converted to float64 exactly; "
+            "pass float64 (or smaller) scores"
+        )
     if arr.ndim != 1:
         raise ValueError(f"scores must be 1-D, got shape {arr.shape}")
     if arr.size == 0:

@@ -7,7 +7,7 @@ use dpstream_core::noise::{self, DiscreteGaussian, DiscreteLaplace};
 use dpstream_core::{Error, Rational};
 use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 fn to_py_err(e: Error) -> PyErr {
@@ -16,6 +16,19 @@ fn to_py_err(e: Error) -> PyErr {
         Error::Overflow(m) => PyOverflowError::new_err(m),
         Error::Entropy(m) => PyRuntimeError::new_err(m),
     }
+}
+
+/// A zeroed output buffer, or `MemoryError` instead of an abort when `size`
+/// cannot be allocated.
+fn zeroed<T: Clone + Default>(size: usize) -> PyResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(size).map_err(|_| {
+        PyMemoryError::new_err(format!(
+            "cannot allocate an output array of {size} elements"
+        ))
+    })?;
+    v.resize(size, T::default());
+    Ok(v)
 }
 
 fn rational(num: BigUint, den: BigUint, what: &str) -> PyResult<Rational> {
@@ -52,10 +65,11 @@ impl Rng {
     }
 
     /// Uniform 64-bit integers.
-    fn integers(&mut self, py: Python<'_>, size: usize) -> Py<PyArray1<u64>> {
+    fn integers(&mut self, py: Python<'_>, size: usize) -> PyResult<Py<PyArray1<u64>>> {
+        let mut out = zeroed::<u64>(size)?;
         let inner = &mut self.inner;
-        let out = py.detach(|| (0..size).map(|_| inner.next_u64()).collect::<Vec<u64>>());
-        out.into_pyarray(py).unbind()
+        py.detach(|| out.iter_mut().for_each(|o| *o = inner.next_u64()));
+        Ok(out.into_pyarray(py).unbind())
     }
 }
 
@@ -89,11 +103,8 @@ fn discrete_laplace(
     rng: Option<&Bound<'_, Rng>>,
 ) -> PyResult<Py<PyArray1<i64>>> {
     let sampler = DiscreteLaplace::new(&rational(num, den, "scale")?).map_err(to_py_err)?;
-    let out = with_rng(py, rng, |r| {
-        let mut out = vec![0i64; size];
-        sampler.fill(r, &mut out).map(|_| out)
-    })?
-    .map_err(to_py_err)?;
+    let mut out = zeroed::<i64>(size)?;
+    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
     Ok(out.into_pyarray(py).unbind())
 }
 
@@ -108,11 +119,8 @@ fn discrete_gaussian(
     rng: Option<&Bound<'_, Rng>>,
 ) -> PyResult<Py<PyArray1<i64>>> {
     let sampler = DiscreteGaussian::new(&rational(num, den, "sigma")?).map_err(to_py_err)?;
-    let out = with_rng(py, rng, |r| {
-        let mut out = vec![0i64; size];
-        sampler.fill(r, &mut out).map(|_| out)
-    })?
-    .map_err(to_py_err)?;
+    let mut out = zeroed::<i64>(size)?;
+    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
     Ok(out.into_pyarray(py).unbind())
 }
 

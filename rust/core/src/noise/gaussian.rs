@@ -6,9 +6,9 @@
 //! Δ is ρ-zCDP with ρ = Δ²/(2σ²) (CKS20, Theorem 14); σ is public.
 
 use super::bernoulli::bernoulli_exp_neg;
-use super::laplace::{fill_with, sample_laplace};
+use super::laplace::{check_scale, fill_with, sample_laplace};
 use super::nat::Nat;
-use crate::error::{invalid, Error, Result};
+use crate::error::{Error, Result};
 use crate::rational::Rational;
 use crate::rng::Rng;
 use num_bigint::BigUint;
@@ -29,11 +29,9 @@ enum Params {
 }
 
 impl DiscreteGaussian {
-    /// A sampler with standard-deviation parameter `sigma > 0`.
+    /// A sampler with parameter `0 < sigma <= 2^56`.
     pub fn new(sigma: &Rational) -> Result<Self> {
-        if sigma.is_zero() {
-            return Err(invalid!("sigma must be positive, got 0"));
-        }
+        check_scale(sigma, "sigma")?;
         let variance = sigma.mul(sigma);
         let (a, b) = (variance.numer().clone(), variance.denom().clone());
         // floor(sqrt(a/b)) = floor(sqrt(floor(a/b))).
@@ -65,11 +63,11 @@ impl DiscreteGaussian {
         }
     }
 
-    /// Fill `out` with independent draws.
+    /// Fill `out` with independent draws. On error `rng` is left as it was.
     pub fn fill(&self, rng: &mut Rng, out: &mut [i64]) -> Result<()> {
         match &self.params {
-            Params::Fast { a, b, t } => fill_with(out, |_| sample_gaussian(rng, a, b, t)),
-            Params::Big { a, b, t } => fill_with(out, |_| sample_gaussian(rng, a, b, t)),
+            Params::Fast { a, b, t } => fill_with(rng, out, |r| sample_gaussian(r, a, b, t)),
+            Params::Big { a, b, t } => fill_with(rng, out, |r| sample_gaussian(r, a, b, t)),
         }
     }
 }
@@ -158,8 +156,8 @@ mod tests {
 
     #[test]
     fn huge_sigma_promotes_without_error() {
-        // σ = 2^40: the exponent needs more than 128 bits for typical draws.
-        let sigma = Rational::new(1u64 << 40, 1u32).unwrap();
+        // σ = 2^56, the largest accepted: the exponent needs more than 128 bits.
+        let sigma = Rational::new(1u64 << 56, 1u32).unwrap();
         let d = DiscreteGaussian::new(&sigma).unwrap();
         let mut rng = Rng::seed_from_u64(2);
         for _ in 0..200 {

@@ -36,11 +36,10 @@ enum Params {
 }
 
 impl DiscreteLaplace {
-    /// A sampler with `P(z) ∝ exp(-|z| / scale)`. Fails unless `scale > 0`.
+    /// A sampler with `P(z) ∝ exp(-|z| / scale)`. Fails unless
+    /// `0 < scale <= 2^56` (see [`MAX_SCALE_LOG2`]).
     pub fn new(scale: &Rational) -> Result<Self> {
-        if scale.is_zero() {
-            return Err(invalid!("scale must be positive, got 0"));
-        }
+        check_scale(scale, "scale")?;
         let (t, s) = (scale.numer(), scale.denom());
         let params = match (t.to_u64(), s.to_u64()) {
             (Some(t), Some(s)) => Params::Fast { t, s },
@@ -69,11 +68,11 @@ impl DiscreteLaplace {
         }
     }
 
-    /// Fill `out` with independent draws.
+    /// Fill `out` with independent draws. On error `rng` is left as it was.
     pub fn fill(&self, rng: &mut Rng, out: &mut [i64]) -> Result<()> {
         match &self.params {
-            Params::Fast { t, s } => fill_with(out, |_| sample_laplace(rng, t, s)),
-            Params::Big { t, s } => fill_with(out, |_| sample_laplace(rng, t, s)),
+            Params::Fast { t, s } => fill_with(rng, out, |r| sample_laplace(r, t, s)),
+            Params::Big { t, s } => fill_with(rng, out, |r| sample_laplace(r, t, s)),
         }
     }
 
@@ -94,9 +93,42 @@ impl DiscreteLaplace {
     }
 }
 
-pub(crate) fn fill_with(out: &mut [i64], mut draw: impl FnMut(usize) -> Result<i64>) -> Result<()> {
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = draw(i)?;
+/// Largest accepted scale (and σ), as a power of two: draws then exceed the
+/// int64 range with probability below `exp(-128)`, so an overflow error is a
+/// practical impossibility rather than a failure mode users must handle.
+pub const MAX_SCALE_LOG2: u32 = 56;
+
+/// Refuse a zero or too large scale-like parameter named `what`.
+pub(crate) fn check_scale(value: &Rational, what: &str) -> Result<()> {
+    if value.is_zero() {
+        return Err(invalid!("{what} must be positive, got 0"));
+    }
+    if *value.numer() > value.denom() << MAX_SCALE_LOG2 {
+        return Err(invalid!(
+            "{what} must be at most 2^{MAX_SCALE_LOG2} (about 7.2e16) so that int64 draws \
+             cannot overflow, got {}",
+            value.to_f64_lossy()
+        ));
+    }
+    Ok(())
+}
+
+/// Fill `out` with draws; on error restore `rng`, so that a failed call
+/// leaves the generator exactly as before.
+pub(crate) fn fill_with(
+    rng: &mut Rng,
+    out: &mut [i64],
+    mut draw: impl FnMut(&mut Rng) -> Result<i64>,
+) -> Result<()> {
+    let saved = rng.clone();
+    for o in out.iter_mut() {
+        match draw(rng) {
+            Ok(z) => *o = z,
+            Err(e) => {
+                *rng = saved;
+                return Err(e);
+            }
+        }
     }
     Ok(())
 }
@@ -186,8 +218,32 @@ mod tests {
     }
 
     #[test]
-    fn zero_scale_is_refused() {
+    fn zero_and_huge_scales_are_refused() {
         assert!(DiscreteLaplace::new(&Rational::new(0u32, 1u32).unwrap()).is_err());
+        let max = Rational::new(1u64 << MAX_SCALE_LOG2, 1u32).unwrap();
+        assert!(DiscreteLaplace::new(&max).is_ok());
+        let over = Rational::new((1u64 << MAX_SCALE_LOG2) + 1, 1u32).unwrap();
+        let err = DiscreteLaplace::new(&over).unwrap_err().to_string();
+        assert!(err.contains("scale must be at most"), "{err}");
+    }
+
+    #[test]
+    fn failed_fill_restores_the_generator() {
+        let mut rng = Rng::seed_from_u64(5);
+        let mut fresh = Rng::seed_from_u64(5);
+        let mut out = [0i64; 8];
+        let mut calls = 0;
+        let result = fill_with(&mut rng, &mut out, |r| {
+            calls += 1;
+            r.next_u64();
+            if calls == 5 {
+                Err(Error::Overflow("planted".into()))
+            } else {
+                Ok(1)
+            }
+        });
+        assert!(result.is_err());
+        assert_eq!(rng.next_u64(), fresh.next_u64());
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod nat;
 mod permute_and_flip;
 
 pub use gaussian::DiscreteGaussian;
-pub use laplace::DiscreteLaplace;
+pub use laplace::{DiscreteLaplace, MAX_SCALE_LOG2};
 pub use permute_and_flip::permute_and_flip;
 
 /// `Bernoulli(exp(-num/den))`, exact, for callers outside this module
