@@ -75,6 +75,12 @@ impl Rng {
         self.inner.next_u64()
     }
 
+    /// 32 uniform bits (the generator's native word: half the cost of [`Rng::next_u64`]).
+    #[inline]
+    pub fn next_u32(&mut self) -> u32 {
+        self.inner.next_u32()
+    }
+
     /// One uniform bit, taken from a buffered word.
     #[inline]
     pub fn bit(&mut self) -> bool {
@@ -89,20 +95,47 @@ impl Rng {
     }
 
     /// Exactly uniform integer in `0..n` (Lemire's multiply-and-reject).
-    /// `n <= 1` returns 0 without drawing.
-    #[inline]
+    /// `n <= 1` returns 0 without drawing. Ranges below 2^32 spend one 32-bit
+    /// word: the samplers' ranges almost always are, and the generator's
+    /// output is then the larger part of their cost.
+    #[inline(always)]
     pub fn below_u64(&mut self, n: u64) -> u64 {
-        if n <= 1 {
-            return 0;
+        if n <= u64::from(u32::MAX) {
+            if n <= 1 {
+                return 0;
+            }
+            let n = n as u32;
+            let m = u64::from(self.next_u32()) * u64::from(n);
+            if (m as u32) < n {
+                return u64::from(self.below_u32_slow(n, m));
+            }
+            m >> 32
+        } else {
+            self.below_u64_wide(n)
         }
+    }
+
+    /// The rejection step of the 32-bit path: `m` is the first product, whose
+    /// low half fell in the region where bias is possible.
+    #[cold]
+    #[inline(never)]
+    fn below_u32_slow(&mut self, n: u32, mut m: u64) -> u32 {
+        // 2^32 mod n: the size of the biased region that must be rejected.
+        let threshold = n.wrapping_neg() % n;
+        while (m as u32) < threshold {
+            m = u64::from(self.next_u32()) * u64::from(n);
+        }
+        (m >> 32) as u32
+    }
+
+    /// The 64-bit path, for ranges of 2^32 and above.
+    #[inline(never)]
+    fn below_u64_wide(&mut self, n: u64) -> u64 {
         let mut m = u128::from(self.next_u64()) * u128::from(n);
-        let mut low = m as u64;
-        if low < n {
-            // 2^64 mod n: the size of the biased region that must be rejected.
+        if (m as u64) < n {
             let threshold = n.wrapping_neg() % n;
-            while low < threshold {
+            while (m as u64) < threshold {
                 m = u128::from(self.next_u64()) * u128::from(n);
-                low = m as u64;
             }
         }
         (m >> 64) as u64
@@ -152,10 +185,16 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
         assert_eq!(r.below_u64(1), 0);
         assert_eq!(r.below_u64(0), 0);
-        let big = u64::MAX - 3;
-        for _ in 0..1000 {
-            assert!(r.below_u64(big) < big);
+        for big in [u64::MAX - 3, (1u64 << 32) + 1, u64::from(u32::MAX)] {
+            for _ in 0..1000 {
+                assert!(r.below_u64(big) < big);
+            }
         }
+        // Both word sizes reach the top of their range.
+        let top = (0..10_000).map(|_| r.below_u64(3)).max();
+        assert_eq!(top, Some(2));
+        let n = 3u64 << 40;
+        assert!((0..100).any(|_| r.below_u64(n) >= 2u64 << 40));
     }
 
     #[test]

@@ -23,58 +23,123 @@ pub(crate) fn bernoulli_ratio<N: Nat>(rng: &mut Rng, num: &N, den: &N) -> bool {
     den.uniform_below(rng) < *num
 }
 
-/// `Bernoulli(exp(-1))`, exactly, from one 64-bit word almost always.
+/// `Bernoulli(exp(-1))`, exactly, from one 32-bit word almost always.
 ///
-/// The coin is `U < e^{-1}` for a uniform `U ∈ [0, 1)` whose first 64 bits
-/// are `u`. With `T = floor(e^{-1} · 2^64)` (computed once, exactly, from the
-/// alternating series), `u < T` already implies `U < e^{-1}` and `u > T`
-/// implies `U > e^{-1}`. Only `u == T` (probability 2^-64) needs more bits,
-/// which [`exp_neg_one_refine`] draws against exact rational bounds.
+/// The coin is `U < e^{-1}` for a uniform `U ∈ [0, 1)` whose first 32 bits
+/// are `u`. With `T_1 = floor(e^{-1} · 2^32)` (computed once, exactly, from
+/// the alternating series), `u < T_1` already implies `U < e^{-1}` and
+/// `u > T_1` implies `U > e^{-1}`. Only `u == T_1` (probability 2^-32) needs
+/// more bits, which [`LazyUniform::below_exp_neg`] draws against exact bounds.
 #[inline]
 pub(crate) fn bernoulli_exp_neg_one(rng: &mut Rng) -> bool {
-    let t = exp_neg_one_threshold();
-    let u = rng.next_u64();
+    let t = exp_neg_thresholds()[0];
+    let u = rng.next_u32();
     if u != t {
         return u < t;
     }
-    exp_neg_one_refine(rng, BigUint::from(u), 64)
+    LazyUniform::new(u).below_exp_neg(rng, 1)
 }
 
-/// `floor(e^{-1} · 2^64)`, exact.
-fn exp_neg_one_threshold() -> u64 {
-    static THRESHOLD: OnceLock<u64> = OnceLock::new();
-    *THRESHOLD.get_or_init(|| {
-        let mut precision = 72;
-        loop {
-            let (lo, hi, den) = exp_neg_one_bracket(precision);
-            let floor_lo = (lo << 64u32) / &den;
-            let floor_hi = (hi << 64u32) / &den;
-            if floor_lo == floor_hi {
-                // e^{-1} < 1, so the floor fits in 64 bits.
-                return floor_lo.to_u64_digits().first().copied().unwrap_or(0);
-            }
-            precision += 32;
+/// `V` with `P(V >= v) = e^{-v}` (geometric with ratio `e^{-1}`), exactly,
+/// by inversion of one uniform `U`: `V = max{v : U < e^{-v}}`.
+///
+/// Equivalent in distribution to counting successes of
+/// [`bernoulli_exp_neg_one`] until the first failure, but one 32-bit word
+/// decides it unless `U`'s first 32 bits tie with a threshold.
+#[inline]
+pub(crate) fn geometric_exp_neg_one(rng: &mut Rng) -> u64 {
+    let table = exp_neg_thresholds();
+    let u = rng.next_u32();
+    for (i, &t) in table.iter().enumerate() {
+        // Invariant: U < e^{-i} is known (vacuous for i = 0).
+        if u > t {
+            return i as u64;
         }
+        if u == t {
+            // U ∈ [t, t+1)/2^32; and U > e^{-(i+2)} because T_{i+2} < t.
+            return i as u64 + u64::from(LazyUniform::new(u).below_exp_neg(rng, i as u64 + 1));
+        }
+    }
+    // u < T_J for every tabulated J: only u = 0 reaches here (probability 2^-32).
+    let mut lazy = LazyUniform::new(u);
+    let mut v = table.len() as u64;
+    while lazy.below_exp_neg(rng, v + 1) {
+        v += 1;
+    }
+    v
+}
+
+/// `T_j = floor(e^{-j} · 2^32)` for `j = 1, 2, ...` while positive, exact.
+fn exp_neg_thresholds() -> &'static [u32] {
+    static TABLE: OnceLock<Vec<u32>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Vec::new();
+        for j in 1u64.. {
+            let mut precision = 48;
+            let t = loop {
+                let (lo, hi, den) = exp_neg_bracket(j, precision);
+                let floor_lo = (lo << 32u32) / &den;
+                let floor_hi = (hi << 32u32) / &den;
+                if floor_lo == floor_hi {
+                    // e^{-j} < 1, so the floor fits in 32 bits.
+                    break floor_lo.to_u32_digits().first().copied().unwrap_or(0);
+                }
+                precision += 32;
+            };
+            if t == 0 {
+                break;
+            }
+            table.push(t);
+        }
+        table
     })
 }
 
-/// Decide `U < e^{-1}` for a uniform `U` whose first `n` bits are `prefix`,
-/// drawing further bits until `U`'s interval lies on one side of `e^{-1}`.
-/// Terminates with probability one because `e^{-1}` is irrational.
-pub(crate) fn exp_neg_one_refine(rng: &mut Rng, prefix: BigUint, n: u64) -> bool {
-    let (mut r, mut n) = (prefix, n);
-    loop {
-        let (lo, hi, den) = exp_neg_one_bracket(n + 8);
-        // U ∈ [r/2^n, (r+1)/2^n) against lo/den ≤ e^{-1} ≤ hi/den.
-        if (&r + 1u32) * &den <= &lo << n {
-            return true;
+/// A uniform `U ∈ [0, 1)` revealed bit by bit: `U ∈ [r/2^n, (r+1)/2^n)`.
+/// Comparisons against irrational thresholds draw bits only until decided,
+/// and later comparisons reuse the bits already drawn.
+pub(crate) struct LazyUniform {
+    r: BigUint,
+    n: u64,
+}
+
+impl LazyUniform {
+    /// A uniform whose first 32 bits are `u`.
+    pub(crate) fn new(u: u32) -> Self {
+        Self {
+            r: BigUint::from(u),
+            n: 32,
         }
-        if &r * &den >= &hi << n {
-            return false;
-        }
-        r = (r << 1u32) + u32::from(rng.bit());
-        n += 1;
     }
+
+    /// Whether `U < e^{-j}`, exactly. Terminates with probability one
+    /// because `e^{-j}` is irrational.
+    pub(crate) fn below_exp_neg(&mut self, rng: &mut Rng, j: u64) -> bool {
+        loop {
+            let (lo, hi, den) = exp_neg_bracket(j, self.n + 8);
+            if (&self.r + 1u32) * &den <= &lo << self.n {
+                return true;
+            }
+            if &self.r * &den >= &hi << self.n {
+                return false;
+            }
+            self.r = (&self.r << 1u32) + u32::from(rng.bit());
+            self.n += 1;
+        }
+    }
+}
+
+/// `(lo, hi, den)` with `lo/den < e^{-j} < hi/den` and `(hi − lo)/den < 2^-precision`,
+/// from the `j`-th powers of a bracket of `e^{-1}` (all terms lie in `(0, 1]`,
+/// so powering widens the bracket at most `j` times).
+fn exp_neg_bracket(j: u64, precision: u64) -> (BigUint, BigUint, BigUint) {
+    let extra = 64 - j.leading_zeros() as u64; // >= log2(j)
+    let (lo, hi, den) = exp_neg_one_bracket(precision + extra + 1);
+    if j == 1 {
+        return (lo, hi, den);
+    }
+    let j = u32::try_from(j).unwrap_or(u32::MAX);
+    (lo.pow(j), hi.pow(j), den.pow(j))
 }
 
 /// `(lo, hi, den)` with `lo/den < e^{-1} < hi/den` and `(hi − lo)/den < 2^-precision`:
@@ -182,12 +247,24 @@ mod tests {
             / BigUint::from(10u32).pow(50)
     }
 
+    fn exp_neg_scaled(j: u32, shift: u32) -> BigUint {
+        // floor(e^{-j} · 2^shift) from the decimal expansion, for small j and shift.
+        let e = BigUint::parse_bytes(EXP_NEG_ONE_50.as_bytes(), 10).unwrap();
+        (e.pow(j) << shift) / BigUint::from(10u32).pow(50 * j)
+    }
+
     #[test]
-    fn threshold_is_floor_of_exp_neg_one() {
-        assert_eq!(
-            BigUint::from(exp_neg_one_threshold()),
-            exp_neg_one_scaled(64)
-        );
+    fn thresholds_are_floors_of_exp_neg_j() {
+        let table = exp_neg_thresholds();
+        assert_eq!(table.len(), 22); // e^{-22} 2^32 ≈ 1.19, e^{-23} 2^32 ≈ 0.44
+        for (i, &t) in table.iter().enumerate() {
+            assert_eq!(
+                BigUint::from(t),
+                exp_neg_scaled(i as u32 + 1, 32),
+                "T_{}",
+                i + 1
+            );
+        }
         for precision in [10, 64, 100, 200] {
             let (lo, hi, den) = exp_neg_one_bracket(precision);
             assert!(lo < hi && (&hi - &lo) * (BigUint::one() << precision) < den);
@@ -199,20 +276,66 @@ mod tests {
     }
 
     #[test]
-    fn refinement_resolves_the_tie_with_the_right_probability() {
-        // Given the 64-bit prefix T, P(U < e^{-1}) = frac(2^64 e^{-1}).
-        let t = exp_neg_one_threshold();
-        let fine = exp_neg_one_scaled(120); // floor(e^{-1} 2^120)
-        let frac = (&fine - (BigUint::from(t) << 56u32)).to_u64_digits()[0] as f64 / 2f64.powi(56);
-        let mut rng = Rng::seed_from_u64(8);
-        let draws = 200_000;
-        let hits = (0..draws)
-            .filter(|_| exp_neg_one_refine(&mut rng, BigUint::from(t), 64))
-            .count() as u64;
-        binomial_within(hits, draws, frac, "refine at T");
-        // Prefixes clearly below or above e^{-1} decide without error.
-        assert!(exp_neg_one_refine(&mut rng, BigUint::from(0u32), 2)); // U in [0, 1/4)
-        assert!(!exp_neg_one_refine(&mut rng, BigUint::from(2u32), 2)); // U in [1/2, 3/4)
+    fn lazy_comparison_resolves_ties_with_the_right_probability() {
+        // Given the 32-bit prefix T_j, P(U < e^{-j}) = frac(2^32 e^{-j}).
+        for j in [1u32, 2, 5] {
+            let t = exp_neg_thresholds()[j as usize - 1];
+            let fine = exp_neg_scaled(j, 88);
+            let frac =
+                (&fine - (BigUint::from(t) << 56u32)).to_u64_digits()[0] as f64 / 2f64.powi(56);
+            let mut rng = Rng::seed_from_u64(8 + u64::from(j));
+            let draws = 100_000;
+            let hits = (0..draws)
+                .filter(|_| LazyUniform::new(t).below_exp_neg(&mut rng, u64::from(j)))
+                .count() as u64;
+            binomial_within(hits, draws, frac, &format!("tie at T_{j}"));
+        }
+        // A prefix far from the threshold decides without drawing.
+        let mut rng = Rng::seed_from_u64(1);
+        let mut fresh = Rng::seed_from_u64(1);
+        assert!(LazyUniform::new(0).below_exp_neg(&mut rng, 3));
+        assert!(!LazyUniform::new(u32::MAX).below_exp_neg(&mut rng, 1));
+        assert_eq!(rng.next_u64(), fresh.next_u64());
+    }
+
+    #[test]
+    fn geometric_matches_pmf() {
+        let mut rng = Rng::seed_from_u64(12);
+        let draws = 400_000usize;
+        let mut counts = [0usize; 12]; // 0..=10 and a tail bin
+        for _ in 0..draws {
+            let v = geometric_exp_neg_one(&mut rng) as usize;
+            counts[v.min(11)] += 1;
+        }
+        let q = (-1f64).exp();
+        let mut stat = 0.0;
+        for (v, &c) in counts.iter().enumerate() {
+            let p = if v < 11 {
+                (1.0 - q) * q.powi(v as i32)
+            } else {
+                q.powi(11)
+            };
+            let e = draws as f64 * p;
+            stat += (c as f64 - e).powi(2) / e;
+        }
+        assert!(
+            stat < crate::noise::test_support::chi2_critical(11.0),
+            "chi2 {stat}"
+        );
+    }
+
+    #[test]
+    fn geometric_slow_paths_are_exact() {
+        // u = T_j ties, and u = 0 exhausts the table: both finish with valid values.
+        let mut rng = Rng::seed_from_u64(3);
+        let mut lazy = LazyUniform::new(0);
+        // U < 2^-32 < e^{-22}: V >= 22, and V = 22 + (further comparisons).
+        assert!(lazy.below_exp_neg(&mut rng, 22));
+        let mut v = 22;
+        while lazy.below_exp_neg(&mut rng, v + 1) {
+            v += 1;
+        }
+        assert!((22..40).contains(&v));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! ℓ1-sensitivity Δ is ε-DP (the neighbouring relation is the query's).
 //! The scale is public.
 
-use super::bernoulli::{bernoulli_exp_neg, bernoulli_exp_neg_one};
+use super::bernoulli::{bernoulli_exp_neg, geometric_exp_neg_one};
 use super::nat::Nat;
 use crate::error::{invalid, Error, Result};
 use crate::rational::Rational;
@@ -144,10 +144,7 @@ pub(crate) fn sample_laplace<N: Nat>(rng: &mut Rng, t: &N, s: &N) -> Result<i64>
             continue;
         }
         // V ~ Geometric(1 - exp(-1)): number of whole periods.
-        let mut v = 0u64;
-        while bernoulli_exp_neg_one(rng) {
-            v += 1;
-        }
+        let v = geometric_exp_neg_one(rng);
         // X = U + t·V is geometric with ratio exp(-1/t); Y = floor(X / s)
         // is geometric with ratio exp(-s/t).
         let y: Option<u64> = match t
