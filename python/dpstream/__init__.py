@@ -5,8 +5,22 @@ core ``dpstream._core``; this package validates input, converts it, and
 presents the results. See the README for the privacy model.
 """
 
-from dpstream import noise
+from dpstream import metrics, noise, partition, sketch, streams
 from dpstream._core import __version__
 from dpstream._rng import Rng
+from dpstream.persistence import load, save
+from dpstream.privhp import PrivHP, TreeGenerator
 
-__all__ = ["Rng", "__version__", "noise"]
+__all__ = [
+    "PrivHP",
+    "Rng",
+    "TreeGenerator",
+    "__version__",
+    "load",
+    "metrics",
+    "noise",
+    "partition",
+    "save",
+    "sketch",
+    "streams",
+]

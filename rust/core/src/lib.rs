@@ -2,8 +2,10 @@
 //!
 //! Pure Rust, no Python. Everything that touches private data or draws
 //! privacy noise lives here: the cryptographically secure generator
-//! ([`rng`]), exact integer noise ([`noise`]) and exact rationals for
-//! privacy parameters ([`rational`]). The Python package binds to this crate
+//! ([`rng`]), exact integer noise ([`noise`]), exact rationals for privacy
+//! parameters ([`rational`]), the binary partition of `[0,1]^d`
+//! ([`partition`]), linear sketches ([`sketch`]), the synthesizers
+//! ([`synth`]) and the versioned binary encoding of their state ([`state`]). The Python package binds to this crate
 //! through the thin `dpstream-python` crate.
 //!
 //! Rules every module follows (see `DESIGN.md`):
@@ -15,8 +17,12 @@
 
 pub mod error;
 pub mod noise;
+pub mod partition;
 pub mod rational;
 pub mod rng;
+pub mod sketch;
+pub mod state;
+pub mod synth;
 
 pub use error::{Error, Result};
 pub use rational::Rational;

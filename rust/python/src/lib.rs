@@ -3,14 +3,22 @@
 //! No privacy logic lives here: arguments are converted, the GIL is released
 //! around bulk work, and core errors become Python exceptions.
 
-use dpstream_core::noise::{self, DiscreteGaussian, DiscreteLaplace};
+// Signatures mirror the Python API: tuples of arrays and keyword-rich
+// constructors are the interface, not an accident of design.
+#![allow(clippy::type_complexity, clippy::too_many_arguments)]
+
 use dpstream_core::{Error, Rational};
 use num_bigint::BigUint;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-fn to_py_err(e: Error) -> PyErr {
+mod noise;
+mod partition;
+mod privhp;
+mod sketch;
+
+pub(crate) fn to_py_err(e: Error) -> PyErr {
     match e {
         Error::InvalidParameter(m) => PyValueError::new_err(m),
         Error::Overflow(m) => PyOverflowError::new_err(m),
@@ -20,7 +28,7 @@ fn to_py_err(e: Error) -> PyErr {
 
 /// A zeroed output buffer, or `MemoryError` instead of an abort when `size`
 /// cannot be allocated.
-fn zeroed<T: Clone + Default>(size: usize) -> PyResult<Vec<T>> {
+pub(crate) fn zeroed<T: Clone + Default>(size: usize) -> PyResult<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(size).map_err(|_| {
         PyMemoryError::new_err(format!(
@@ -31,14 +39,14 @@ fn zeroed<T: Clone + Default>(size: usize) -> PyResult<Vec<T>> {
     Ok(v)
 }
 
-fn rational(num: BigUint, den: BigUint, what: &str) -> PyResult<Rational> {
+pub(crate) fn rational(num: BigUint, den: BigUint, what: &str) -> PyResult<Rational> {
     Rational::new(num, den).map_err(|e| PyValueError::new_err(format!("{what}: {e}")))
 }
 
 /// ChaCha12 CSPRNG; see `dpstream.Rng`.
 #[pyclass(module = "dpstream._core", name = "Rng")]
-struct Rng {
-    inner: dpstream_core::Rng,
+pub(crate) struct Rng {
+    pub(crate) inner: dpstream_core::Rng,
 }
 
 #[pymethods]
@@ -74,7 +82,7 @@ impl Rng {
 }
 
 /// Run `f` with the caller's generator, or a fresh OS-seeded one.
-fn with_rng<T: Send>(
+pub(crate) fn with_rng<T: Send>(
     py: Python<'_>,
     rng: Option<&Bound<'_, Rng>>,
     f: impl FnOnce(&mut dpstream_core::Rng) -> T + Send,
@@ -92,65 +100,23 @@ fn with_rng<T: Send>(
     }
 }
 
-/// Discrete Laplace draws with scale `num/den`.
+/// The object kind of encoded dpstream state ("TreeGenerator", "Sketch"),
+/// after checking its header and checksum.
 #[pyfunction]
-#[pyo3(signature = (num, den, size, rng=None))]
-fn discrete_laplace(
-    py: Python<'_>,
-    num: BigUint,
-    den: BigUint,
-    size: usize,
-    rng: Option<&Bound<'_, Rng>>,
-) -> PyResult<Py<PyArray1<i64>>> {
-    let sampler = DiscreteLaplace::new(&rational(num, den, "scale")?).map_err(to_py_err)?;
-    let mut out = zeroed::<i64>(size)?;
-    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
-    Ok(out.into_pyarray(py).unbind())
-}
-
-/// Discrete Gaussian draws with sigma `num/den`.
-#[pyfunction]
-#[pyo3(signature = (num, den, size, rng=None))]
-fn discrete_gaussian(
-    py: Python<'_>,
-    num: BigUint,
-    den: BigUint,
-    size: usize,
-    rng: Option<&Bound<'_, Rng>>,
-) -> PyResult<Py<PyArray1<i64>>> {
-    let sampler = DiscreteGaussian::new(&rational(num, den, "sigma")?).map_err(to_py_err)?;
-    let mut out = zeroed::<i64>(size)?;
-    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
-    Ok(out.into_pyarray(py).unbind())
-}
-
-/// Permute-and-flip over float64 scores; epsilon and sensitivity as exact fractions.
-#[pyfunction]
-#[pyo3(signature = (scores, eps_num, eps_den, sens_num, sens_den, rng=None))]
-fn permute_and_flip(
-    py: Python<'_>,
-    scores: PyReadonlyArray1<'_, f64>,
-    eps_num: BigUint,
-    eps_den: BigUint,
-    sens_num: BigUint,
-    sens_den: BigUint,
-    rng: Option<&Bound<'_, Rng>>,
-) -> PyResult<usize> {
-    let eps = rational(eps_num, eps_den, "epsilon")?;
-    let sens = rational(sens_num, sens_den, "sensitivity")?;
-    let scores = scores.as_slice()?.to_vec();
-    with_rng(py, rng, |r| {
-        noise::permute_and_flip(r, &scores, &eps, &sens)
-    })?
-    .map_err(to_py_err)
+fn state_kind(data: &[u8]) -> PyResult<&'static str> {
+    dpstream_core::state::peek_kind(data)
+        .map(|k| k.name())
+        .map_err(to_py_err)
 }
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Rng>()?;
-    m.add_function(wrap_pyfunction!(discrete_laplace, m)?)?;
-    m.add_function(wrap_pyfunction!(discrete_gaussian, m)?)?;
-    m.add_function(wrap_pyfunction!(permute_and_flip, m)?)?;
+    m.add_function(wrap_pyfunction!(state_kind, m)?)?;
+    noise::register(m)?;
+    partition::register(m)?;
+    sketch::register(m)?;
+    privhp::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,289 @@
+"""PrivHP: differentially private synthetic data in small, fixed memory.
+
+Implements Holland, Camtepe, Thapa and Xue, "Private Synthetic Data
+Generation in Small Memory" (Algorithms 2–4): exact noisy counts for the top
+``L_k = floor(log2 k)`` levels of the binary partition of ``[0,1]^d``, one
+private sketch per deeper level, and at release a partition grown by keeping
+the ``k`` hottest cells per level, made consistent, from which points are
+sampled.
+
+Privacy model:
+
+* **Protected**: any single point — two streams are neighbours if one has one
+  point more (add/remove). The whole release is ε-DP.
+* **Public**: the domain ``[0,1]^d``, ε and its per-level split
+  (:attr:`PrivHP.sigmas`), ``k``, ``width``, ``rows``, ``depth``, the sketch
+  kind and its hash functions. None is derived from the data.
+* **How ε is split**: level ``l`` gets ``σ_l`` with ``Σ σ_l ≤ ε`` (Eq. (23) of
+  the paper by default; exact rationals, computed in the Rust core). Tree
+  level ``l`` gets discrete Laplace noise of scale ``1/σ_l`` per count,
+  sketch level ``l`` scale ``rows/σ_l`` per cell.
+* Noise is added once, at :meth:`PrivHP.release`; afterwards the summary
+  refuses more points (a second release of a longer stream would need a
+  continual-release mechanism).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream import _core
+from dpstream._arrays import points_array
+from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._rng import Rng
+
+__all__ = ["PrivHP", "TreeGenerator"]
+
+SketchName = Literal["count-min", "count"]
+BudgetName = Literal["optimal", "uniform"]
+
+
+def _int(value: object, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    return int(value)
+
+
+class TreeGenerator:
+    """A released PrivHP generator: a consistent partition of ``[0,1]^d`` with
+    non-negative counts.
+
+    Everything done with it is post-processing of an ε-DP release and spends
+    no further privacy: sampling, listing cells, saving. Sampling randomness is
+    not privacy noise (a seeded ``rng`` only makes samples reproducible).
+    """
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: _core.TreeGenerator) -> None:
+        if not isinstance(inner, _core.TreeGenerator):
+            raise TypeError("TreeGenerator objects come from PrivHP.release() or load()")
+        self._inner = inner
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the points."""
+        return int(self._inner.dim)
+
+    @property
+    def n_leaves(self) -> int:
+        """Number of cells in the partition."""
+        return int(self._inner.n_leaves)
+
+    @property
+    def total(self) -> float:
+        """The noisy, consistent number of points at the root (ε-DP)."""
+        return float(self._inner.total)
+
+    @property
+    def depth(self) -> int:
+        """Deepest level of any cell."""
+        return int(self._inner.depth)
+
+    def sample(self, m: int, *, rng: Rng | None = None) -> npt.NDArray[np.float64]:
+        """``m`` synthetic points, shape ``(m, d)``, in ``[0,1]^d``."""
+        return self._inner.sample(_nonneg(m, "m"), core_rng(rng))
+
+    def cells(
+        self,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``(lower, upper, counts)``: corners ``(L, d)`` and counts ``(L,)`` of the leaves."""
+        return self._inner.cells()
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the generator."""
+        return int(self._inner.memory_bytes())
+
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed encoding; readable by Rust and Python."""
+        return bytes(self._inner.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TreeGenerator:
+        """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data."""
+        return cls(_core.TreeGenerator.from_bytes(bytes(data)))
+
+    def __repr__(self) -> str:
+        return f"TreeGenerator(dim={self.dim}, leaves={self.n_leaves}, depth={self.depth})"
+
+
+class PrivHP:
+    """One-pass, fixed-memory ε-DP synthetic data generator on ``[0,1]^d``.
+
+    Args:
+        epsilon: total privacy budget ε of the release.
+        dim: dimension ``d``.
+        k: pruning parameter — cells expanded per level (memory ``O(k)`` per level).
+        width: sketch width ``w`` (memory ``O(rows * w)`` per level).
+        rows: sketch rows ``j``.
+        depth: partition depth ``r`` (1..60); the paper takes ``log2(ε n)``, see
+            :meth:`for_memory`.
+        sketch: ``"count-min"`` (the paper's analysis) or ``"count"``.
+        budget: ``"optimal"`` (Eq. (23)) or ``"uniform"`` split of ε over levels.
+        rng: generator for hash keys and noise; ``None`` is OS-seeded (private).
+            A seeded :class:`dpstream.Rng` gives **no privacy**.
+
+    Memory is allocated here and never grows: :meth:`memory_bytes` is constant.
+    """
+
+    __slots__ = ("_epsilon", "_inner", "_seeded")
+
+    def __init__(
+        self,
+        epsilon: RealLike,
+        dim: int,
+        *,
+        k: int,
+        width: int,
+        rows: int = 1,
+        depth: int,
+        sketch: SketchName = "count-min",
+        budget: BudgetName = "optimal",
+        rng: Rng | None = None,
+    ) -> None:
+        eps = exact_fraction(epsilon, "epsilon")
+        for name, value in (("sketch", sketch), ("budget", budget)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        self._inner = _core.PrivHP(
+            eps.numerator,
+            eps.denominator,
+            _nonneg(dim, "dim"),
+            _nonneg(k, "k"),
+            _nonneg(width, "width"),
+            _nonneg(rows, "rows"),
+            _nonneg(depth, "depth"),
+            sketch,
+            budget,
+            core_rng(rng),
+        )
+        self._epsilon = eps
+        self._seeded = rng is not None and rng.seeded
+
+    @classmethod
+    def for_memory(
+        cls,
+        epsilon: RealLike,
+        dim: int,
+        expected_n: int,
+        memory_bytes: int,
+        *,
+        rows: int = 1,
+        sketch: SketchName = "count-min",
+        rng: Rng | None = None,
+    ) -> PrivHP:
+        """A PrivHP whose summary *and* largest release fit in ``memory_bytes``.
+
+        ``depth = ceil(log2(epsilon * expected_n))`` as in the paper, then the
+        largest power-of-two ``k`` with ``width = 2k`` that fits. Only public
+        values are used: ``expected_n`` is the data holder's guess of the
+        stream length, not a count of the data.
+        """
+        eps = exact_fraction(epsilon, "epsilon")
+        n = _nonneg(expected_n, "expected_n")
+        mem = _nonneg(memory_bytes, "memory_bytes")
+        params = _core.PrivHP.for_memory(
+            eps.numerator, eps.denominator, _int(dim, "dim"), n, mem, sketch, _int(rows, "rows")
+        )
+        return cls(
+            eps,
+            dim,
+            k=params["k"],
+            width=params["width"],
+            rows=params["rows"],
+            depth=params["depth"],
+            sketch=sketch,
+            rng=rng,
+        )
+
+    @property
+    def epsilon(self) -> Fraction:
+        """Total privacy budget of the release."""
+        return self._epsilon
+
+    @property
+    def sigmas(self) -> list[Fraction]:
+        """Per-level budget ``σ_0 .. σ_depth`` (exact; sums to at most ε)."""
+        return [Fraction(n, d) for n, d in self._inner.sigmas()]
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d``."""
+        return int(self._inner.dim)
+
+    @property
+    def k(self) -> int:
+        """Pruning parameter."""
+        return int(self._inner.k)
+
+    @property
+    def width(self) -> int:
+        """Sketch width."""
+        return int(self._inner.width)
+
+    @property
+    def rows(self) -> int:
+        """Sketch rows."""
+        return int(self._inner.rows)
+
+    @property
+    def depth(self) -> int:
+        """Partition depth."""
+        return int(self._inner.depth)
+
+    @property
+    def points_seen(self) -> int:
+        """Points counted so far. **Not private** — for the data holder only."""
+        return int(self._inner.points_seen)
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`release` has been called."""
+        return bool(self._inner.released)
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the summary; equal to the value at construction."""
+        return int(self._inner.memory_bytes())
+
+    def update(self, points: object) -> None:
+        """Count a batch of ``(n, d)`` points in ``[0,1]^d`` (float64 or exactly convertible).
+
+        ``O(depth * rows)`` work per point in Rust with the GIL released. The
+        batch is validated first: a NaN, infinite or out-of-range value raises
+        ``ValueError`` naming it, and nothing is counted.
+        """
+        self._inner.update(points_array(points, self.dim))
+
+    def merge(self, other: PrivHP) -> None:
+        """Add another unreleased summary with identical parameters and hash keys
+        (a copy made before either saw data, e.g. on another machine)."""
+        if not isinstance(other, PrivHP):
+            raise TypeError(f"can only merge a PrivHP, got {type(other).__name__}")
+        self._inner.merge(other._inner)
+
+    def release(self, *, rng: Rng | None = None) -> TreeGenerator:
+        """The ε-DP release: add noise, grow the pruned partition, return the generator.
+
+        Calling it again returns the same generator (no new noise, no new ε).
+        """
+        return TreeGenerator(self._inner.release(core_rng(rng)))
+
+    generator = release
+
+    def __repr__(self) -> str:
+        seeded = "  # seeded: NOT PRIVATE" if self._seeded else ""
+        return (
+            f"PrivHP(epsilon={self._epsilon}, dim={self.dim}, k={self.k}, width={self.width}, "
+            f"rows={self.rows}, depth={self.depth}){seeded}"
+        )
+
+
+def _nonneg(value: object, name: str) -> int:
+    v = _int(value, name)
+    if v < 0:
+        raise ValueError(f"{name} must be non-negative, got {v}")
+    return v

@@ -1,0 +1,129 @@
+"""Linear count-min and count sketches, and their private release.
+
+A sketch is a ``rows x width`` table of integer counters with one
+pairwise-independent hash per row (keyed from the CSPRNG). Sketches are
+linear: sketches with the same hashes can be merged by adding cells, so
+exact summaries built on several machines combine into one.
+
+Privacy: an exact sketch is **not** private. :meth:`release` returns a copy
+with exact discrete Laplace noise of scale ``rows / epsilon`` on every cell,
+which is ε-DP for adding or removing one key occurrence of count 1 (one
+occurrence changes one cell per row, so the sketch's ℓ1-sensitivity is
+``rows``). The shape and the hash functions are public. A released sketch
+can be queried and saved, but not updated, merged or released again.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream import _core
+from dpstream._arrays import int64_array, uint64_array
+from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._rng import Rng
+
+__all__ = ["CountMinSketch", "CountSketch"]
+
+
+class _Sketch:
+    _kind: Literal["count-min", "count"]
+
+    def __init__(self, rows: int, width: int, *, rng: Rng | None = None) -> None:
+        for name, value in (("rows", rows), ("width", width)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        self._inner = _core.LinearSketch(self._kind, int(rows), int(width), core_rng(rng))
+        self._seeded = rng is not None and rng.seeded
+
+    @classmethod
+    def _wrap(cls, inner: _core.LinearSketch) -> _Sketch:
+        obj = cls.__new__(cls)
+        obj._inner = inner
+        obj._seeded = False
+        return obj
+
+    @property
+    def rows(self) -> int:
+        """Number of rows (independent hash functions)."""
+        return int(self._inner.rows)
+
+    @property
+    def width(self) -> int:
+        """Number of columns per row."""
+        return int(self._inner.width)
+
+    @property
+    def released(self) -> bool:
+        """True for a private release (noisy, read-only)."""
+        return bool(self._inner.released)
+
+    def memory_bytes(self) -> int:
+        """Bytes held; fixed at construction."""
+        return int(self._inner.memory_bytes())
+
+    def update(self, keys: object, counts: object = 1) -> None:
+        """Add ``counts`` (an int or one int per key) to ``keys`` (non-negative ints < 2**64).
+
+        All-or-nothing: on error the sketch is unchanged.
+        """
+        k = uint64_array(keys, "keys")
+        self._inner.update(k, int64_array(counts, "counts", len(k)))
+
+    def query(self, keys: object) -> npt.NDArray[np.float64]:
+        """Estimated counts of ``keys`` (count-min: minimum over rows; count
+        sketch: median of the signed cells)."""
+        return self._inner.query(uint64_array(keys, "keys"))
+
+    def merge(self, other: _Sketch) -> None:
+        """Add ``other``'s cells into this sketch (same kind, shape and hashes)."""
+        if type(other) is not type(self):
+            raise TypeError(f"cannot merge a {type(other).__name__} into a {type(self).__name__}")
+        self._inner.merge(other._inner)
+
+    def release(self, epsilon: RealLike, *, rng: Rng | None = None) -> _Sketch:
+        """An ε-DP copy: discrete Laplace noise of scale ``rows / epsilon`` on every cell."""
+        eps = exact_fraction(epsilon, "epsilon")
+        return self._wrap(self._inner.release(eps.numerator, eps.denominator, core_rng(rng)))
+
+    def hashes(self) -> list[tuple[int, int, int, int]]:
+        """Public hash parameters ``(a, b, sa, sb)`` per row: the bucket of key
+        ``x`` is ``((((a * x + b) mod 2**128) >> 64) * width) >> 64`` and its
+        count-sketch sign is ``+1`` if bit 127 of ``(sa * x + sb) mod 2**128`` is 0, else ``-1``."""
+        return [tuple(int(v) for v in h) for h in self._inner.hashes()]  # type: ignore[misc]
+
+    def cells(self) -> npt.NDArray[np.int64]:
+        """The ``rows x width`` counters."""
+        return self._inner.cells().reshape(self.rows, self.width)
+
+    def to_bytes(self) -> bytes:
+        """Versioned, checksummed encoding (cells, hashes, released flag)."""
+        return bytes(self._inner.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> _Sketch:
+        """Decode :meth:`to_bytes` output; raises ``ValueError`` on corrupt data."""
+        inner = _core.LinearSketch.from_bytes(bytes(data))
+        if inner.kind != cls._kind:
+            raise ValueError(f"these bytes hold a {inner.kind} sketch, not a {cls._kind} sketch")
+        return cls._wrap(inner)
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "exact"
+        return f"{type(self).__name__}(rows={self.rows}, width={self.width}, {state})"
+
+
+class CountMinSketch(_Sketch):
+    """Count-min sketch (Cormode and Muthukrishnan): never underestimates
+    non-negative counts; expected overestimate at most ``(n - c) / width``."""
+
+    _kind = "count-min"
+
+
+class CountSketch(_Sketch):
+    """Count sketch (Charikar, Chen, Farach-Colton): unbiased estimates from
+    signed cells, combined by the median over rows."""
+
+    _kind = "count"

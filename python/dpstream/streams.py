@@ -1,0 +1,203 @@
+"""Reproducible test streams on the unit cube ``[0,1]^d``.
+
+Generators of the input distributions used to evaluate the synthesizers: the uniform
+distribution and the multifractal distribution of the PrivHP paper (Holland et al.,
+Section 3.3), plus Gaussian clusters for the online-synthesizer benchmarks. Every function
+returns a new float64 array of shape ``(n, d)`` whose rows are the points, in stream order.
+
+These are *test data*, not mechanisms: they use numpy's PCG64 generator
+(``numpy.random.default_rng(seed)``), which is reproducible and not cryptographic. The same
+``seed`` and arguments give the same array (for a given numpy version; numpy documents its
+``Generator`` streams as stable only within a version); ``seed=None`` draws fresh OS
+entropy. Never use them to draw privacy noise.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["clustered", "multifractal", "uniform"]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Cuts per coordinate of :func:`multifractal` when ``depth`` is not given.
+DEFAULT_CUTS_PER_COORDINATE = 30
+# A float64 in [0, 1) resolves at most 53 binary digits: deeper cuts are not representable.
+_MAX_CUTS_PER_COORDINATE = 53
+
+
+def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:
+    """``n`` independent points drawn uniformly from the unit cube ``[0,1)^d``.
+
+    Args:
+        n: number of points (``>= 0``).
+        d: dimension (``>= 1``).
+        seed: seed of numpy's ``default_rng`` (reproducible; ``None`` for fresh entropy).
+
+    Returns:
+        float64 array of shape ``(n, d)`` with entries in ``[0, 1)``.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``n < 0``, ``d < 1`` or ``seed < 0``.
+    """
+    n = _int(n, "n", minimum=0)
+    d = _int(d, "d", minimum=1)
+    rng = np.random.default_rng(_seed(seed))
+    return rng.random((n, d))
+
+
+def multifractal(
+    n: int,
+    d: int,
+    *,
+    skew: float | Fraction,
+    depth: int | None = None,
+    seed: int | None,
+) -> FloatArray:
+    """``n`` independent points from the multifractal distribution MultiFractal(B, [0,1]^d).
+
+    The distribution of Section 3.3 of the PrivHP paper, built on the hierarchical binary
+    partition of dpstream: the cell at level ``l`` (a box, the whole cube at ``l = 0``) is
+    cut through its middle along coordinate ``l mod d`` into its lower half ``Ω_{θ0}``
+    (smaller coordinate values, path bit 0) and its upper half ``Ω_{θ1}`` (path bit 1).
+    As in the paper, ``Pr(Ω_0) = B`` and ``Pr(Ω_1) = 1 − B`` with ``B = skew ∈ [1/2, 1]``,
+    and the process recurses independently in each half, so the heavy side is always the
+    lower half: a cell reached by a path with ``z`` zeros and ``o`` ones has probability
+    ``B^z (1 − B)^o``. ``skew = 1/2`` is the uniform distribution; ``skew = 1`` puts all
+    the mass in the corner cell at the origin.
+
+    The recursion is truncated after ``depth`` cuts: a point is uniform inside the cell
+    its ``depth`` path bits select (half-open, so every point lies strictly inside its
+    cell's upper faces). Coordinate ``j`` is cut ``c_j = ⌈(depth − j) / d⌉`` times, so the
+    truncation moves no point further than ``max_j 2^{−c_j}`` in ℓ∞.
+
+    Args:
+        n: number of points (``>= 0``).
+        d: dimension (``>= 1``).
+        skew: the parameter ``B``, a real number in ``[1/2, 1]`` (a float, int or
+            :class:`~fractions.Fraction`; used as the nearest float64).
+        depth: number of cuts (levels of the hierarchy), ``0 <= depth <= 53·d``; default
+            ``30·d`` (30 cuts per coordinate, cells of side ``2^{−30}``). ``depth = 0`` is
+            the uniform distribution.
+        seed: seed of numpy's ``default_rng`` (reproducible; ``None`` for fresh entropy).
+
+    Returns:
+        float64 array of shape ``(n, d)`` with entries in ``[0, 1)``.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``n < 0``, ``d < 1``, ``skew`` outside ``[1/2, 1]`` or not finite,
+            ``depth`` outside ``[0, 53·d]``, or ``seed < 0``.
+    """
+    n = _int(n, "n", minimum=0)
+    d = _int(d, "d", minimum=1)
+    b = _real(skew, "skew")
+    if not 0.5 <= b <= 1.0:
+        raise ValueError(f"skew must be in [1/2, 1], got {skew!r}")
+    if depth is None:
+        depth = DEFAULT_CUTS_PER_COORDINATE * d
+    depth = _int(depth, "depth", minimum=0)
+    if depth > _MAX_CUTS_PER_COORDINATE * d:
+        raise ValueError(
+            f"depth must be at most {_MAX_CUTS_PER_COORDINATE}·d = "
+            f"{_MAX_CUTS_PER_COORDINATE * d} (float64 resolves {_MAX_CUTS_PER_COORDINATE} "
+            f"binary digits per coordinate), got {depth}"
+        )
+    rng = np.random.default_rng(_seed(seed))
+
+    # Lower corner of each point's final cell: cut l halves coordinate l mod d for the
+    # (l // d + 1)-th time and, when the path bit is 1, moves the corner up by the half
+    # width 2^-(l // d + 1). Sums of distinct powers of two down to 2^-53 are exact.
+    corner = np.zeros((n, d), dtype=np.float64)
+    for level in range(depth):
+        upper = rng.random(n) >= b  # P(upper half) = P(U >= B) = 1 - B
+        corner[:, level % d] += upper * math.ldexp(1.0, -(level // d + 1))
+    cuts = np.array([(depth - j + d - 1) // d for j in range(d)], dtype=np.int64)
+    width = np.ldexp(1.0, -cuts)  # side of the final cell along each coordinate
+    points = corner + width * rng.random((n, d))
+    # Rounding of corner + width·u can reach the cell's upper face: keep cells half-open.
+    out: FloatArray = np.minimum(points, np.nextafter(corner + width, 0.0))
+    return out
+
+
+def clustered(
+    n: int,
+    d: int,
+    *,
+    n_clusters: int = 5,
+    spread: float | Fraction = 0.05,
+    seed: int | None,
+) -> FloatArray:
+    """``n`` points from a mixture of Gaussian blobs, clipped into ``[0,1]^d``.
+
+    The ``n_clusters`` centres are drawn uniformly from ``[0.1, 0.9]^d``; each point picks a
+    centre uniformly at random and adds independent ``N(0, spread²)`` noise to every
+    coordinate; coordinates are then clipped to ``[0, 1]`` (so a blob near a face puts an
+    atom of mass on it). Centres, assignments and offsets all come from ``seed``.
+
+    Args:
+        n: number of points (``>= 0``).
+        d: dimension (``>= 1``).
+        n_clusters: number of blobs (``>= 1``).
+        spread: standard deviation of each blob per coordinate, in cube units (``>= 0``;
+            ``0`` puts every point on its centre).
+        seed: seed of numpy's ``default_rng`` (reproducible; ``None`` for fresh entropy).
+
+    Returns:
+        float64 array of shape ``(n, d)`` with entries in ``[0, 1]``.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``n < 0``, ``d < 1``, ``n_clusters < 1``, ``spread`` negative or not
+            finite, or ``seed < 0``.
+    """
+    n = _int(n, "n", minimum=0)
+    d = _int(d, "d", minimum=1)
+    n_clusters = _int(n_clusters, "n_clusters", minimum=1)
+    sigma = _real(spread, "spread")
+    if sigma < 0:
+        raise ValueError(f"spread must be non-negative, got {spread!r}")
+    rng = np.random.default_rng(_seed(seed))
+    centres = 0.1 + 0.8 * rng.random((n_clusters, d))
+    labels = rng.integers(0, n_clusters, size=n)
+    points = centres[labels] + sigma * rng.standard_normal((n, d))
+    out: FloatArray = np.clip(points, 0.0, 1.0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------
+
+
+def _int(value: object, name: str, *, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {int(value)}")
+    return int(value)
+
+
+def _real(value: object, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    as_float = float(value)
+    if not math.isfinite(as_float):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return as_float
+
+
+def _seed(seed: object) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be non-negative, got {int(seed)}")
+    return int(seed)

@@ -1,0 +1,295 @@
+//! Versioned, checksummed binary encoding of stateful objects.
+//!
+//! Layout of every encoded object (all integers little-endian):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `DPSTREAM` |
+//! | 2 | format version ([`FORMAT_VERSION`]) |
+//! | 2 | object kind ([`Kind`]) |
+//! | 8 | payload length |
+//! | n | payload |
+//! | 4 | CRC-32 of everything before it |
+//!
+//! Decoding checks each field and reports truncation, corruption, a foreign
+//! object kind or a newer format with a clear error; it never panics and
+//! never allocates more than the input's own size.
+
+use crate::error::{Error, Result};
+
+/// First bytes of every encoded object.
+pub const MAGIC: &[u8; 8] = b"DPSTREAM";
+/// Version of the encoding written by this build.
+pub const FORMAT_VERSION: u16 = 1;
+const HEADER_LEN: usize = 8 + 2 + 2 + 8;
+const CRC_LEN: usize = 4;
+
+/// What an encoded payload holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Kind {
+    /// A released PrivHP generator ([`crate::synth::TreeGenerator`]).
+    TreeGenerator = 1,
+    /// A linear sketch ([`crate::sketch::LinearSketch`]).
+    Sketch = 2,
+}
+
+impl Kind {
+    /// The kind with code `code`, if known.
+    pub fn from_code(code: u16) -> Option<Self> {
+        match code {
+            1 => Some(Self::TreeGenerator),
+            2 => Some(Self::Sketch),
+            _ => None,
+        }
+    }
+
+    /// Human-readable name, for error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TreeGenerator => "TreeGenerator",
+            Self::Sketch => "Sketch",
+        }
+    }
+}
+
+fn corrupt(msg: impl std::fmt::Display) -> Error {
+    Error::InvalidParameter(format!("invalid dpstream state: {msg}"))
+}
+
+/// Wrap `payload` in the header and checksum.
+pub fn encode(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + CRC_LEN);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(kind as u16).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The object kind of an encoded object, after checking magic, version,
+/// length and checksum.
+pub fn peek_kind(bytes: &[u8]) -> Result<Kind> {
+    let (kind, _) = split(bytes)?;
+    Ok(kind)
+}
+
+/// The payload of an encoded object of kind `expected`.
+pub fn decode(bytes: &[u8], expected: Kind) -> Result<&[u8]> {
+    let (kind, payload) = split(bytes)?;
+    if kind != expected {
+        return Err(corrupt(format!(
+            "expected a {}, found a {}",
+            expected.name(),
+            kind.name()
+        )));
+    }
+    Ok(payload)
+}
+
+fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
+    if bytes.len() < HEADER_LEN + CRC_LEN {
+        return Err(corrupt(format!("truncated ({} bytes)", bytes.len())));
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(corrupt("not a dpstream file (bad magic bytes)"));
+    }
+    let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version != FORMAT_VERSION {
+        return Err(corrupt(format!(
+            "format version {version} is not supported by this build (which reads version {FORMAT_VERSION})"
+        )));
+    }
+    let code = u16::from_le_bytes([bytes[10], bytes[11]]);
+    let kind =
+        Kind::from_code(code).ok_or_else(|| corrupt(format!("unknown object kind {code}")))?;
+    let mut len_bytes = [0u8; 8];
+    len_bytes.copy_from_slice(&bytes[12..20]);
+    let len = u64::from_le_bytes(len_bytes);
+    let expected_total = (HEADER_LEN + CRC_LEN) as u64 + len;
+    if expected_total != bytes.len() as u64 {
+        return Err(corrupt(format!(
+            "length mismatch: header says {expected_total} bytes, got {}",
+            bytes.len()
+        )));
+    }
+    let body_end = bytes.len() - CRC_LEN;
+    let mut crc_bytes = [0u8; 4];
+    crc_bytes.copy_from_slice(&bytes[body_end..]);
+    if crc32fast::hash(&bytes[..body_end]) != u32::from_le_bytes(crc_bytes) {
+        return Err(corrupt("checksum mismatch (the data is corrupted)"));
+    }
+    Ok((kind, &bytes[HEADER_LEN..body_end]))
+}
+
+/// Appends little-endian fields to a payload.
+#[derive(Default)]
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    /// An empty payload.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Append a `u8`.
+    pub fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+    /// Append a `u32`.
+    pub fn u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// Append a `u64`.
+    pub fn u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// Append a `u128`.
+    pub fn u128(&mut self, v: u128) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// Append an `i64`.
+    pub fn i64(&mut self, v: i64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// Append an `f64` (its bits).
+    pub fn f64(&mut self, v: f64) {
+        self.buf.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    /// The payload.
+    pub fn finish(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// Reads little-endian fields from a payload; every read is bounds-checked.
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Self { data, pos: 0 }
+    }
+
+    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let end = self.pos.checked_add(N).filter(|&e| e <= self.data.len());
+        let end = end.ok_or_else(|| corrupt("payload ends early"))?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.data[self.pos..end]);
+        self.pos = end;
+        Ok(out)
+    }
+    /// Read a `u8`.
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.take::<1>()?[0])
+    }
+    /// Read a `u32`.
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    /// Read a `u64`.
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    /// Read a `u128`.
+    pub fn u128(&mut self) -> Result<u128> {
+        Ok(u128::from_le_bytes(self.take()?))
+    }
+    /// Read an `i64`.
+    pub fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take()?))
+    }
+    /// Read an `f64`.
+    pub fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+    /// A count of items of `item_bytes` each that must still fit in the
+    /// payload: guards allocations against corrupted lengths.
+    pub fn count(&mut self, item_bytes: usize) -> Result<usize> {
+        let n = self.u64()?;
+        let remaining = (self.data.len() - self.pos) as u64;
+        if n.saturating_mul(item_bytes.max(1) as u64) > remaining {
+            return Err(corrupt(format!("item count {n} exceeds the payload")));
+        }
+        Ok(n as usize)
+    }
+    /// Fail unless the whole payload was read.
+    pub fn finish(self) -> Result<()> {
+        if self.pos != self.data.len() {
+            return Err(corrupt("trailing bytes after the payload"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u8(7);
+        w.u32(11);
+        w.u64(3);
+        w.f64(0.5);
+        w.i64(-4);
+        w.u128(1 << 100);
+        encode(Kind::Sketch, &w.finish())
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = sample();
+        assert_eq!(peek_kind(&bytes).unwrap(), Kind::Sketch);
+        let payload = decode(&bytes, Kind::Sketch).unwrap();
+        let mut r = Reader::new(payload);
+        assert_eq!(r.u8().unwrap(), 7);
+        assert_eq!(r.u32().unwrap(), 11);
+        assert_eq!(r.u64().unwrap(), 3);
+        assert_eq!(r.f64().unwrap(), 0.5);
+        assert_eq!(r.i64().unwrap(), -4);
+        assert_eq!(r.u128().unwrap(), 1 << 100);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn every_corruption_is_reported() {
+        let bytes = sample();
+        // Every single-byte flip and every truncation is detected.
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x40;
+            assert!(decode(&bad, Kind::Sketch).is_err(), "flip at {i}");
+            assert!(
+                decode(&bytes[..i], Kind::Sketch).is_err(),
+                "truncated to {i}"
+            );
+        }
+        let err = decode(&bytes, Kind::TreeGenerator).unwrap_err().to_string();
+        assert!(err.contains("expected a TreeGenerator"), "{err}");
+        let mut newer = bytes.clone();
+        newer[8] = 2;
+        let err = decode(&newer, Kind::Sketch).unwrap_err().to_string();
+        assert!(err.contains("version 2"), "{err}");
+    }
+
+    #[test]
+    fn reader_guards_lengths() {
+        let mut w = Writer::new();
+        w.u64(u64::MAX);
+        let payload = w.finish();
+        let mut r = Reader::new(&payload);
+        assert!(r.count(8).is_err());
+        let mut r = Reader::new(&payload[..3]);
+        assert!(r.u64().is_err());
+        let r = Reader::new(&payload);
+        assert!(r.finish().is_err());
+    }
+}

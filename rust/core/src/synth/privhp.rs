@@ -1,0 +1,565 @@
+//! PrivHP: private synthetic data in small memory (Holland, Camtepe, Thapa,
+//! Xue), Algorithms 2–4.
+//!
+//! ## Privacy
+//! * Neighbouring relation: two streams that differ by adding or removing
+//!   one point (add/remove neighbours).
+//! * Public: the domain `[0,1]^dim`, every structural parameter (`k`,
+//!   `width`, `rows`, `depth`, the sketch kind and its hash functions), and ε
+//!   with its per-level split ([`privhp_budget`]). No structural parameter is
+//!   derived from the data; the number of points is *not* released except
+//!   through the noisy root count.
+//! * Mechanism (Theorem 2): level `l ≤ L_k = ⌊log2 k⌋` of the exact tree gets
+//!   independent discrete Laplace noise of scale `1/σ_l` on each count
+//!   (sensitivity 1 per level); the sketch of level `l > L_k` gets scale
+//!   `rows/σ_l` on each cell (sensitivity `rows`). With `Σ σ_l ≤ ε`, the
+//!   noisy tree and sketches are ε-DP by basic composition, and the
+//!   generator grown from them (pruning, consistency) is post-processing.
+//! * Noise is drawn once, at [`PrivHP::release`]. Counting is linear, so this
+//!   has the same output distribution as the paper's noise-at-initialisation;
+//!   it also lets exact summaries be merged before release. After a release
+//!   the object refuses further points: a second release of a grown stream
+//!   would need a continual-release mechanism (Appendix A), not this one.
+//!
+//! ## Memory
+//! Everything is allocated in [`PrivHP::new`]: the `2^{L_k+1} − 1` exact
+//! counts, `depth − L_k` sketches of `rows × width` cells and a fixed path
+//! buffer. [`PrivHP::memory_bytes`] equals [`PrivHPConfig::footprint`] and
+//! never changes with the stream.
+
+use super::budget::{privhp_budget, BudgetRule};
+use super::tree_generator::{Node, TreeGenerator};
+use crate::error::{invalid, Result};
+use crate::noise::DiscreteLaplace;
+use crate::partition::consistency::{enforce_consistency, enforce_tree};
+use crate::partition::path::{encode_points, validate_points, MAX_DEPTH};
+use crate::rational::Rational;
+use crate::rng::Rng;
+use crate::sketch::{LinearSketch, SketchKind};
+
+/// Points encoded per chunk during an update (the fixed path buffer).
+const CHUNK: usize = 1024;
+/// Largest supported depth (sketch keys stay below 2^60).
+pub const MAX_PRIVHP_DEPTH: u32 = 60;
+const _: () = assert!(MAX_PRIVHP_DEPTH <= MAX_DEPTH);
+/// Largest footprint a configuration may ask for.
+const MAX_FOOTPRINT: usize = 1 << 34;
+/// Streams longer than this are refused (counts stay far from i64 overflow).
+const MAX_POINTS: u64 = 1 << 62;
+
+/// Public parameters of a [`PrivHP`] instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrivHPConfig {
+    /// Total privacy budget ε.
+    pub epsilon: Rational,
+    /// Dimension `d` of the domain `[0,1]^d`.
+    pub dim: usize,
+    /// Pruning parameter: hot cells kept per level.
+    pub k: usize,
+    /// Sketch width `w` (columns).
+    pub width: usize,
+    /// Sketch rows `j`.
+    pub rows: usize,
+    /// Depth `r` of the hierarchy.
+    pub depth: u32,
+    /// Count-min or count sketch.
+    pub sketch: SketchKind,
+    /// How ε is split across levels.
+    pub budget: BudgetRule,
+}
+
+impl PrivHPConfig {
+    /// `⌊log2 k⌋`, capped at `depth`: the levels kept exactly.
+    pub fn exact_levels(&self) -> u32 {
+        let l_k = usize::BITS - 1 - self.k.max(1).leading_zeros();
+        l_k.min(self.depth)
+    }
+
+    /// Check every parameter; errors name the parameter.
+    pub fn validate(&self) -> Result<()> {
+        if self.epsilon.is_zero() {
+            return Err(invalid!("epsilon must be positive, got 0"));
+        }
+        if self.dim == 0 || self.dim > 1 << 16 {
+            return Err(invalid!("dim must be in 1..=65536, got {}", self.dim));
+        }
+        if self.depth == 0 || self.depth > MAX_PRIVHP_DEPTH {
+            return Err(invalid!(
+                "depth must be in 1..={MAX_PRIVHP_DEPTH}, got {}",
+                self.depth
+            ));
+        }
+        if self.k == 0 || self.k > 1 << 24 {
+            return Err(invalid!("k must be in 1..=2^24, got {}", self.k));
+        }
+        if self.width == 0 || self.width > 1 << 30 {
+            return Err(invalid!("width must be in 1..=2^30, got {}", self.width));
+        }
+        if self.rows == 0 || self.rows > 64 {
+            return Err(invalid!("rows must be in 1..=64, got {}", self.rows));
+        }
+        let bytes = self.footprint();
+        if bytes > MAX_FOOTPRINT {
+            return Err(invalid!(
+                "these parameters need {bytes} bytes, more than the 16 GiB limit"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes a [`PrivHP`] with this configuration occupies (computed from the
+    /// parameters alone; saturating for absurd ones).
+    pub fn footprint(&self) -> usize {
+        let l_k = self.exact_levels();
+        let tree = ((1usize << (l_k + 1)) - 1).saturating_mul(8);
+        let sketch_levels = (self.depth - l_k) as usize;
+        let per_sketch = LinearSketch::footprint(self.rows, self.width);
+        std::mem::size_of::<PrivHP>()
+            .saturating_add(tree)
+            .saturating_add(sketch_levels.saturating_mul(per_sketch))
+            .saturating_add(sketch_levels * std::mem::size_of::<LinearSketch>())
+            .saturating_add((self.depth as usize + 1) * std::mem::size_of::<Rational>())
+            .saturating_add(CHUNK * 8)
+    }
+
+    /// Most nodes a released generator can hold: the exact tree plus two
+    /// children for each of at most `k` hot cells on every sketched level.
+    pub fn max_generator_nodes(&self) -> usize {
+        let l_k = self.exact_levels();
+        let hot = self.k.min(1usize << l_k.min(62)).max(1);
+        ((1usize << (l_k + 1)) - 1) + 2 * hot.max(self.k) * (self.depth - l_k) as usize
+    }
+
+    /// Parameters for a memory budget, from public values only.
+    ///
+    /// `depth = ⌈log2(ε · expected_n)⌉` (clamped to `1..=60`), as in the
+    /// paper; then the largest power-of-two `k` with `width = 2k` whose
+    /// footprint *plus* the largest generator it can release fits in
+    /// `memory_bytes`. `expected_n` is a public guess of the stream length.
+    pub fn for_memory(
+        epsilon: Rational,
+        dim: usize,
+        expected_n: u64,
+        memory_bytes: usize,
+        sketch: SketchKind,
+        rows: usize,
+    ) -> Result<Self> {
+        let en = epsilon.to_f64_lossy() * expected_n as f64;
+        let depth = if en > 2.0 {
+            (en.log2().ceil() as u32).clamp(1, MAX_PRIVHP_DEPTH)
+        } else {
+            1
+        };
+        let mut best = None;
+        for log_k in 0..24 {
+            let k = 1usize << log_k;
+            let cfg = Self {
+                epsilon: epsilon.clone(),
+                dim,
+                k,
+                width: 2 * k,
+                rows,
+                depth,
+                sketch,
+                budget: BudgetRule::Optimal,
+            };
+            let total = cfg
+                .footprint()
+                .saturating_add(cfg.max_generator_nodes() * std::mem::size_of::<Node>());
+            if total > memory_bytes {
+                break;
+            }
+            best = Some(cfg);
+        }
+        let cfg = best.ok_or_else(|| {
+            invalid!(
+                "memory_bytes = {memory_bytes} is too small for any configuration at depth {depth}"
+            )
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// The one-pass, fixed-memory PrivHP summary of a stream of points.
+#[derive(Clone, Debug)]
+pub struct PrivHP {
+    cfg: PrivHPConfig,
+    l_k: u32,
+    sigmas: Vec<Rational>,
+    /// Exact counts of levels `0..=l_k` in heap layout.
+    tree: Vec<i64>,
+    /// Sketches of levels `l_k+1..=depth`.
+    sketches: Vec<LinearSketch>,
+    paths: Vec<u64>,
+    points: u64,
+    released: Option<TreeGenerator>,
+}
+
+impl PrivHP {
+    /// A new summary; hash functions are keyed from `rng`, every buffer is
+    /// allocated here.
+    pub fn new(cfg: PrivHPConfig, rng: &mut Rng) -> Result<Self> {
+        cfg.validate()?;
+        let l_k = cfg.exact_levels();
+        let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
+        sigmas.shrink_to_fit();
+        let mut sketches = (l_k + 1..=cfg.depth)
+            .map(|_| LinearSketch::new(cfg.sketch, cfg.rows, cfg.width, rng))
+            .collect::<Result<Vec<_>>>()?;
+        sketches.shrink_to_fit();
+        Ok(Self {
+            tree: vec![0; (1usize << (l_k + 1)) - 1],
+            sketches,
+            paths: vec![0; CHUNK],
+            sigmas,
+            l_k,
+            cfg,
+            points: 0,
+            released: None,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PrivHPConfig {
+        &self.cfg
+    }
+
+    /// `σ_0 … σ_depth`, the per-level budget (sums to at most ε).
+    pub fn sigmas(&self) -> &[Rational] {
+        &self.sigmas
+    }
+
+    /// Points counted so far. **Not private**: for the data holder only.
+    pub fn points_seen(&self) -> u64 {
+        self.points
+    }
+
+    /// Whether [`PrivHP::release`] has been called.
+    pub fn is_released(&self) -> bool {
+        self.released.is_some()
+    }
+
+    /// Bytes held, constant from construction on.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.tree.capacity() * 8
+            + self.sketches.capacity() * std::mem::size_of::<LinearSketch>()
+            + self
+                .sketches
+                .iter()
+                .map(|s| s.memory_bytes() - std::mem::size_of::<LinearSketch>())
+                .sum::<usize>()
+            + self.sigmas.capacity() * std::mem::size_of::<Rational>()
+            + self.paths.capacity() * 8
+    }
+
+    /// Count a batch of row-major `(n, dim)` points in `[0,1]^dim`. The
+    /// batch is validated first: on error nothing is counted.
+    pub fn update(&mut self, points: &[f64]) -> Result<()> {
+        if self.released.is_some() {
+            return Err(invalid!(
+                "this PrivHP has been released; counting more points would need a second \
+                 release, which its ε does not cover — start a new PrivHP"
+            ));
+        }
+        validate_points(points, self.cfg.dim)?;
+        let n = (points.len() / self.cfg.dim) as u64;
+        if self.points.saturating_add(n) > MAX_POINTS {
+            return Err(invalid!("stream longer than 2^62 points"));
+        }
+        let depth = self.cfg.depth;
+        let chunk_values = CHUNK * self.cfg.dim;
+        for chunk in points.chunks(chunk_values) {
+            let m = chunk.len() / self.cfg.dim;
+            let paths = &mut self.paths[..m];
+            encode_points(chunk, self.cfg.dim, depth, paths)?;
+            // Level by level over the chunk: one level's counters stay in
+            // cache while the chunk streams through it.
+            for l in 0..=self.l_k {
+                let level = &mut self.tree[(1usize << l) - 1..(1usize << (l + 1)) - 1];
+                for &path in paths.iter() {
+                    level[(path >> (depth - l)) as usize] += 1;
+                }
+            }
+            for (i, sketch) in self.sketches.iter_mut().enumerate() {
+                let shift = depth - (self.l_k + 1 + i as u32);
+                for &path in paths.iter() {
+                    sketch.update(path >> shift, 1);
+                }
+            }
+        }
+        self.points += n;
+        Ok(())
+    }
+
+    /// Add the exact counts of `other` (same configuration and hashes), for
+    /// summaries built on several machines. Refused after a release.
+    pub fn merge(&mut self, other: &PrivHP) -> Result<()> {
+        if self.released.is_some() || other.released.is_some() {
+            return Err(invalid!("released summaries cannot be merged"));
+        }
+        if self.cfg != other.cfg {
+            return Err(invalid!(
+                "cannot merge PrivHP summaries with different parameters"
+            ));
+        }
+        let mut sketches = self.sketches.clone();
+        for (a, b) in sketches.iter_mut().zip(&other.sketches) {
+            a.merge(b)?;
+        }
+        self.sketches = sketches;
+        for (a, b) in self.tree.iter_mut().zip(&other.tree) {
+            *a += b;
+        }
+        self.points += other.points;
+        Ok(())
+    }
+
+    /// The ε-DP release: add the noise, grow the pruned partition
+    /// (Algorithm 3) with consistency (Algorithm 4) and return the
+    /// generator. A second call returns the same generator without new noise.
+    pub fn release(&mut self, rng: &mut Rng) -> Result<TreeGenerator> {
+        if let Some(g) = &self.released {
+            return Ok(g.clone());
+        }
+        // Draw all noise first, so that an error leaves the state unchanged.
+        let mut tree = self.tree.clone();
+        for l in 0..=self.l_k {
+            let scale = Rational::new(1u32, 1u32)?.div(&self.sigmas[l as usize])?;
+            let start = (1usize << l) - 1;
+            DiscreteLaplace::new(&scale)?.add_noise(rng, &mut tree[start..2 * start + 1])?;
+        }
+        let mut sketches = self.sketches.clone();
+        for (i, sketch) in sketches.iter_mut().enumerate() {
+            let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
+            sketch.add_noise(rng, sigma)?;
+        }
+        let generator = grow_partition(&self.cfg, self.l_k, &tree, &sketches)?;
+        // The noisy state replaces the exact one: nothing exact is kept.
+        self.tree = tree;
+        self.sketches = sketches;
+        self.released = Some(generator.clone());
+        Ok(generator)
+    }
+}
+
+/// Algorithm 3 with consistency (Algorithm 4): the complete tree to `L_k`
+/// from the noisy exact counts, then level by level the two children of each
+/// hot cell from the level's sketch, keeping the top `k` children as the next
+/// hot cells (ties broken by cell index, so the result is deterministic).
+fn grow_partition(
+    cfg: &PrivHPConfig,
+    l_k: u32,
+    tree: &[i64],
+    sketches: &[LinearSketch],
+) -> Result<TreeGenerator> {
+    let mut counts: Vec<f64> = tree.iter().map(|&c| c as f64).collect();
+    enforce_tree(&mut counts)?;
+    // Arena in heap order for the complete part: node i has children 2i+1, 2i+2.
+    let mut nodes: Vec<Node> = Vec::with_capacity(cfg.max_generator_nodes());
+    for l in 0..=l_k {
+        for theta in 0..(1u64 << l) {
+            let i = (1usize << l) - 1 + theta as usize;
+            let mut node = Node::new(l, theta, counts[i]);
+            if l < l_k {
+                node.left = (2 * i + 1) as u32;
+            }
+            nodes.push(node);
+        }
+    }
+    let mut hot: Vec<usize> = (((1usize << l_k) - 1)..nodes.len()).collect();
+    for (i, sketch) in sketches.iter().enumerate() {
+        let level = l_k + 1 + i as u32;
+        let mut children = Vec::with_capacity(2 * hot.len());
+        for &p in &hot {
+            let parent = nodes[p];
+            let (t0, t1) = (parent.theta << 1, (parent.theta << 1) | 1);
+            let (mut c0, mut c1) = (sketch.query(t0), sketch.query(t1));
+            enforce_consistency(parent.count, &mut c0, &mut c1);
+            nodes[p].left = nodes.len() as u32;
+            children.push(nodes.len());
+            nodes.push(Node::new(level, t0, c0));
+            children.push(nodes.len());
+            nodes.push(Node::new(level, t1, c1));
+        }
+        if children.len() > cfg.k {
+            let key = |&i: &usize| (std::cmp::Reverse(OrdF64(nodes[i].count)), nodes[i].theta);
+            children.select_nth_unstable_by_key(cfg.k - 1, key);
+            children.truncate(cfg.k);
+        }
+        hot = children;
+    }
+    TreeGenerator::from_nodes(cfg.dim, nodes)
+}
+
+/// Total order on the finite counts the tree holds.
+#[derive(Clone, Copy)]
+struct OrdF64(f64);
+impl PartialEq for OrdF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for OrdF64 {}
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(dim: usize, k: usize, depth: u32) -> PrivHPConfig {
+        PrivHPConfig {
+            epsilon: Rational::new(1u32, 1u32).unwrap(),
+            dim,
+            k,
+            width: 64,
+            rows: 2,
+            depth,
+            sketch: SketchKind::CountMin,
+            budget: BudgetRule::Optimal,
+        }
+    }
+
+    fn uniform_points(rng: &mut Rng, n: usize, dim: usize) -> Vec<f64> {
+        (0..n * dim)
+            .map(|_| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn memory_is_fixed_and_matches_the_footprint() {
+        let c = cfg(2, 16, 12);
+        let mut rng = Rng::seed_from_u64(1);
+        let mut p = PrivHP::new(c.clone(), &mut rng).unwrap();
+        let before = p.memory_bytes();
+        assert_eq!(before, c.footprint());
+        for _ in 0..5 {
+            let pts = uniform_points(&mut rng, 3000, 2);
+            p.update(&pts).unwrap();
+        }
+        assert_eq!(p.memory_bytes(), before);
+        assert_eq!(p.points_seen(), 15_000);
+    }
+
+    #[test]
+    fn exact_tree_counts_are_exact_before_noise() {
+        let c = cfg(1, 4, 6); // L_k = 2
+        let mut rng = Rng::seed_from_u64(2);
+        let mut p = PrivHP::new(c, &mut rng).unwrap();
+        p.update(&[0.1, 0.3, 0.6, 0.9, 0.95, 1.0]).unwrap();
+        assert_eq!(p.tree, vec![6, 2, 4, 1, 1, 1, 3]);
+    }
+
+    #[test]
+    fn release_is_consistent_and_pruned() {
+        let c = cfg(2, 8, 10);
+        let mut rng = Rng::seed_from_u64(3);
+        let mut p = PrivHP::new(c.clone(), &mut rng).unwrap();
+        p.update(&uniform_points(&mut rng, 20_000, 2)).unwrap();
+        let g = p.release(&mut rng).unwrap();
+        for node in g.nodes_for_test() {
+            if node.left != u32::MAX {
+                let l = node.left as usize;
+                let sum = g.nodes_for_test()[l].count + g.nodes_for_test()[l + 1].count;
+                assert!((sum - node.count).abs() <= 1e-9 * node.count.max(1.0));
+            }
+            assert!(node.count >= 0.0);
+        }
+        // At most k cells are expanded per sketched level.
+        for level in c.exact_levels() + 1..=c.depth {
+            let at = g
+                .nodes_for_test()
+                .iter()
+                .filter(|n| n.level == level)
+                .count();
+            assert!(at <= 2 * c.k, "level {level}: {at}");
+        }
+        assert!(g.n_nodes() <= c.max_generator_nodes());
+        // Released: no more points; a second release is the same generator.
+        assert!(p.update(&[0.5, 0.5]).is_err());
+        assert_eq!(p.release(&mut rng).unwrap(), g);
+    }
+
+    #[test]
+    fn bad_batches_change_nothing() {
+        let mut rng = Rng::seed_from_u64(4);
+        let mut p = PrivHP::new(cfg(2, 4, 8), &mut rng).unwrap();
+        p.update(&[0.2, 0.2]).unwrap();
+        let (tree, n) = (p.tree.clone(), p.points_seen());
+        assert!(p.update(&[0.1, 0.1, 0.5, 1.5]).is_err());
+        assert!(p.update(&[0.1, f64::NAN]).is_err());
+        assert!(p.update(&[0.1, 0.1, 0.2]).is_err());
+        assert_eq!((p.tree.clone(), p.points_seen()), (tree, n));
+    }
+
+    #[test]
+    fn configs_are_validated() {
+        let mut c = cfg(2, 4, 8);
+        c.depth = 61;
+        assert!(c.validate().unwrap_err().to_string().contains("depth"));
+        let mut c = cfg(2, 4, 8);
+        c.width = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("width"));
+        let mut c = cfg(2, 4, 8);
+        c.width = 1 << 30;
+        c.rows = 64;
+        assert!(c.validate().unwrap_err().to_string().contains("bytes"));
+        let mut c = cfg(0, 4, 8);
+        c.dim = 0;
+        assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn for_memory_fits_the_budget() {
+        let eps = Rational::new(1u32, 1u32).unwrap();
+        for budget in [64 << 10, 1 << 20, 16 << 20] {
+            let c = PrivHPConfig::for_memory(
+                eps.clone(),
+                2,
+                1_000_000,
+                budget,
+                SketchKind::CountMin,
+                1,
+            )
+            .unwrap();
+            assert_eq!(c.depth, 20);
+            let total = c.footprint() + c.max_generator_nodes() * std::mem::size_of::<Node>();
+            assert!(total <= budget);
+            let mut bigger = c.clone();
+            bigger.k *= 2;
+            bigger.width *= 2;
+            let total =
+                bigger.footprint() + bigger.max_generator_nodes() * std::mem::size_of::<Node>();
+            assert!(total > budget);
+        }
+        assert!(PrivHPConfig::for_memory(eps, 2, 1_000_000, 10, SketchKind::CountMin, 1).is_err());
+    }
+
+    #[test]
+    fn merged_summaries_equal_one_summary() {
+        let c = cfg(2, 8, 10);
+        let mut rng = Rng::seed_from_u64(6);
+        let mut whole = PrivHP::new(c.clone(), &mut rng).unwrap();
+        let mut a = whole.clone();
+        let mut b = whole.clone();
+        let pts = uniform_points(&mut rng, 2000, 2);
+        whole.update(&pts).unwrap();
+        a.update(&pts[..1000]).unwrap();
+        b.update(&pts[1000..]).unwrap();
+        a.merge(&b).unwrap();
+        assert_eq!(a.tree, whole.tree);
+        assert_eq!(a.sketches, whole.sketches);
+        let other = PrivHP::new(c, &mut rng).unwrap(); // different hashes
+        assert!(a.merge(&other).is_err());
+    }
+}

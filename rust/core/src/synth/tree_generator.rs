@@ -1,0 +1,313 @@
+//! The released PrivHP generator: a consistent binary partition tree with
+//! non-negative counts, sampled root to leaf.
+//!
+//! Privacy: a `TreeGenerator` is the output of PrivHP's release (noisy
+//! counts, then deterministic pruning and consistency), so everything done
+//! with it — sampling, listing cells, saving — is post-processing and spends
+//! no privacy budget. Its sampling randomness is not privacy noise.
+
+use crate::error::{invalid, Result};
+use crate::partition::path::{cell_bounds, MAX_DEPTH};
+use crate::rng::Rng;
+use crate::state::{self, Kind, Reader, Writer};
+
+/// No children.
+const LEAF: u32 = u32::MAX;
+
+/// One cell of the partition.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Node {
+    pub(crate) level: u32,
+    pub(crate) theta: u64,
+    pub(crate) count: f64,
+    /// Index of the left child; the right child follows it. `LEAF` if none.
+    pub(crate) left: u32,
+}
+
+impl Node {
+    pub(crate) fn new(level: u32, theta: u64, count: f64) -> Self {
+        Self {
+            level,
+            theta,
+            count,
+            left: LEAF,
+        }
+    }
+}
+
+/// A synthetic-data generator over `[0,1]^dim`: pick a leaf with probability
+/// proportional to its count by a root-to-leaf descent, then a uniform point
+/// in the leaf's cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeGenerator {
+    dim: usize,
+    nodes: Vec<Node>,
+}
+
+impl TreeGenerator {
+    /// A generator from an arena whose node 0 is the root; validated.
+    pub(crate) fn from_nodes(dim: usize, nodes: Vec<Node>) -> Result<Self> {
+        let g = Self { dim, nodes };
+        g.validate()?;
+        Ok(g)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.dim == 0 || self.dim > 1 << 16 {
+            return Err(invalid!("generator dimension {} is out of range", self.dim));
+        }
+        let root = self
+            .nodes
+            .first()
+            .ok_or_else(|| invalid!("generator has no nodes"))?;
+        if root.level != 0 || root.theta != 0 {
+            return Err(invalid!("generator root must be the level-0 cell"));
+        }
+        let n = self.nodes.len();
+        let mut reached = vec![false; n];
+        reached[0] = true;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !(node.count.is_finite() && node.count >= 0.0) {
+                return Err(invalid!("node {i} has an invalid count {}", node.count));
+            }
+            if node.level > MAX_DEPTH || (node.level < 64 && node.theta >> node.level != 0) {
+                return Err(invalid!("node {i} has an invalid cell"));
+            }
+            if node.left == LEAF {
+                continue;
+            }
+            let l = node.left as usize;
+            if l <= i || l + 1 >= n || reached[l] || reached[l + 1] {
+                return Err(invalid!("node {i} has invalid children"));
+            }
+            reached[l] = true;
+            reached[l + 1] = true;
+            let (a, b) = (&self.nodes[l], &self.nodes[l + 1]);
+            if a.level != node.level + 1
+                || b.level != node.level + 1
+                || a.theta != node.theta << 1
+                || b.theta != (node.theta << 1) | 1
+            {
+                return Err(invalid!("node {i}'s children are not its two halves"));
+            }
+        }
+        if reached.iter().any(|&r| !r) {
+            return Err(invalid!("generator has unreachable nodes"));
+        }
+        Ok(())
+    }
+
+    /// Dimension of the points.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of cells (leaves) in the partition.
+    pub fn n_leaves(&self) -> usize {
+        self.nodes.iter().filter(|n| n.left == LEAF).count()
+    }
+
+    /// Number of nodes in the tree.
+    pub fn n_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The (noisy, consistent) total count at the root.
+    pub fn total(&self) -> f64 {
+        self.nodes[0].count
+    }
+
+    /// Deepest level of any leaf.
+    pub fn depth(&self) -> u32 {
+        self.nodes.iter().map(|n| n.level).max().unwrap_or(0)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn nodes_for_test(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// Heap bytes plus the struct itself.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.nodes.capacity() * std::mem::size_of::<Node>()
+    }
+
+    /// `out.len() / dim` points, row-major. Fails if `out.len()` is not a
+    /// multiple of `dim`.
+    pub fn sample(&self, rng: &mut Rng, out: &mut [f64]) -> Result<()> {
+        if out.len() % self.dim != 0 {
+            return Err(invalid!("output length is not a multiple of dim"));
+        }
+        let mut lower = vec![0.0; self.dim];
+        let mut upper = vec![0.0; self.dim];
+        for point in out.chunks_exact_mut(self.dim) {
+            let leaf = self.descend(rng);
+            cell_bounds(leaf.theta, leaf.level, self.dim, &mut lower, &mut upper);
+            for ((x, lo), hi) in point.iter_mut().zip(&lower).zip(&upper) {
+                *x = lo + unit(rng) * (hi - lo);
+            }
+        }
+        Ok(())
+    }
+
+    fn descend(&self, rng: &mut Rng) -> &Node {
+        let mut node = &self.nodes[0];
+        while node.left != LEAF {
+            let l = node.left as usize;
+            let (c0, c1) = (self.nodes[l].count, self.nodes[l + 1].count);
+            let go_left = if c0 + c1 > 0.0 {
+                unit(rng) * (c0 + c1) < c0
+            } else {
+                rng.bit()
+            };
+            node = &self.nodes[if go_left { l } else { l + 1 }];
+        }
+        node
+    }
+
+    /// The leaves: `(lower, upper, counts)` with corners row-major `(L, dim)`.
+    pub fn cells(&self) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let leaves: Vec<&Node> = self.nodes.iter().filter(|n| n.left == LEAF).collect();
+        let mut lower = vec![0.0; leaves.len() * self.dim];
+        let mut upper = vec![0.0; leaves.len() * self.dim];
+        let mut counts = Vec::with_capacity(leaves.len());
+        for (i, leaf) in leaves.iter().enumerate() {
+            let range = i * self.dim..(i + 1) * self.dim;
+            cell_bounds(
+                leaf.theta,
+                leaf.level,
+                self.dim,
+                &mut lower[range.clone()],
+                &mut upper[range],
+            );
+            counts.push(leaf.count);
+        }
+        (lower, upper, counts)
+    }
+
+    /// The versioned, checksummed encoding ([`crate::state`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u32(self.dim as u32);
+        w.u64(self.nodes.len() as u64);
+        for n in &self.nodes {
+            w.u8(n.level as u8);
+            w.u64(n.theta);
+            w.f64(n.count);
+            w.u32(n.left);
+        }
+        state::encode(Kind::TreeGenerator, &w.finish())
+    }
+
+    /// Decode and validate bytes written by [`TreeGenerator::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut r = Reader::new(state::decode(bytes, Kind::TreeGenerator)?);
+        let dim = r.u32()? as usize;
+        let n = r.count(1 + 8 + 8 + 4)?;
+        let mut nodes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let level = u32::from(r.u8()?);
+            let theta = r.u64()?;
+            let count = r.f64()?;
+            let left = r.u32()?;
+            nodes.push(Node {
+                level,
+                theta,
+                count,
+                left,
+            });
+        }
+        r.finish()?;
+        Self::from_nodes(dim, nodes).map_err(|e| invalid!("invalid dpstream state: {e}"))
+    }
+}
+
+/// Uniform in `[0, 1)` on the 2^-53 grid (sampling, not privacy noise).
+#[inline]
+fn unit(rng: &mut Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Root [0,1] (count 4) split into [0,1/2) (count 1) and [1/2,1] (count 3),
+    /// the right half split again into quarters with counts 3 and 0.
+    fn small() -> TreeGenerator {
+        let mut nodes = vec![
+            Node::new(0, 0, 4.0),
+            Node::new(1, 0, 1.0),
+            Node::new(1, 1, 3.0),
+        ];
+        nodes[0].left = 1;
+        nodes.push(Node::new(2, 2, 3.0));
+        nodes.push(Node::new(2, 3, 0.0));
+        nodes[2].left = 3;
+        TreeGenerator::from_nodes(1, nodes).unwrap()
+    }
+
+    #[test]
+    fn samples_follow_the_counts() {
+        let g = small();
+        assert_eq!(g.n_leaves(), 3);
+        let mut rng = Rng::seed_from_u64(1);
+        let mut out = vec![0.0; 40_000];
+        g.sample(&mut rng, &mut out).unwrap();
+        let low = out.iter().filter(|&&x| x < 0.5).count() as u64;
+        let mid = out.iter().filter(|&&x| (0.5..0.75).contains(&x)).count() as u64;
+        let high = out.iter().filter(|&&x| x >= 0.75).count();
+        crate::noise::test_support::binomial_within(low, 40_000, 0.25, "left half");
+        assert_eq!(low + mid, 40_000);
+        assert_eq!(high, 0);
+    }
+
+    #[test]
+    fn cells_and_bytes_round_trip() {
+        let g = small();
+        let (lo, hi, c) = g.cells();
+        assert_eq!(lo, vec![0.0, 0.5, 0.75]);
+        assert_eq!(hi, vec![0.5, 0.75, 1.0]);
+        assert_eq!(c, vec![1.0, 3.0, 0.0]);
+        let bytes = g.to_bytes();
+        assert_eq!(TreeGenerator::from_bytes(&bytes).unwrap(), g);
+        for i in 0..bytes.len() {
+            assert!(TreeGenerator::from_bytes(&bytes[..i]).is_err());
+        }
+    }
+
+    #[test]
+    fn invalid_trees_are_refused() {
+        let g = small();
+        let mut bad = g.nodes.clone();
+        bad[3].theta = 1; // not a child of node 2
+        assert!(TreeGenerator::from_nodes(1, bad).is_err());
+        let mut bad = g.nodes.clone();
+        bad[1].count = f64::NAN;
+        assert!(TreeGenerator::from_nodes(1, bad).is_err());
+        let mut bad = g.nodes.clone();
+        bad[0].left = 3; // children 3, 4 are level 2
+        assert!(TreeGenerator::from_nodes(1, bad).is_err());
+        assert!(TreeGenerator::from_nodes(0, g.nodes.clone()).is_err());
+        assert!(TreeGenerator::from_nodes(1, vec![]).is_err());
+        let mut w = g.nodes.clone();
+        w.push(Node::new(1, 0, 0.0)); // unreachable
+        assert!(TreeGenerator::from_nodes(1, w).is_err());
+    }
+
+    #[test]
+    fn an_empty_total_samples_uniformly() {
+        let mut nodes = vec![
+            Node::new(0, 0, 0.0),
+            Node::new(1, 0, 0.0),
+            Node::new(1, 1, 0.0),
+        ];
+        nodes[0].left = 1;
+        let g = TreeGenerator::from_nodes(2, nodes).unwrap();
+        let mut rng = Rng::seed_from_u64(2);
+        let mut out = vec![0.0; 2000];
+        g.sample(&mut rng, &mut out).unwrap();
+        assert!(out.iter().all(|x| (0.0..=1.0).contains(x)));
+        assert!(out.chunks(2).any(|p| p[0] < 0.5) && out.chunks(2).any(|p| p[0] >= 0.5));
+    }
+}
