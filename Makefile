@@ -20,6 +20,7 @@ test-rust:
 	cargo test -p dpstream-core
 
 test-python: $(EXT)
+	cargo build --release -q -p dpstream-core --example privhp_edge
 	$(BIN)/python -m pytest -q
 
 lint: $(EXT)
