@@ -126,8 +126,7 @@ impl PrivHPConfig {
     /// children for each of at most `k` hot cells on every sketched level.
     pub fn max_generator_nodes(&self) -> usize {
         let l_k = self.exact_levels();
-        let hot = self.k.min(1usize << l_k.min(62)).max(1);
-        ((1usize << (l_k + 1)) - 1) + 2 * hot.max(self.k) * (self.depth - l_k) as usize
+        ((1usize << (l_k + 1)) - 1) + 2 * self.k * (self.depth - l_k) as usize
     }
 
     /// Parameters for a memory budget, from public values only.
@@ -204,6 +203,16 @@ impl PrivHP {
         let l_k = cfg.exact_levels();
         let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
         sigmas.shrink_to_fit();
+        // Refuse now, not at release, a budget whose noise scales are out of range.
+        for (l, sigma) in sigmas.iter().enumerate() {
+            let sensitivity = if l as u32 <= l_k {
+                1u64
+            } else {
+                cfg.rows as u64
+            };
+            DiscreteLaplace::new(&Rational::new(sensitivity, 1u32)?.div(sigma)?)
+                .map_err(|e| invalid!("epsilon is too small for depth {}: {e}", cfg.depth))?;
+        }
         let mut sketches = (l_k + 1..=cfg.depth)
             .map(|_| LinearSketch::new(cfg.sketch, cfg.rows, cfg.width, rng))
             .collect::<Result<Vec<_>>>()?;
@@ -500,6 +509,15 @@ mod tests {
         assert!(p.update(&[0.1, f64::NAN]).is_err());
         assert!(p.update(&[0.1, 0.1, 0.2]).is_err());
         assert_eq!((p.tree.clone(), p.points_seen()), (tree, n));
+    }
+
+    #[test]
+    fn a_budget_too_small_for_the_noise_range_is_refused_up_front() {
+        let mut c = cfg(2, 4, 8);
+        c.epsilon = Rational::new(1u32, 1u64 << 60).unwrap();
+        let mut rng = Rng::seed_from_u64(9);
+        let err = PrivHP::new(c, &mut rng).unwrap_err().to_string();
+        assert!(err.contains("epsilon is too small"), "{err}");
     }
 
     #[test]
