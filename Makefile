@@ -33,6 +33,7 @@ lint: $(EXT)
 
 bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
+	$(BIN)/python benches/bench_privhp.py
 
 develop: $(EXT)
 
@@ -45,8 +46,9 @@ $(DEPS): pyproject.toml | $(BIN)/python
 		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9"
 	touch $@
 
-$(BENCH_DEPS): $(DEPS)
-	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9"
+$(BENCH_DEPS): $(DEPS) Makefile
+	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9" \
+		"matplotlib>=3.7" "datasketches>=5.0"
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.

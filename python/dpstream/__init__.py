@@ -5,7 +5,7 @@ core ``dpstream._core``; this package validates input, converts it, and
 presents the results. See the README for the privacy model.
 """
 
-from dpstream import metrics, noise, partition, sketch, streams
+from dpstream import counters, metrics, noise, partition, sketch, streams
 from dpstream._core import __version__
 from dpstream._rng import Rng
 from dpstream.persistence import load, save
@@ -16,6 +16,7 @@ __all__ = [
     "Rng",
     "TreeGenerator",
     "__version__",
+    "counters",
     "load",
     "metrics",
     "noise",

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import points_array, uint64_array
+from dpstream._arrays import int_param, points_array, uint64_array
 
 __all__ = ["cell_bounds", "encode", "enforce_consistency"]
 
@@ -30,14 +30,17 @@ def encode(points: object, depth: int) -> npt.NDArray[np.uint64]:
     """
     arr = np.asarray(points)
     dim = arr.shape[1] if arr.ndim == 2 else 1
-    return _core.encode_points_array(points_array(arr, dim), _depth(depth))
+    return _core.encode_points_array(points_array(arr, dim), int_param(depth, "depth", high=63))
 
 
 def cell_bounds(
     thetas: object, level: int, dim: int
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Lower and upper corners, each ``(n, dim)``, of level-``level`` cells ``thetas``."""
-    return _core.cell_bounds_array(uint64_array(thetas, "thetas"), _depth(level), int(dim))
+    lvl = int_param(level, "level", high=63)
+    return _core.cell_bounds_array(
+        uint64_array(thetas, "thetas"), lvl, int_param(dim, "dim", low=1, high=65536)
+    )
 
 
 def enforce_consistency(
@@ -57,17 +60,12 @@ def enforce_consistency(
         ):
             raise TypeError(f"{name} must be numeric, got dtype {x.dtype}")
     if all(np.issubdtype(x.dtype, np.integer) for x in (p, a, b)):
+        for name, x in (("parent", p), ("left", a), ("right", b)):
+            if x.dtype == np.uint64 and x.size and int(x.max()) > np.iinfo(np.int64).max:
+                raise ValueError(f"{name} exceeds the int64 range")
         pi, ai, bi = (np.ascontiguousarray(x, dtype=np.int64).ravel() for x in (p, a, b))
         return _core.consistency_i64(pi, ai, bi)
     pf, af, bf = (np.ascontiguousarray(x, dtype=np.float64).ravel() for x in (p, a, b))
     if not (np.all(np.isfinite(pf)) and np.all(np.isfinite(af)) and np.all(np.isfinite(bf))):
         raise ValueError("counts must be finite")
     return _core.consistency_f64(pf, af, bf)
-
-
-def _depth(depth: object) -> int:
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)):
-        raise TypeError(f"depth must be an int, got {type(depth).__name__}")
-    if not 0 <= int(depth) <= 63:
-        raise ValueError(f"depth must be in 0..63, got {depth}")
-    return int(depth)

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import points_array
+from dpstream._arrays import int_param, points_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
 
@@ -40,12 +40,6 @@ __all__ = ["PrivHP", "TreeGenerator"]
 
 SketchName = Literal["count-min", "count"]
 BudgetName = Literal["optimal", "uniform"]
-
-
-def _int(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    return int(value)
 
 
 class TreeGenerator:
@@ -57,12 +51,13 @@ class TreeGenerator:
     not privacy noise (a seeded ``rng`` only makes samples reproducible).
     """
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_noise_seeded")
 
-    def __init__(self, inner: _core.TreeGenerator) -> None:
+    def __init__(self, inner: _core.TreeGenerator, *, noise_seeded: bool = False) -> None:
         if not isinstance(inner, _core.TreeGenerator):
             raise TypeError("TreeGenerator objects come from PrivHP.release() or load()")
         self._inner = inner
+        self._noise_seeded = noise_seeded
 
     @property
     def dim(self) -> int:
@@ -86,7 +81,7 @@ class TreeGenerator:
 
     def sample(self, m: int, *, rng: Rng | None = None) -> npt.NDArray[np.float64]:
         """``m`` synthetic points, shape ``(m, d)``, in ``[0,1]^d``."""
-        return self._inner.sample(_nonneg(m, "m"), core_rng(rng))
+        return self._inner.sample(int_param(m, "m"), core_rng(rng))
 
     def cells(
         self,
@@ -108,7 +103,8 @@ class TreeGenerator:
         return cls(_core.TreeGenerator.from_bytes(bytes(data)))
 
     def __repr__(self) -> str:
-        return f"TreeGenerator(dim={self.dim}, leaves={self.n_leaves}, depth={self.depth})"
+        seeded = "  # seeded noise: NOT PRIVATE" if self._noise_seeded else ""
+        return f"TreeGenerator(dim={self.dim}, leaves={self.n_leaves}, depth={self.depth}){seeded}"
 
 
 class PrivHP:
@@ -124,13 +120,15 @@ class PrivHP:
             :meth:`for_memory`.
         sketch: ``"count-min"`` (the paper's analysis) or ``"count"``.
         budget: ``"optimal"`` (Eq. (23)) or ``"uniform"`` split of ε over levels.
-        rng: generator for hash keys and noise; ``None`` is OS-seeded (private).
-            A seeded :class:`dpstream.Rng` gives **no privacy**.
+        rng: generator for the hash keys only. The hash functions are public, so
+            a seeded generator here costs no privacy (and lets summaries built on
+            several machines share hashes for :meth:`merge`). The privacy noise
+            comes from the ``rng`` given to :meth:`release`.
 
     Memory is allocated here and never grows: :meth:`memory_bytes` is constant.
     """
 
-    __slots__ = ("_epsilon", "_inner", "_seeded")
+    __slots__ = ("_epsilon", "_inner", "_noise_seeded")
 
     def __init__(
         self,
@@ -152,17 +150,17 @@ class PrivHP:
         self._inner = _core.PrivHP(
             eps.numerator,
             eps.denominator,
-            _nonneg(dim, "dim"),
-            _nonneg(k, "k"),
-            _nonneg(width, "width"),
-            _nonneg(rows, "rows"),
-            _nonneg(depth, "depth"),
+            int_param(dim, "dim", low=1, high=65536),
+            int_param(k, "k", low=1, high=2**24),
+            int_param(width, "width", low=1, high=2**30),
+            int_param(rows, "rows", low=1, high=64),
+            int_param(depth, "depth", low=1, high=60),
             sketch,
             budget,
             core_rng(rng),
         )
         self._epsilon = eps
-        self._seeded = rng is not None and rng.seeded
+        self._noise_seeded = False
 
     @classmethod
     def for_memory(
@@ -184,10 +182,16 @@ class PrivHP:
         stream length, not a count of the data.
         """
         eps = exact_fraction(epsilon, "epsilon")
-        n = _nonneg(expected_n, "expected_n")
-        mem = _nonneg(memory_bytes, "memory_bytes")
+        n = int_param(expected_n, "expected_n", high=2**64 - 1)
+        mem = int_param(memory_bytes, "memory_bytes")
         params = _core.PrivHP.for_memory(
-            eps.numerator, eps.denominator, _int(dim, "dim"), n, mem, sketch, _int(rows, "rows")
+            eps.numerator,
+            eps.denominator,
+            int_param(dim, "dim", low=1, high=65536),
+            n,
+            mem,
+            sketch,
+            int_param(rows, "rows", low=1, high=64),
         )
         return cls(
             eps,
@@ -268,22 +272,22 @@ class PrivHP:
     def release(self, *, rng: Rng | None = None) -> TreeGenerator:
         """The ε-DP release: add noise, grow the pruned partition, return the generator.
 
+        Args:
+            rng: generator of the privacy noise; ``None`` is OS-seeded (private).
+                A seeded :class:`dpstream.Rng` makes the noise reproducible and
+                gives **no privacy**; the object's ``repr`` then says so.
+
         Calling it again returns the same generator (no new noise, no new ε).
         """
-        return TreeGenerator(self._inner.release(core_rng(rng)))
+        if not self.released:
+            self._noise_seeded = rng is not None and rng.seeded
+        return TreeGenerator(self._inner.release(core_rng(rng)), noise_seeded=self._noise_seeded)
 
     generator = release
 
     def __repr__(self) -> str:
-        seeded = "  # seeded: NOT PRIVATE" if self._seeded else ""
+        seeded = "  # seeded noise: NOT PRIVATE" if self._noise_seeded else ""
         return (
             f"PrivHP(epsilon={self._epsilon}, dim={self.dim}, k={self.k}, width={self.width}, "
             f"rows={self.rows}, depth={self.depth}){seeded}"
         )
-
-
-def _nonneg(value: object, name: str) -> int:
-    v = _int(value, name)
-    if v < 0:
-        raise ValueError(f"{name} must be non-negative, got {v}")
-    return v

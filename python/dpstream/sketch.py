@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int64_array, uint64_array
+from dpstream._arrays import int64_array, int_param, uint64_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
 
@@ -32,17 +32,18 @@ class _Sketch:
     _kind: Literal["count-min", "count"]
 
     def __init__(self, rows: int, width: int, *, rng: Rng | None = None) -> None:
-        for name, value in (("rows", rows), ("width", width)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        self._inner = _core.LinearSketch(self._kind, int(rows), int(width), core_rng(rng))
-        self._seeded = rng is not None and rng.seeded
+        r = int_param(rows, "rows", low=1, high=64)
+        w = int_param(width, "width", low=1, high=2**30)
+        # The construction generator only keys the hash functions, which are
+        # public: seeding it costs no privacy. Only the release's noise matters.
+        self._inner = _core.LinearSketch(self._kind, r, w, core_rng(rng))
+        self._noise_seeded = False
 
     @classmethod
-    def _wrap(cls, inner: _core.LinearSketch) -> _Sketch:
+    def _wrap(cls, inner: _core.LinearSketch, noise_seeded: bool = False) -> _Sketch:
         obj = cls.__new__(cls)
         obj._inner = inner
-        obj._seeded = False
+        obj._noise_seeded = noise_seeded
         return obj
 
     @property
@@ -86,7 +87,8 @@ class _Sketch:
     def release(self, epsilon: RealLike, *, rng: Rng | None = None) -> _Sketch:
         """An ε-DP copy: discrete Laplace noise of scale ``rows / epsilon`` on every cell."""
         eps = exact_fraction(epsilon, "epsilon")
-        return self._wrap(self._inner.release(eps.numerator, eps.denominator, core_rng(rng)))
+        inner = self._inner.release(eps.numerator, eps.denominator, core_rng(rng))
+        return self._wrap(inner, noise_seeded=rng is not None and rng.seeded)
 
     def hashes(self) -> list[tuple[int, int, int, int]]:
         """Public hash parameters ``(a, b, sa, sb)`` per row: the bucket of key
@@ -112,7 +114,8 @@ class _Sketch:
 
     def __repr__(self) -> str:
         state = "released" if self.released else "exact"
-        return f"{type(self).__name__}(rows={self.rows}, width={self.width}, {state})"
+        seeded = "  # seeded noise: NOT PRIVATE" if self._noise_seeded else ""
+        return f"{type(self).__name__}(rows={self.rows}, width={self.width}, {state}){seeded}"
 
 
 class CountMinSketch(_Sketch):

@@ -122,10 +122,14 @@ fn run() -> Result<(), String> {
                 let f = fields
                     .next()
                     .ok_or_else(|| format!("line {line_no}: fewer than {dim} values"))?;
-                *x = f
+                let v: f64 = f
                     .trim()
                     .parse()
                     .map_err(|_| format!("line {line_no}: {f:?} is not a number"))?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(format!("line {line_no}: {v} is outside [0, 1]"));
+                }
+                *x = v;
             }
             if fields.next().is_some() {
                 return Err(format!("line {line_no}: more than {dim} values"));

@@ -44,6 +44,12 @@ pub trait Count: Copy + PartialOrd + std::fmt::Debug {
     fn excess_halves(left: Self, right: Self, parent: Self) -> (Self, Self) {
         left.add(right).sub(parent).split()
     }
+    /// The children after subtracting the halves of `Λ` (before correction 2):
+    /// `(left − a, right − b)` with `(a, b) = excess_halves(left, right, parent)`.
+    fn rebalance(parent: Self, left: Self, right: Self) -> (Self, Self) {
+        let (a, b) = Self::excess_halves(left, right, parent);
+        (left.sub(a), right.sub(b))
+    }
     /// Repair rounding: given the clamped inputs `(n0, n1)` and the rule's
     /// output `(left, right)`, return children that add up to `parent`
     /// exactly and moved in the same direction from `(n0, n1)`. Identity by
@@ -76,6 +82,13 @@ impl Count for f64 {
     fn split(self) -> (Self, Self) {
         let h = self * 0.5;
         (h, h)
+    }
+    /// `left − Λ/2 = ((left − right) + parent) / 2` (and symmetrically),
+    /// formed without the cancellation of `left + right − parent` when the
+    /// children are much larger than the parent.
+    #[inline]
+    fn rebalance(parent: Self, left: Self, right: Self) -> (Self, Self) {
+        (((left - right) + parent) * 0.5, ((right - left) + parent) * 0.5)
     }
     /// Float rounding can leave `left + right` an ulp away from `parent`, or
     /// (at the ulp scale) move one child against the other. First the larger
@@ -204,8 +217,7 @@ pub fn enforce_consistency<C: Count>(parent: C, left: &mut C, right: &mut C) {
     // Correction 1.
     let l = clamp_non_negative(*left);
     let r = clamp_non_negative(*right);
-    let (a, b) = C::excess_halves(l, r, parent);
-    let (l2, r2) = (l.sub(a), r.sub(b));
+    let (l2, r2) = C::rebalance(parent, l, r);
     let (x, y) = if l2 < zero {
         // Correction 2 (left).
         (zero, parent)

@@ -101,7 +101,12 @@ impl PrivHPConfig {
         let bytes = self.footprint();
         if bytes > MAX_FOOTPRINT {
             return Err(invalid!(
-                "these parameters need {bytes} bytes, more than the 16 GiB limit"
+                "k = {}, width = {}, rows = {} and depth = {} need {bytes} bytes, \
+                 more than the 16 GiB limit",
+                self.k,
+                self.width,
+                self.rows,
+                self.depth
             ));
         }
         Ok(())
@@ -143,12 +148,12 @@ impl PrivHPConfig {
         sketch: SketchKind,
         rows: usize,
     ) -> Result<Self> {
-        let en = epsilon.to_f64_lossy() * expected_n as f64;
-        let depth = if en > 2.0 {
-            (en.log2().ceil() as u32).clamp(1, MAX_PRIVHP_DEPTH)
-        } else {
-            1
-        };
+        // ⌈log2(ε n)⌉ exactly: the smallest r with 2^r ≥ ε n, at least 1.
+        let target = epsilon.numer() * num_bigint::BigUint::from(expected_n);
+        let mut depth = 1u32;
+        while depth < MAX_PRIVHP_DEPTH && (epsilon.denom() << depth as usize) < target {
+            depth += 1;
+        }
         let mut best = None;
         for log_k in 0..24 {
             let k = 1usize << log_k;
