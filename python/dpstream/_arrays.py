@@ -56,13 +56,14 @@ def uint64_array(values: object, name: str) -> npt.NDArray[np.uint64]:
     numpy alone would turn into float64 past ``2**63``).
     """
     if not isinstance(values, np.ndarray):
-        seq = values if isinstance(values, (list, tuple)) else [values]
-        if seq and all(isinstance(v, int) and not isinstance(v, bool) for v in seq):
-            if any(v < 0 for v in seq):
+        seq = list(values) if isinstance(values, (list, tuple)) else [values]
+        ints = [v for v in seq if isinstance(v, int) and not isinstance(v, bool)]
+        if seq and len(ints) == len(seq):
+            if any(v < 0 for v in ints):
                 raise ValueError(f"{name} must be non-negative")
-            if any(v >= 2**64 for v in seq):
+            if any(v >= 2**64 for v in ints):
                 raise ValueError(f"{name} must be below 2**64")
-            out = np.array(seq, dtype=np.uint64)
+            out = np.array(ints, dtype=np.uint64)
             return out if isinstance(values, (list, tuple)) else out.reshape(1)
     arr = np.asarray(values)
     if arr.ndim == 0:

@@ -15,6 +15,7 @@
 //! * no floating-point arithmetic decides any random outcome.
 #![forbid(unsafe_code)]
 
+pub mod counters;
 pub mod error;
 pub mod noise;
 pub mod partition;

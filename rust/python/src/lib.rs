@@ -13,6 +13,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+mod counters;
 mod noise;
 mod partition;
 mod privhp;
@@ -114,6 +115,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Rng>()?;
     m.add_function(wrap_pyfunction!(state_kind, m)?)?;
     noise::register(m)?;
+    counters::register(m)?;
     partition::register(m)?;
     sketch::register(m)?;
     privhp::register(m)?;

@@ -88,7 +88,10 @@ impl Count for f64 {
     /// children are much larger than the parent.
     #[inline]
     fn rebalance(parent: Self, left: Self, right: Self) -> (Self, Self) {
-        (((left - right) + parent) * 0.5, ((right - left) + parent) * 0.5)
+        (
+            ((left - right) + parent) * 0.5,
+            ((right - left) + parent) * 0.5,
+        )
     }
     /// Float rounding can leave `left + right` an ulp away from `parent`, or
     /// (at the ulp scale) move one child against the other. First the larger

@@ -37,8 +37,15 @@ use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::sketch::{LinearSketch, SketchKind};
 
-/// Points encoded per chunk during an update (the fixed path buffer).
-const CHUNK: usize = 1024;
+/// Points encoded per chunk during an update (each counting thread has a
+/// path buffer of this many entries); small summaries use `SMALL_CHUNK`, so
+/// that the buffers never dominate a small memory budget.
+const CHUNK: usize = 4096;
+const SMALL_CHUNK: usize = 256;
+/// Summaries whose counters take less than this use `SMALL_CHUNK`.
+const SMALL_SUMMARY_BYTES: usize = 512 << 10;
+/// Batches smaller than this are counted on one thread (spawning costs more).
+const PARALLEL_MIN_POINTS: usize = 8192;
 /// Largest supported depth (sketch keys stay below 2^60).
 pub const MAX_PRIVHP_DEPTH: u32 = 60;
 const _: () = assert!(MAX_PRIVHP_DEPTH <= MAX_DEPTH);
@@ -115,16 +122,29 @@ impl PrivHPConfig {
     /// Bytes a [`PrivHP`] with this configuration occupies (computed from the
     /// parameters alone; saturating for absurd ones).
     pub fn footprint(&self) -> usize {
+        self.counter_bytes()
+            .saturating_add(std::mem::size_of::<PrivHP>())
+            .saturating_add((self.depth as usize + 1) * std::mem::size_of::<Rational>())
+            .saturating_add(2 * self.chunk_len() * 8)
+    }
+
+    /// Bytes of the exact tree and the sketches.
+    fn counter_bytes(&self) -> usize {
         let l_k = self.exact_levels();
         let tree = ((1usize << (l_k + 1)) - 1).saturating_mul(8);
         let sketch_levels = (self.depth - l_k) as usize;
-        let per_sketch = LinearSketch::footprint(self.rows, self.width);
-        std::mem::size_of::<PrivHP>()
-            .saturating_add(tree)
-            .saturating_add(sketch_levels.saturating_mul(per_sketch))
-            .saturating_add(sketch_levels * std::mem::size_of::<LinearSketch>())
-            .saturating_add((self.depth as usize + 1) * std::mem::size_of::<Rational>())
-            .saturating_add(CHUNK * 8)
+        let per_sketch = LinearSketch::footprint(self.rows, self.width)
+            .saturating_add(std::mem::size_of::<LinearSketch>());
+        tree.saturating_add(sketch_levels.saturating_mul(per_sketch))
+    }
+
+    /// Points per encoding chunk (a function of the public parameters).
+    fn chunk_len(&self) -> usize {
+        if self.counter_bytes() < SMALL_SUMMARY_BYTES {
+            SMALL_CHUNK
+        } else {
+            CHUNK
+        }
     }
 
     /// Most nodes a released generator can hold: the exact tree plus two
@@ -198,6 +218,7 @@ pub struct PrivHP {
     paths: Vec<u64>,
     points: u64,
     released: Option<TreeGenerator>,
+    threads: usize,
 }
 
 impl PrivHP {
@@ -225,12 +246,13 @@ impl PrivHP {
         Ok(Self {
             tree: vec![0; (1usize << (l_k + 1)) - 1],
             sketches,
-            paths: vec![0; CHUNK],
+            paths: vec![0; 2 * cfg.chunk_len()],
             sigmas,
             l_k,
             cfg,
             points: 0,
             released: None,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
         })
     }
 
@@ -247,6 +269,13 @@ impl PrivHP {
     /// Points counted so far. **Not private**: for the data holder only.
     pub fn points_seen(&self) -> u64 {
         self.points
+    }
+
+    /// Count on up to `threads` threads (1 or 2; the default is 2 where the
+    /// machine has two cores). The sketched levels are split between the
+    /// threads; the counts are identical either way.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.clamp(1, 2);
     }
 
     /// Whether [`PrivHP::release`] has been called.
@@ -283,25 +312,45 @@ impl PrivHP {
             return Err(invalid!("stream longer than 2^62 points"));
         }
         let depth = self.cfg.depth;
-        let chunk_values = CHUNK * self.cfg.dim;
-        for chunk in points.chunks(chunk_values) {
-            let m = chunk.len() / self.cfg.dim;
-            let paths = &mut self.paths[..m];
-            encode_points(chunk, self.cfg.dim, depth, paths)?;
-            // Level by level over the chunk: one level's counters stay in
-            // cache while the chunk streams through it.
-            for l in 0..=self.l_k {
-                let level = &mut self.tree[(1usize << l) - 1..(1usize << (l + 1)) - 1];
-                for &path in paths.iter() {
-                    level[(path >> (depth - l)) as usize] += 1;
-                }
-            }
-            for (i, sketch) in self.sketches.iter_mut().enumerate() {
-                let shift = depth - (self.l_k + 1 + i as u32);
-                for &path in paths.iter() {
-                    sketch.update(path >> shift, 1);
-                }
-            }
+        let dim = self.cfg.dim;
+        let first_sketched = self.l_k + 1;
+        let Self {
+            tree,
+            sketches,
+            paths,
+            l_k,
+            threads,
+            ..
+        } = self;
+        let half = paths.len() / 2;
+        let (own, other) = paths.split_at_mut(half);
+        let n_points = points.len() / dim;
+        if *threads > 1 && n_points >= PARALLEL_MIN_POINTS && sketches.len() >= 2 {
+            // The second thread streams the whole batch through the deeper
+            // half of the sketches (encoding paths into its own buffer); this
+            // thread counts the exact tree and the shallower half.
+            let split = sketches.len() / 2;
+            let (near, far) = sketches.split_at_mut(split);
+            std::thread::scope(|scope| {
+                let worker = scope.spawn(|| {
+                    count_batch(points, dim, depth, other, |paths| {
+                        count_sketches(far, paths, depth, first_sketched + split as u32)
+                    })
+                });
+                let mine = count_batch(points, dim, depth, own, |paths| {
+                    count_tree(tree, paths, depth, *l_k);
+                    count_sketches(near, paths, depth, first_sketched);
+                });
+                let theirs = worker
+                    .join()
+                    .map_err(|_| invalid!("internal error: counting thread failed"));
+                mine.and(theirs.and_then(|r| r))
+            })?;
+        } else {
+            count_batch(points, dim, depth, own, |paths| {
+                count_tree(tree, paths, depth, *l_k);
+                count_sketches(sketches, paths, depth, first_sketched);
+            })?;
         }
         self.points += n;
         Ok(())
@@ -355,6 +404,44 @@ impl PrivHP {
         self.sketches = sketches;
         self.released = Some(generator.clone());
         Ok(generator)
+    }
+}
+
+/// Encode `points` chunk by chunk into `buffer` and hand each chunk's paths to `count`.
+fn count_batch(
+    points: &[f64],
+    dim: usize,
+    depth: u32,
+    buffer: &mut [u64],
+    mut count: impl FnMut(&[u64]),
+) -> Result<()> {
+    for chunk in points.chunks(buffer.len() * dim) {
+        let m = chunk.len() / dim;
+        encode_points(chunk, dim, depth, &mut buffer[..m])?;
+        count(&buffer[..m]);
+    }
+    Ok(())
+}
+
+/// Add the level-`l` prefixes of `paths` to the exact tree (heap layout),
+/// level by level so that one level's counters stay in cache.
+fn count_tree(tree: &mut [i64], paths: &[u64], depth: u32, l_k: u32) {
+    for l in 0..=l_k {
+        let level = &mut tree[(1usize << l) - 1..(1usize << (l + 1)) - 1];
+        for &path in paths {
+            level[(path >> (depth - l)) as usize] += 1;
+        }
+    }
+}
+
+/// Add the prefixes of `paths` to consecutive sketches, the first of which
+/// counts level `first_level`.
+fn count_sketches(sketches: &mut [LinearSketch], paths: &[u64], depth: u32, first_level: u32) {
+    for (i, sketch) in sketches.iter_mut().enumerate() {
+        let shift = depth - (first_level + i as u32);
+        for &path in paths {
+            sketch.update(path >> shift, 1);
+        }
     }
 }
 
@@ -502,6 +589,21 @@ mod tests {
         // Released: no more points; a second release is the same generator.
         assert!(p.update(&[0.5, 0.5]).is_err());
         assert_eq!(p.release(&mut rng).unwrap(), g);
+    }
+
+    #[test]
+    fn one_and_two_threads_count_the_same() {
+        let c = cfg(2, 8, 14);
+        let mut rng = Rng::seed_from_u64(11);
+        let mut one = PrivHP::new(c, &mut rng).unwrap();
+        let mut two = one.clone();
+        one.set_threads(1);
+        two.set_threads(2);
+        let pts = uniform_points(&mut rng, PARALLEL_MIN_POINTS + 3 * CHUNK + 5, 2);
+        one.update(&pts).unwrap();
+        two.update(&pts).unwrap();
+        assert_eq!(one.tree, two.tree);
+        assert_eq!(one.sketches, two.sketches);
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! The p-sums of the binary mechanism (Chan, Shi, Song 2011, Section 3.4),
+//! shared by the [binary tree](super::CounterKind::BinaryTree) counter and the
+//! epoch trees of the [hybrid](super::CounterKind::Hybrid) counter.
+//!
+//! Items are numbered `τ = 1, 2, …` within the tree. Item `τ` closes the
+//! dyadic interval `(τ − 2^i, τ]` with `i` the number of trailing zeros of
+//! `τ`, whose exact sum plus fresh noise is the noisy p-sum of level `i`. The
+//! release at `τ` is the sum of the noisy p-sums of the binary decomposition
+//! of `τ`: one interval of length `2^j` per set bit `j` of `τ`, and these
+//! intervals partition `(0, τ]`.
+//!
+//! Because they partition `(0, τ]`, the sum of the noisy p-sums equals the
+//! exact prefix sum plus the sum of their noise terms, exactly (integers).
+//! The counter keeps the exact prefix sum once; this structure keeps only the
+//! *noise* of the p-sums in the current decomposition, at most one
+//! `dim`-vector per level: `O(dim · levels)` memory. When item `τ` arrives,
+//! the p-sums of levels `0 … i−1` (the set bits of `τ − 1` below `i`) merge
+//! into the new level-`i` p-sum: their noise is retired and the new noise
+//! takes level `i`. The released values are the same random variables as in
+//! the textbook mechanism, which stores every noisy p-sum.
+
+use super::vector::{replace_into, zeros};
+use crate::error::{invalid, Error, Result};
+
+/// Noise of the p-sums in the binary decomposition of the local time.
+#[derive(Clone, Debug)]
+pub(crate) struct PSums {
+    dim: usize,
+    levels: u32,
+    /// `levels × dim`, level-major: row `j` is the noise of the level-`j`
+    /// p-sum when bit `j` of `local` is set, and zero otherwise.
+    noise: Vec<i64>,
+    /// Items seen by this tree.
+    local: u64,
+}
+
+impl PSums {
+    /// A tree with room for `levels` levels: items `1 … 2^levels − 1`.
+    pub(crate) fn new(dim: usize, levels: u32) -> Result<Self> {
+        let n = dim
+            .checked_mul(levels as usize)
+            .ok_or_else(|| invalid!("dim × levels is too large"))?;
+        Ok(Self {
+            dim,
+            levels,
+            noise: zeros(n, "the p-sum noise")?,
+            local: 0,
+        })
+    }
+
+    /// The level of the p-sum that the next item closes.
+    pub(crate) fn next_level(&self) -> Result<u32> {
+        let i = self.local.wrapping_add(1).trailing_zeros();
+        if i >= self.levels {
+            return Err(invalid!(
+                "a tree of {} levels holds {} items; it is full",
+                self.levels,
+                (1u128 << self.levels) - 1
+            ));
+        }
+        Ok(i)
+    }
+
+    /// The noise of the release after the next item: `prev + z` minus the
+    /// noise of the p-sums that the new level-`i` p-sum replaces. Pure.
+    pub(crate) fn stage(&self, z: &[i64], prev: &[i64], out: &mut [i64]) -> Result<()> {
+        let i = self.next_level()? as usize;
+        replace_into(prev, z, &self.noise[..i * self.dim], out)
+    }
+
+    /// Record the next item, whose level-`i` p-sum got noise `z`. Call only
+    /// after a successful [`PSums::stage`].
+    pub(crate) fn commit(&mut self, z: &[i64]) {
+        let Ok(i) = self.next_level() else { return };
+        let i = i as usize;
+        self.noise[..i * self.dim].fill(0);
+        self.noise[i * self.dim..(i + 1) * self.dim].copy_from_slice(z);
+        self.local += 1;
+    }
+
+    /// Make sure that [`PSums::restart`] with `levels` will not allocate.
+    pub(crate) fn reserve(&mut self, levels: u32) -> Result<()> {
+        let n = self
+            .dim
+            .checked_mul(levels as usize)
+            .ok_or_else(|| invalid!("dim × levels is too large"))?;
+        self.noise
+            .try_reserve_exact(n.saturating_sub(self.noise.len()))
+            .map_err(|_| Error::Overflow(format!("cannot allocate {n} p-sum noise values")))
+    }
+
+    /// Start a new, empty tree of `levels` levels (after [`PSums::reserve`]).
+    pub(crate) fn restart(&mut self, levels: u32) {
+        self.noise.clear();
+        self.noise.resize(self.dim * levels as usize, 0);
+        self.levels = levels;
+        self.local = 0;
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.noise.capacity() * std::mem::size_of::<i64>()
+    }
+
+    /// Number of noise vectors in the current decomposition (set bits of the local time).
+    #[cfg(test)]
+    pub(crate) fn terms(&self) -> u32 {
+        self.local.count_ones()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retires_exactly_the_merged_levels() {
+        // Noise z_τ = τ·10^k per coordinate k makes every term identifiable.
+        let dim = 2;
+        let mut p = PSums::new(dim, 4).unwrap();
+        let mut total = vec![0i64; dim];
+        let mut out = vec![0i64; dim];
+        for tau in 1..=15u64 {
+            let z = [tau as i64, 100 * tau as i64];
+            p.stage(&z, &total, &mut out).unwrap();
+            p.commit(&z);
+            total.copy_from_slice(&out);
+            // Brute force: the noise terms of the decomposition of τ are the
+            // items that closed each of its intervals, i.e. the ends of the
+            // dyadic intervals (start, start + 2^j] for the set bits j of τ.
+            let mut expect = 0i64;
+            let mut start = 0u64;
+            for j in (0..4).rev() {
+                if tau >> j & 1 == 1 {
+                    start += 1 << j;
+                    expect += start as i64;
+                }
+            }
+            assert_eq!(total, vec![expect, 100 * expect], "τ = {tau}");
+            assert_eq!(p.terms(), tau.count_ones());
+        }
+        // Full at 2^4 − 1 items.
+        assert!(p.next_level().is_err());
+        assert!(p.stage(&[0, 0], &total, &mut out).is_err());
+        p.reserve(6).unwrap();
+        let cap = p.heap_bytes();
+        p.restart(6);
+        assert_eq!(p.heap_bytes(), cap);
+        assert_eq!(p.next_level().unwrap(), 0);
+    }
+}
