@@ -949,6 +949,10 @@ def render(
         "(the issue's wording) and on blocks of the batch, whose temporaries stay in cache. "
         "dpstream's hash is the 128-bit multiply-add-shift of `dpstream.sketch` (strongly "
         "universal), a little more arithmetic per update than numpy's 64-bit one.",
+        "- dpstream counts a large batch on two threads when the machine has two cores (the "
+        "sketched levels are split between them; the counts are identical to one thread's); "
+        "numpy and DataSketches run on one. On one thread dpstream's update measured about "
+        "6–8 M points/s on this machine (`PrivHP.set_threads(1)` in the Rust core).",
         "- DataSketches has no batch update in Python: its rate is one `update(int)` call per "
         "key through pybind11, with the keys precomputed as Python ints outside the timed loop"
         f" (so encoding and the exact levels are not charged to it), timed on {s.peer_points:,}"
