@@ -525,6 +525,15 @@ def throughput_cases(s: Settings, x: FloatArray) -> tuple[list[Case], str | None
             check_privhp,
         ),
         Case(
+            "dpstream-1-thread",
+            "dpstream, one thread",
+            "the same with `threads = 1` (the counting stays on the calling thread)",
+            n,
+            lambda: _one_thread(new_privhp()),
+            lambda p: p.update(x),
+            check_privhp,
+        ),
+        Case(
             "dpstream-batches",
             f"dpstream, batches of {s.tp_batch:,}",
             "the same, update() called once per batch",
@@ -951,8 +960,8 @@ def render(
         "universal), a little more arithmetic per update than numpy's 64-bit one.",
         "- dpstream counts a large batch on two threads when the machine has two cores (the "
         "sketched levels are split between them; the counts are identical to one thread's); "
-        "numpy and DataSketches run on one. On one thread dpstream's update measured about "
-        "6–8 M points/s on this machine (`PrivHP.set_threads(1)` in the Rust core).",
+        "numpy and DataSketches run on one. The 'one thread' row is dpstream with "
+        "`threads = 1`.",
         "- DataSketches has no batch update in Python: its rate is one `update(int)` call per "
         "key through pybind11, with the keys precomputed as Python ints outside the timed loop"
         f" (so encoding and the exact levels are not charged to it), timed on {s.peer_points:,}"
@@ -1115,6 +1124,11 @@ def main() -> None:
     if not args.no_write:
         write_section(section, results_path)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
+
+
+def _one_thread(p: PrivHP) -> PrivHP:
+    p.threads = 1
+    return p
 
 
 if __name__ == "__main__":

@@ -638,3 +638,19 @@ def test_ten_million_points_in_fixed_memory() -> None:
     g = p.release(rng=Rng(seed=3))
     assert p.memory_bytes() == reported
     assert abs(g.total - 10**7) <= 20 / float(p.sigmas[0])
+
+
+def test_one_and_two_threads_release_the_same() -> None:
+    x = np.random.default_rng(5).random((50_000, 2))
+    gens = []
+    for threads in (1, 2):
+        p = PrivHP(1, 2, k=16, width=64, rows=2, depth=14, rng=Rng(seed=8))
+        p.threads = threads
+        assert p.threads == threads
+        p.update(x)
+        gens.append(p.release(rng=Rng(seed=9)).to_bytes())
+    assert gens[0] == gens[1]
+    with pytest.raises(ValueError, match="threads must be in 1..=2"):
+        p.threads = 3
+    with pytest.raises(TypeError, match="threads must be an int"):
+        p.threads = 1.0  # type: ignore[assignment]

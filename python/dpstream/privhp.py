@@ -240,6 +240,17 @@ class PrivHP:
         return int(self._inner.depth)
 
     @property
+    def threads(self) -> int:
+        """Threads :meth:`update` counts on: 2 by default on a machine with two or
+        more cores (the sketched levels are split between them), else 1. Set it
+        to 1 to keep updates on the calling thread; the counts are identical."""
+        return int(self._inner.threads)
+
+    @threads.setter
+    def threads(self, value: int) -> None:
+        self._inner.threads = int_param(value, "threads", low=1, high=2)
+
+    @property
     def points_seen(self) -> int:
         """Points counted so far. **Not private** — for the data holder only."""
         return int(self._inner.points_seen)

@@ -164,6 +164,14 @@ impl PyPrivHP {
         self.inner.config().depth
     }
     #[getter]
+    fn threads(&self) -> usize {
+        self.inner.threads()
+    }
+    #[setter]
+    fn set_threads(&mut self, threads: usize) {
+        self.inner.set_threads(threads);
+    }
+    #[getter]
     fn exact_levels(&self) -> u32 {
         self.inner.config().exact_levels()
     }

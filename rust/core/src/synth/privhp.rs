@@ -278,6 +278,11 @@ impl PrivHP {
         self.threads = threads.clamp(1, 2);
     }
 
+    /// Threads used by [`PrivHP::update`] (1 or 2).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
     /// Whether [`PrivHP::release`] has been called.
     pub fn is_released(&self) -> bool {
         self.released.is_some()
