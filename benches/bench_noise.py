@@ -28,12 +28,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import importlib.metadata
 import math
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -43,17 +41,12 @@ from typing import Any
 
 import dpstream
 import numpy as np
+from _report import cpu_model, git_revision, version, write_section
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 SECTION_TITLE = "## Noise throughput (issue 2)"
-RESULTS_HEADER = (
-    "# dpstream benchmark results\n\n"
-    "Each section below is written by the benchmark script named in it; rerun the command given\n"
-    "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare.\n"
-)
 INSTALL_HINT = (
     "run `make bench` (its bench-deps step runs `pip install opendp diffprivlib` into .venv), "
     "or `.venv/bin/python -m pip install opendp diffprivlib`"
@@ -367,38 +360,6 @@ def measure(cases: list[Case], repeats: int) -> None:
 # Reporting
 
 
-def version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git_revision() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(REPO_DIR), *args], capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{rev}, with uncommitted changes" if dirty else rev
-
-
 def fmt_rate(rate: float) -> str:
     return f"{rate:,.0f}"
 
@@ -560,30 +521,6 @@ def render(
     return "\n".join(lines)
 
 
-def write_section(section: str) -> None:
-    """Replace this script's section of RESULTS.md (up to the next '## ' heading), or add it."""
-    if RESULTS_PATH.exists():
-        old = RESULTS_PATH.read_text(encoding="utf-8").splitlines()
-    else:
-        old = RESULTS_HEADER.splitlines()
-    start = next((i for i, line in enumerate(old) if line.strip() == SECTION_TITLE), None)
-    new_lines = section.rstrip("\n").splitlines()
-    if start is None:
-        while old and not old[-1].strip():
-            old.pop()
-        lines = [*old, "", *new_lines]
-    else:
-        end = next(
-            (i for i in range(start + 1, len(old)) if old[i].startswith("## ")),
-            len(old),
-        )
-        rest = old[end:]
-        lines = [*old[:start], *new_lines, *(["", *rest] if rest else [])]
-    tmp = RESULTS_PATH.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, RESULTS_PATH)
-
-
 # --------------------------------------------------------------------------------------------
 
 
@@ -619,7 +556,7 @@ def main() -> None:
     section = render(cases, skipped, args, command)
     print(section)
     if not args.no_write:
-        write_section(section)
+        write_section(section, SECTION_TITLE, RESULTS_PATH)
         print(f"wrote the section '{SECTION_TITLE[3:]}' of {RESULTS_PATH}", file=sys.stderr)
 
 

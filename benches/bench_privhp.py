@@ -56,7 +56,6 @@ import math
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,6 +68,7 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
+from _report import cpu_model, git_revision, version, write_section
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
@@ -78,12 +78,6 @@ RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 FIGURE_DIR = BENCH_DIR / "figures"
 FIGURE_NAME = "privhp_tradeoff.png"
 SECTION_TITLE = "## PrivHP utility and throughput (issue 3)"
-RESULTS_HEADER = (
-    "# dpstream benchmark results\n\n"
-    "Each section below is written by the benchmark script named in it; rerun the command given\n"
-    "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare.\n"
-)
 
 # Issue 3's throughput targets for PrivHP.update.
 TARGET_RATE = 5_000_000.0  # points per second
@@ -645,38 +639,6 @@ def run_throughput(s: Settings, log: Callable[[str], None]) -> tuple[list[Case],
 # Reporting
 
 
-def version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git_revision() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(REPO_DIR), *args], capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{rev}, with uncommitted changes" if dirty else rev
-
-
 def mean_sd(values: list[float]) -> tuple[float, float]:
     a = np.asarray(values, dtype=np.float64)
     return float(a.mean()), float(a.std(ddof=1)) if a.size > 1 else 0.0
@@ -1040,30 +1002,6 @@ def plot(s: Settings, trials: list[Trial], path: Path) -> None:
     plt.close(fig)
 
 
-def write_section(section: str, results_path: Path) -> None:
-    """Replace this script's section of RESULTS.md (up to the next '## ' heading), or add it."""
-    if results_path.exists():
-        old = results_path.read_text(encoding="utf-8").splitlines()
-    else:
-        old = RESULTS_HEADER.splitlines()
-    start = next((i for i, line in enumerate(old) if line.strip() == SECTION_TITLE), None)
-    new_lines = section.rstrip("\n").splitlines()
-    if start is None:
-        while old and not old[-1].strip():
-            old.pop()
-        lines = [*old, "", *new_lines]
-    else:
-        end = next(
-            (i for i in range(start + 1, len(old)) if old[i].startswith("## ")),
-            len(old),
-        )
-        rest = old[end:]
-        lines = [*old[:start], *new_lines, *(["", *rest] if rest else [])]
-    tmp = results_path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, results_path)
-
-
 # --------------------------------------------------------------------------------------------
 
 
@@ -1122,7 +1060,7 @@ def main() -> None:
     section = render(s, trials, cases, skipped, figure_link, command, runtime)
     print(section)
     if not args.no_write:
-        write_section(section, results_path)
+        write_section(section, SECTION_TITLE, results_path)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
 
 

@@ -73,3 +73,14 @@ def core_rng(rng: object) -> _core.Rng | None:
     if not isinstance(rng, Rng):
         raise TypeError(f"rng must be a dpstream.Rng or None, got {type(rng).__name__}")
     return rng._inner
+
+
+def optional_seed(seed: object) -> int | None:
+    """A non-negative int seed or None (for sampling and evaluation, never privacy noise)."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be non-negative, got {int(seed)}")
+    return int(seed)

@@ -41,6 +41,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._params import optional_seed
+
 __all__ = [
     "EXACT_MAX_COST_ENTRIES",
     "Method",
@@ -175,7 +177,7 @@ def wasserstein1(
     n, d = xs.shape
     m = ys.shape[0]
     n_projections = _positive_int(n_projections, "n_projections")
-    seed = _seed(seed)
+    seed = optional_seed(seed)
     resolved = wasserstein1_method(n, m, d, method=method, max_exact=max_exact)
 
     if d == 1:
@@ -326,13 +328,3 @@ def _method(method: object) -> str:
     if method not in _METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, _METHODS))}, got {method!r}")
     return method
-
-
-def _seed(seed: object) -> int | None:
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be non-negative, got {int(seed)}")
-    return int(seed)

@@ -21,6 +21,8 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._params import optional_seed
+
 __all__ = ["clustered", "multifractal", "uniform"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -48,7 +50,7 @@ def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:
     """
     n = _int(n, "n", minimum=0)
     d = _int(d, "d", minimum=1)
-    rng = np.random.default_rng(_seed(seed))
+    rng = np.random.default_rng(optional_seed(seed))
     return rng.random((n, d))
 
 
@@ -109,7 +111,7 @@ def multifractal(
             f"{_MAX_CUTS_PER_COORDINATE * d} (float64 resolves {_MAX_CUTS_PER_COORDINATE} "
             f"binary digits per coordinate), got {depth}"
         )
-    rng = np.random.default_rng(_seed(seed))
+    rng = np.random.default_rng(optional_seed(seed))
 
     # Lower corner of each point's final cell: cut l halves coordinate l mod d for the
     # (l // d + 1)-th time and, when the path bit is 1, moves the corner up by the half
@@ -163,7 +165,7 @@ def clustered(
     sigma = _real(spread, "spread")
     if sigma < 0:
         raise ValueError(f"spread must be non-negative, got {spread!r}")
-    rng = np.random.default_rng(_seed(seed))
+    rng = np.random.default_rng(optional_seed(seed))
     centres = 0.1 + 0.8 * rng.random((n_clusters, d))
     labels = rng.integers(0, n_clusters, size=n)
     points = centres[labels] + sigma * rng.standard_normal((n, d))
@@ -191,13 +193,3 @@ def _real(value: object, name: str) -> float:
     if not math.isfinite(as_float):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return as_float
-
-
-def _seed(seed: object) -> int | None:
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be non-negative, got {int(seed)}")
-    return int(seed)

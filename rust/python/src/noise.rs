@@ -6,6 +6,18 @@ use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
+/// `size` draws of `fill` into a new int64 array, with the GIL released.
+fn draws(
+    py: Python<'_>,
+    size: usize,
+    rng: Option<&Bound<'_, Rng>>,
+    fill: impl FnOnce(&mut dpstream_core::Rng, &mut [i64]) -> dpstream_core::Result<()> + Send,
+) -> PyResult<Py<PyArray1<i64>>> {
+    let mut out = zeroed::<i64>(size)?;
+    with_rng(py, rng, |r| fill(r, &mut out))?.map_err(to_py_err)?;
+    Ok(out.into_pyarray(py).unbind())
+}
+
 /// Discrete Laplace draws with scale `num/den`.
 #[pyfunction]
 #[pyo3(signature = (num, den, size, rng=None))]
@@ -17,9 +29,7 @@ fn discrete_laplace(
     rng: Option<&Bound<'_, Rng>>,
 ) -> PyResult<Py<PyArray1<i64>>> {
     let sampler = DiscreteLaplace::new(&rational(num, den, "scale")?).map_err(to_py_err)?;
-    let mut out = zeroed::<i64>(size)?;
-    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
-    Ok(out.into_pyarray(py).unbind())
+    draws(py, size, rng, |r, out| sampler.fill(r, out))
 }
 
 /// Discrete Gaussian draws with sigma `num/den`.
@@ -33,9 +43,7 @@ fn discrete_gaussian(
     rng: Option<&Bound<'_, Rng>>,
 ) -> PyResult<Py<PyArray1<i64>>> {
     let sampler = DiscreteGaussian::new(&rational(num, den, "sigma")?).map_err(to_py_err)?;
-    let mut out = zeroed::<i64>(size)?;
-    with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
-    Ok(out.into_pyarray(py).unbind())
+    draws(py, size, rng, |r, out| sampler.fill(r, out))
 }
 
 /// Permute-and-flip over float64 scores; epsilon and sensitivity as exact fractions.

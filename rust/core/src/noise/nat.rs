@@ -33,48 +33,56 @@ pub(crate) trait Nat: Clone + Ord + std::fmt::Debug {
     fn uniform_below(&self, rng: &mut Rng) -> Self;
 }
 
+/// The methods that read the same for every primitive unsigned type.
+macro_rules! primitive_nat_common {
+    ($t:ty) => {
+        #[inline]
+        fn is_zero(&self) -> bool {
+            *self == 0
+        }
+        #[inline]
+        fn is_one(&self) -> bool {
+            *self == 1
+        }
+        fn to_big(&self) -> BigUint {
+            BigUint::from(*self)
+        }
+        #[inline]
+        fn checked_add(&self, other: &Self) -> Option<Self> {
+            <$t>::checked_add(*self, *other)
+        }
+        #[inline]
+        fn sub_le(&self, other: &Self) -> Self {
+            self - other
+        }
+        #[inline]
+        fn abs_diff(&self, other: &Self) -> Self {
+            <$t>::abs_diff(*self, *other)
+        }
+        #[inline]
+        fn div_floor(&self, other: &Self) -> Self {
+            self / other
+        }
+    };
+}
+
 impl Nat for u64 {
+    primitive_nat_common!(u64);
+
     #[inline]
     fn from_u64(v: u64) -> Self {
         v
     }
     #[inline]
-    fn is_zero(&self) -> bool {
-        *self == 0
-    }
-    #[inline]
-    fn is_one(&self) -> bool {
-        *self == 1
-    }
-    #[inline]
     fn to_u64(&self) -> Option<u64> {
         Some(*self)
-    }
-    fn to_big(&self) -> BigUint {
-        BigUint::from(*self)
     }
     fn from_big(v: &BigUint) -> Option<Self> {
         ToPrimitive::to_u64(v)
     }
     #[inline]
-    fn checked_add(&self, other: &Self) -> Option<Self> {
-        u64::checked_add(*self, *other)
-    }
-    #[inline]
     fn checked_mul(&self, other: &Self) -> Option<Self> {
         u64::checked_mul(*self, *other)
-    }
-    #[inline]
-    fn sub_le(&self, other: &Self) -> Self {
-        self - other
-    }
-    #[inline]
-    fn abs_diff(&self, other: &Self) -> Self {
-        u64::abs_diff(*self, *other)
-    }
-    #[inline]
-    fn div_floor(&self, other: &Self) -> Self {
-        self / other
     }
     #[inline]
     fn uniform_below(&self, rng: &mut Rng) -> Self {
@@ -83,31 +91,18 @@ impl Nat for u64 {
 }
 
 impl Nat for u128 {
+    primitive_nat_common!(u128);
+
     #[inline]
     fn from_u64(v: u64) -> Self {
         u128::from(v)
     }
     #[inline]
-    fn is_zero(&self) -> bool {
-        *self == 0
-    }
-    #[inline]
-    fn is_one(&self) -> bool {
-        *self == 1
-    }
-    #[inline]
     fn to_u64(&self) -> Option<u64> {
         u64::try_from(*self).ok()
     }
-    fn to_big(&self) -> BigUint {
-        BigUint::from(*self)
-    }
     fn from_big(v: &BigUint) -> Option<Self> {
         ToPrimitive::to_u128(v)
-    }
-    #[inline]
-    fn checked_add(&self, other: &Self) -> Option<Self> {
-        u128::checked_add(*self, *other)
     }
     #[inline]
     fn checked_mul(&self, other: &Self) -> Option<Self> {
@@ -117,18 +112,6 @@ impl Nat for u128 {
         } else {
             u128::checked_mul(*self, *other)
         }
-    }
-    #[inline]
-    fn sub_le(&self, other: &Self) -> Self {
-        self - other
-    }
-    #[inline]
-    fn abs_diff(&self, other: &Self) -> Self {
-        u128::abs_diff(*self, *other)
-    }
-    #[inline]
-    fn div_floor(&self, other: &Self) -> Self {
-        self / other
     }
     #[inline]
     fn uniform_below(&self, rng: &mut Rng) -> Self {

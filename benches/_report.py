@@ -1,0 +1,79 @@
+"""Shared reporting for the benchmark scripts: machine facts and RESULTS.md sections."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+
+RESULTS_HEADER = (
+    "# dpstream benchmark results\n\n"
+    "Each section below is written by the benchmark script named in it; rerun the command given\n"
+    "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
+    "peers in the same run, are the figures to compare.\n"
+)
+
+
+def version(dist: str) -> str:
+    """Installed version of distribution ``dist``, or 'not installed'."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_model() -> str:
+    """The CPU's model name, from /proc/cpuinfo where available."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_revision() -> str:
+    """Short HEAD revision of the repository, flagged when the tree is dirty."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO_DIR), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        rev = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{rev}, with uncommitted changes" if dirty else rev
+
+
+def write_section(section: str, title: str, results_path: Path) -> None:
+    """Replace the section headed ``title`` of ``results_path`` (up to the next
+    '## ' heading), or append it; the file is replaced atomically."""
+    if results_path.exists():
+        old = results_path.read_text(encoding="utf-8").splitlines()
+    else:
+        old = RESULTS_HEADER.splitlines()
+    start = next((i for i, line in enumerate(old) if line.strip() == title), None)
+    new_lines = section.rstrip("\n").splitlines()
+    if start is None:
+        while old and not old[-1].strip():
+            old.pop()
+        lines = [*old, "", *new_lines]
+    else:
+        end = next(
+            (i for i in range(start + 1, len(old)) if old[i].startswith("## ")),
+            len(old),
+        )
+        rest = old[end:]
+        lines = [*old[:start], *new_lines, *(["", *rest] if rest else [])]
+    tmp = results_path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, results_path)
