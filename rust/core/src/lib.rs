@@ -4,7 +4,8 @@
 //! privacy noise lives here: the cryptographically secure generator
 //! ([`rng`]), exact integer noise ([`noise`]), exact rationals for privacy
 //! parameters ([`rational`]), the binary partition of `[0,1]^d`
-//! ([`partition`]), linear sketches ([`sketch`]), the synthesizers
+//! ([`partition`]), linear sketches ([`sketch`]), continual-release
+//! counters ([`counters`]), the synthesizers
 //! ([`synth`]) and the versioned binary encoding of their state ([`state`]). The Python package binds to this crate
 //! through the thin `dpstream-python` crate.
 //!
