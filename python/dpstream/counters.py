@@ -39,11 +39,29 @@ Privacy model:
 * Noise is exact discrete Laplace (integer) from a cryptographically secure
   generator; a seeded :class:`dpstream.Rng` makes a counter reproducible and
   **not private**.
+
+Sparse counters (He, Vershynin, Zhu, "Online differentially private synthetic
+data generation"), for streams of non-negative integers (Boolean in the paper)
+that are mostly zero:
+
+* :class:`SparseCounter` — Algorithm 2: a finite horizon ``T``; the timeline is
+  cut into segments by a noisy threshold test against ``T_0 = ⌊9 ln T / ε⌋``
+  and each closed segment's count is fed to a binary tree counter with
+  ``ε/2``. The release is the private count of the closed segments. Error
+  ``O((log T + log^1.5 n) / ε)`` with ``n`` non-zero values.
+* :class:`InhomogeneousSparseCounter` — Algorithm 3: no horizon; time levels
+  ``t_r = ⌈2^r / ε_time⌉``, one Algorithm-2 counter with ``ε_r / 2`` per
+  level, a noisy level sum ``+ Lap_Z(2/ε_r)`` at each level's end, and steps
+  before ``t_{r_0}`` ignored. A change at a step of level ``r`` costs
+  ``ε_r`` (Lemma 3.3).
+* :func:`online_epsilon` — the privacy schedule ``ε_{j,r}`` of the online
+  synthesizer, equations (4.1) and (5.1), as exact rationals rounded down.
 """
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Literal, NamedTuple
 
@@ -54,7 +72,15 @@ from dpstream import _core
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
 
-__all__ = ["KINDS", "Counter", "KindName", "Share"]
+__all__ = [
+    "KINDS",
+    "Counter",
+    "InhomogeneousSparseCounter",
+    "KindName",
+    "Share",
+    "SparseCounter",
+    "online_epsilon",
+]
 
 KindName = Literal["simple", "block", "unbounded-block", "binary-tree", "hybrid"]
 #: The counter kinds, in the order of the table above.
@@ -256,6 +282,302 @@ class Counter:
         text = (
             f"Counter({self.kind!r}, epsilon={self.epsilon}, dim={self.dim}{horizon}, "
             f"time={self.time})"
+        )
+        if self._seeded:
+            text += "  # seeded: reproducible, NOT PRIVATE"
+        return text
+
+
+def _value(value: object, name: str = "value") -> int:
+    """A non-negative int64 value, or a clear error."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    v = int(value)
+    if v < 0:
+        raise ValueError(f"{name} must be non-negative, got {v}")
+    if v > _I64_MAX:
+        raise ValueError(f"{name} exceeds the int64 range")
+    return v
+
+
+def _values(values: object) -> npt.NDArray[np.int64]:
+    arr = _int64(values, "values")
+    if arr.ndim != 1:
+        raise ValueError(f"values must have shape (T,), got {arr.shape}")
+    if arr.size and int(arr.min()) < 0:
+        raise ValueError(f"values must be non-negative, got {int(arr.min())}")
+    return arr
+
+
+def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
+    """The privacy parameter ``ε_{j,r}`` of a depth-``j`` cell at time level ``r``.
+
+    The schedule of the online synthesizer on ``[0,1]^dim`` (He, Vershynin,
+    Zhu): equation (4.1) for ``dim >= 2``, ``C_1 · ε · 2^((j−r)(1−1/d)/2)``
+    with ``C_1 = (1 − 2^(−(1−1/d)/2)) / 2`` (levels ``r >= j``), and (5.1) for
+    ``dim == 1``, ``3/π² · ε / (j+1)²`` (any ``r``). The value is an exact
+    rational, rounded *down* from the irrational formula (rigorously, within
+    relative distance ``2^-50``), so that ``Σ_{j=1}^{s} ε_{j,s} <= ε/2`` for
+    every ``s`` — the condition of Proposition 4.1 — holds exactly.
+
+    Raises:
+        ValueError: ``epsilon`` not positive, ``dim`` outside ``1..4096``,
+            ``j < 1``, or ``r < j`` when ``dim >= 2``.
+    """
+    eps = exact_fraction(epsilon, "epsilon")
+    d = _count(dim, "dim", 1)
+    jj = _count(j, "j", 1)
+    rr = _count(r, "r", 0)
+    if max(d, jj, rr) >= 2**32:
+        raise ValueError("dim, j and r must be below 2**32")
+    n, den = _core.online_epsilon(eps.numerator, eps.denominator, d, jj, rr)
+    return Fraction(n, den)
+
+
+class SparseCounter:
+    """Sparse counting with a finite horizon (Algorithm 2 of He, Vershynin, Zhu).
+
+    Args:
+        epsilon: privacy parameter of the whole stream of releases (exact
+            rational; ``0.1`` is the binary fraction it stores).
+        horizon: the number of steps ``T`` (public); later steps are refused.
+        rng: generator of the noise; ``None`` gives the counter its own
+            OS-seeded generator (private). A seeded :class:`dpstream.Rng`
+            makes the releases reproducible and gives **no privacy**.
+
+    The timeline is cut into segments: segment ``j`` gets a noisy threshold
+    ``T_0 + λ_j`` with the public ``T_0 = ⌊9 ln T / ε⌋`` (:attr:`threshold`),
+    and before each value a test ``N_j + λ'_t <= T_0 + λ_j`` decides whether
+    the segment goes on (``N_j`` is its exact count). A closed segment's count
+    is fed to a binary tree counter with ``ε/2`` and horizon ``T``. The
+    release is the tree's latest output — the private count of the closed
+    segments — constant within a segment and *not* monotone. ``λ_j`` and
+    ``λ'_t`` are ``Lap_Z(2/ε)``, the paper's scales verbatim.
+
+    Privacy (Lemma 3.2): the sequence of releases (and :attr:`segments`) is
+    ε-DP when neighbouring streams differ in one step's value by ±1: ``ε/2``
+    for the partition into segments, ``ε/2`` for the tree. ``T``, ε, ``T_0``
+    and the time are public.
+
+    Raises:
+        TypeError: a parameter has the wrong type.
+        ValueError: ``epsilon`` or ``horizon`` not positive, or ε so small
+            that a noise scale exceeds ``2**56``.
+    """
+
+    __slots__ = ("_epsilon", "_inner", "_seeded")
+
+    def __init__(self, epsilon: RealLike, horizon: int, *, rng: Rng | None = None) -> None:
+        eps = exact_fraction(epsilon, "epsilon")
+        h = _count(horizon, "horizon", 1)
+        if h > np.iinfo(np.uint64).max:
+            raise ValueError(f"horizon must be below 2**64, got {h}")
+        self._inner = _core.SparseCounter(eps.numerator, eps.denominator, h, core_rng(rng))
+        self._epsilon = eps
+        self._seeded = bool(self._inner.seeded)
+
+    @property
+    def epsilon(self) -> Fraction:
+        """The privacy parameter of the whole stream (exact)."""
+        return self._epsilon
+
+    @property
+    def horizon(self) -> int:
+        """The number of steps ``T`` the counter accepts (public)."""
+        return int(self._inner.horizon)
+
+    @property
+    def threshold(self) -> int:
+        """The public partition threshold ``T_0 = ⌊9 ln T / ε⌋``."""
+        return int(self._inner.threshold)
+
+    @property
+    def time(self) -> int:
+        """Steps taken so far (public)."""
+        return int(self._inner.time)
+
+    @property
+    def segments(self) -> int:
+        """Number of closed segments (part of the ε-DP output)."""
+        return int(self._inner.segments)
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise comes from a seeded generator: reproducible, **not private**."""
+        return self._seeded
+
+    @property
+    def release(self) -> int:
+        """The private count of the closed segments after the last step (0 at first)."""
+        return int(self._inner.release)
+
+    def epsilon_split(self) -> list[Share]:
+        """``ε/2`` for the segment partition, ``ε/2`` for the tree's p-sums; sums to ε."""
+        return [Share(f, Fraction(n, d), s) for f, n, d, s in self._inner.epsilon_split()]
+
+    def memory_bytes(self) -> int:
+        """Bytes held: ``O(log T)``, fixed at construction."""
+        return int(self._inner.memory_bytes())
+
+    def step(self, value: int) -> int:
+        """Feed the next step's non-negative value; return the release after it.
+
+        Refused with ``ValueError`` (negative value, horizon reached) or
+        ``OverflowError`` (a count beyond ``2**62``); the counter and its
+        generator are then unchanged.
+        """
+        return int(self._inner.step(_value(value)))
+
+    def run(self, values: object) -> npt.NDArray[np.int64]:
+        """Feed ``T`` values at once (shape ``(T,)``); return the ``T`` releases.
+
+        Runs in Rust with the GIL released and equals ``T`` calls of
+        :meth:`step`. All-or-nothing.
+        """
+        return self._inner.run(_values(values))
+
+    def __repr__(self) -> str:
+        text = (
+            f"SparseCounter(epsilon={self.epsilon}, horizon={self.horizon}, "
+            f"threshold={self.threshold}, time={self.time})"
+        )
+        if self._seeded:
+            text += "  # seeded: reproducible, NOT PRIVATE"
+        return text
+
+
+class InhomogeneousSparseCounter:
+    """Inhomogeneous sparse counting (Algorithm 3 of He, Vershynin, Zhu); no horizon.
+
+    Args:
+        time_epsilon: the ε that defines the time levels ``t_r = ⌈2^r / ε⌉``
+            (the synthesizer's total ε; public, exact).
+        start_level: ``r_0``; steps before ``t_{r_0}`` are ignored (release 0).
+        level_epsilons: ``ε_{r_0}, ε_{r_0+1}, ...`` (exact, positive). A step in
+            a level past the end of this sequence is refused. See
+            :meth:`online` for the synthesizer's infinite schedule.
+        rng: as for :class:`SparseCounter`; seeded means **not private**.
+
+    Within level ``r`` an Algorithm-2 counter (:class:`SparseCounter`) with
+    ``ε_r / 2`` and horizon ``t_{r+1} − t_r`` gives ``c_t``; the release is
+    ``S̃ + c_t``, and at the end of the level ``S̃`` grows by the level's exact
+    sum plus ``Lap_Z(2/ε_r)``. Levels holding no step are skipped.
+
+    Privacy (Lemma 3.3): if two streams differ in the value of one step of
+    level ``r >= r_0`` by ±1, the whole sequence of releases is ``ε_r``-DP;
+    if the step is before ``t_{r_0}`` the releases do not depend on it.
+    ``time_epsilon``, ``r_0``, the schedule and the time are public.
+    """
+
+    __slots__ = ("_inner", "_seeded", "_time_epsilon")
+
+    def __init__(
+        self,
+        time_epsilon: RealLike,
+        start_level: int,
+        level_epsilons: Sequence[RealLike],
+        *,
+        rng: Rng | None = None,
+        _online: tuple[Fraction, int, int] | None = None,
+    ) -> None:
+        teps = exact_fraction(time_epsilon, "time_epsilon")
+        r0 = _count(start_level, "start_level", 0)
+        if r0 >= 2**32:
+            raise ValueError("start_level must be below 2**32")
+        if _online is None:
+            if isinstance(level_epsilons, (str, bytes)) or not isinstance(level_epsilons, Sequence):
+                raise TypeError("level_epsilons must be a sequence of numbers")
+            table = [exact_fraction(e, "level epsilon") for e in level_epsilons]
+            if not table:
+                raise ValueError("level_epsilons must not be empty")
+            pairs: list[tuple[int, int]] | None = [(e.numerator, e.denominator) for e in table]
+            online = None
+        else:
+            eps, dim, depth = _online
+            pairs, online = None, (eps.numerator, eps.denominator, dim, depth)
+        self._inner = _core.InhomogeneousSparseCounter(
+            teps.numerator, teps.denominator, r0, pairs, online, core_rng(rng)
+        )
+        self._time_epsilon = teps
+        self._seeded = bool(self._inner.seeded)
+
+    @classmethod
+    def online(
+        cls, epsilon: RealLike, dim: int, depth: int, *, rng: Rng | None = None
+    ) -> InhomogeneousSparseCounter:
+        """The counter of a depth-``depth`` cell of the online synthesizer on ``[0,1]^dim``.
+
+        Time levels from ``epsilon``, ``r_0 = depth`` for ``dim >= 2`` and
+        ``r_0 = 0`` for ``dim == 1``, and ``ε_r = online_epsilon(epsilon, dim,
+        depth, r)``.
+        """
+        eps = exact_fraction(epsilon, "epsilon")
+        d = _count(dim, "dim", 1)
+        j = _count(depth, "depth", 1)
+        if max(d, j) >= 2**32:
+            raise ValueError("dim and depth must be below 2**32")
+        return cls(eps, j if d >= 2 else 0, [], rng=rng, _online=(eps, d, j))
+
+    @property
+    def time_epsilon(self) -> Fraction:
+        """The ε of the time levels (exact)."""
+        return self._time_epsilon
+
+    @property
+    def start_level(self) -> int:
+        """``r_0``."""
+        return int(self._inner.start_level)
+
+    @property
+    def first_time(self) -> int:
+        """``t_{r_0}``: the first step that is counted."""
+        return int(self._inner.first_time)
+
+    @property
+    def level(self) -> int | None:
+        """The time level of the last step; ``None`` before ``t_{r_0}``."""
+        lv = self._inner.level
+        return None if lv is None else int(lv)
+
+    @property
+    def time(self) -> int:
+        """Steps taken so far (public)."""
+        return int(self._inner.time)
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise comes from a seeded generator: reproducible, **not private**."""
+        return self._seeded
+
+    @property
+    def release(self) -> int:
+        """``S̃ + c_t`` after the last step (0 before ``t_{r_0}``)."""
+        return int(self._inner.release)
+
+    def level_epsilon(self, level: int) -> Fraction:
+        """``ε_r`` of a level ``r >= r_0`` (exact)."""
+        lv = _count(level, "level", 0)
+        if lv >= 2**32:
+            raise ValueError("level must be below 2**32")
+        n, d = self._inner.level_epsilon(lv)
+        return Fraction(n, d)
+
+    def memory_bytes(self) -> int:
+        """Bytes held: ``O(log t)``."""
+        return int(self._inner.memory_bytes())
+
+    def step(self, value: int) -> int:
+        """Feed the next step's non-negative value; return the release. All-or-nothing."""
+        return int(self._inner.step(_value(value)))
+
+    def run(self, values: object) -> npt.NDArray[np.int64]:
+        """Feed ``T`` values (shape ``(T,)``) in Rust with the GIL released; all-or-nothing."""
+        return self._inner.run(_values(values))
+
+    def __repr__(self) -> str:
+        text = (
+            f"InhomogeneousSparseCounter(time_epsilon={self.time_epsilon}, "
+            f"start_level={self.start_level}, time={self.time})"
         )
         if self._seeded:
             text += "  # seeded: reproducible, NOT PRIVATE"

@@ -1,7 +1,9 @@
 //! Bindings of `dpstream_core::counters`.
 
 use crate::{rational, to_py_err, zeroed, Rng};
-use dpstream_core::counters::{Counter, CounterKind, Sensitivity};
+use dpstream_core::counters::{
+    Counter, CounterKind, InhomogeneousSparseCounter, LevelSchedule, Sensitivity, SparseCounter,
+};
 use num_bigint::BigUint;
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -203,7 +205,263 @@ impl PyCounter {
     }
 }
 
+/// The generator of a new counter: the caller's, or an OS-seeded one.
+fn make_source(py: Python<'_>, rng: Option<Py<Rng>>) -> PyResult<(Source, bool)> {
+    match rng {
+        Some(r) => {
+            let seeded = r.bind(py).try_borrow()?.inner.is_seeded();
+            Ok((Source::Shared(r), seeded))
+        }
+        None => {
+            let own = dpstream_core::Rng::from_os().map_err(to_py_err)?;
+            Ok((Source::Own(Box::new(own)), false))
+        }
+    }
+}
+
+/// Run `f` on `inner` and the generator with the GIL released.
+fn with_source<C: Send, T: Send>(
+    py: Python<'_>,
+    inner: &mut C,
+    rng: &mut Source,
+    f: impl FnOnce(&mut C, &mut dpstream_core::Rng) -> T + Send,
+) -> PyResult<T> {
+    match rng {
+        Source::Shared(shared) => {
+            let mut guard = shared.bind(py).try_borrow_mut()?;
+            let r = &mut guard.inner;
+            Ok(py.detach(|| f(inner, r)))
+        }
+        Source::Own(r) => Ok(py.detach(|| f(inner, r))),
+    }
+}
+
+/// Algorithm 2 of He, Vershynin, Zhu; see `dpstream.counters.SparseCounter`.
+#[pyclass(module = "dpstream._core", name = "SparseCounter")]
+pub(crate) struct PySparseCounter {
+    inner: SparseCounter,
+    rng: Source,
+    seeded: bool,
+}
+
+#[pymethods]
+impl PySparseCounter {
+    #[new]
+    #[pyo3(signature = (eps_num, eps_den, horizon, rng=None))]
+    fn new(
+        py: Python<'_>,
+        eps_num: BigUint,
+        eps_den: BigUint,
+        horizon: u64,
+        rng: Option<Py<Rng>>,
+    ) -> PyResult<Self> {
+        let eps = rational(eps_num, eps_den, "epsilon")?;
+        let inner = SparseCounter::new(&eps, horizon).map_err(to_py_err)?;
+        let (rng, seeded) = make_source(py, rng)?;
+        Ok(Self { inner, rng, seeded })
+    }
+
+    #[getter]
+    fn horizon(&self) -> u64 {
+        self.inner.horizon()
+    }
+    #[getter]
+    fn threshold(&self) -> i64 {
+        self.inner.threshold()
+    }
+    #[getter]
+    fn time(&self) -> u64 {
+        self.inner.time()
+    }
+    #[getter]
+    fn segments(&self) -> u64 {
+        self.inner.segments()
+    }
+    #[getter]
+    fn release(&self) -> i64 {
+        self.inner.release()
+    }
+    #[getter]
+    fn seeded(&self) -> bool {
+        self.seeded
+    }
+    fn epsilon(&self) -> (BigUint, BigUint) {
+        let e = self.inner.epsilon();
+        (e.numer().clone(), e.denom().clone())
+    }
+    /// `(family, eps_num, eps_den, sensitivity)` per family.
+    fn epsilon_split(&self) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
+        self.inner
+            .epsilon_split()
+            .into_iter()
+            .map(|s| {
+                let sens = match s.sensitivity {
+                    Sensitivity::Fixed(v) => Some(v),
+                    Sensitivity::EpochLevels => None,
+                };
+                (
+                    s.family,
+                    s.epsilon.numer().clone(),
+                    s.epsilon.denom().clone(),
+                    sens,
+                )
+            })
+            .collect()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+    /// One step; returns the release. All-or-nothing.
+    fn step(&mut self, py: Python<'_>, value: i64) -> PyResult<i64> {
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
+        Ok(self.inner.release())
+    }
+    /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        values: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Py<PyArray1<i64>>> {
+        let xs = values.as_slice()?;
+        let mut out = zeroed::<i64>(xs.len())?;
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.run(r, xs, &mut out))?.map_err(to_py_err)?;
+        Ok(out.into_pyarray(py).unbind())
+    }
+}
+
+/// Algorithm 3 of He, Vershynin, Zhu; see `dpstream.counters.InhomogeneousSparseCounter`.
+#[pyclass(module = "dpstream._core", name = "InhomogeneousSparseCounter")]
+pub(crate) struct PyInhomogeneousSparseCounter {
+    inner: InhomogeneousSparseCounter,
+    rng: Source,
+    seeded: bool,
+}
+
+#[pymethods]
+impl PyInhomogeneousSparseCounter {
+    /// `table` is `[(num, den), ...]` for levels `r_0, r_0 + 1, ...`, or `None`
+    /// with `online = (eps_num, eps_den, dim, depth)` for the online schedule.
+    #[new]
+    #[pyo3(signature = (time_eps_num, time_eps_den, start_level, table=None, online=None, rng=None))]
+    fn new(
+        py: Python<'_>,
+        time_eps_num: BigUint,
+        time_eps_den: BigUint,
+        start_level: u32,
+        table: Option<Vec<(BigUint, BigUint)>>,
+        online: Option<(BigUint, BigUint, u32, u32)>,
+        rng: Option<Py<Rng>>,
+    ) -> PyResult<Self> {
+        let time_eps = rational(time_eps_num, time_eps_den, "time epsilon")?;
+        let schedule = match (table, online) {
+            (Some(t), None) => LevelSchedule::Table(
+                t.into_iter()
+                    .map(|(n, d)| rational(n, d, "a level's epsilon"))
+                    .collect::<PyResult<_>>()?,
+            ),
+            (None, Some((n, d, dim, depth))) => LevelSchedule::Online {
+                epsilon: rational(n, d, "epsilon")?,
+                dim,
+                depth,
+            },
+            _ => {
+                return Err(PyValueError::new_err(
+                    "give exactly one of table and online",
+                ))
+            }
+        };
+        let inner =
+            InhomogeneousSparseCounter::new(&time_eps, start_level, schedule).map_err(to_py_err)?;
+        let (rng, seeded) = make_source(py, rng)?;
+        Ok(Self { inner, rng, seeded })
+    }
+
+    #[getter]
+    fn start_level(&self) -> u32 {
+        self.inner.start_level()
+    }
+    #[getter]
+    fn first_time(&self) -> u64 {
+        self.inner.first_time()
+    }
+    #[getter]
+    fn level(&self) -> Option<u32> {
+        self.inner.level()
+    }
+    #[getter]
+    fn time(&self) -> u64 {
+        self.inner.time()
+    }
+    #[getter]
+    fn release(&self) -> i64 {
+        self.inner.release()
+    }
+    #[getter]
+    fn seeded(&self) -> bool {
+        self.seeded
+    }
+    fn time_epsilon(&self) -> (BigUint, BigUint) {
+        let e = self.inner.time_epsilon();
+        (e.numer().clone(), e.denom().clone())
+    }
+    /// `(num, den)` of `ε_r`.
+    fn level_epsilon(&self, level: u32) -> PyResult<(BigUint, BigUint)> {
+        if level < self.inner.start_level() {
+            return Err(PyValueError::new_err(format!(
+                "level must be at least the starting level {}, got {level}",
+                self.inner.start_level()
+            )));
+        }
+        let e = self
+            .inner
+            .schedule()
+            .epsilon(self.inner.start_level(), level)
+            .map_err(to_py_err)?;
+        Ok((e.numer().clone(), e.denom().clone()))
+    }
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+    /// One step; returns the release. All-or-nothing.
+    fn step(&mut self, py: Python<'_>, value: i64) -> PyResult<i64> {
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
+        Ok(self.inner.release())
+    }
+    /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        values: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Py<PyArray1<i64>>> {
+        let xs = values.as_slice()?;
+        let mut out = zeroed::<i64>(xs.len())?;
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.run(r, xs, &mut out))?.map_err(to_py_err)?;
+        Ok(out.into_pyarray(py).unbind())
+    }
+}
+
+/// `(num, den)` of `ε_{j,r}` of the online synthesizer.
+#[pyfunction]
+fn online_epsilon(
+    eps_num: BigUint,
+    eps_den: BigUint,
+    dim: u32,
+    j: u32,
+    r: u32,
+) -> PyResult<(BigUint, BigUint)> {
+    let eps = rational(eps_num, eps_den, "epsilon")?;
+    let e = dpstream_core::synth::online_epsilon(&eps, dim, j, r).map_err(to_py_err)?;
+    Ok((e.numer().clone(), e.denom().clone()))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCounter>()?;
+    m.add_class::<PySparseCounter>()?;
+    m.add_class::<PyInhomogeneousSparseCounter>()?;
+    m.add_function(wrap_pyfunction!(online_epsilon, m)?)?;
     Ok(())
 }

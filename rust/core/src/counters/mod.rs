@@ -15,6 +15,12 @@
 //! | [`BinaryTree`](CounterKind::BinaryTree) `{T}` | Binary | `L/ε`, `L = ⌈log2(T+1)⌉` | `popcount(t) ≤ L` | `O(dim · log T)` |
 //! | [`Hybrid`](CounterKind::Hybrid) | Hybrid | `2/ε`; `2k/ε` in epoch `k` | `O(log t)` | `O(dim · log t)` |
 //!
+//! [`SparseCounter`] (Algorithm 2 of He, Vershynin, Zhu: sparse counting
+//! with a finite horizon on top of the binary tree) and
+//! [`InhomogeneousSparseCounter`] (their Algorithm 3) are separate types with
+//! their own documentation: they count non-negative values, and their error
+//! is small when the stream is sparse.
+//!
 //! The standard deviation of the error is `√(terms)·scale`: `O(√t/ε)`,
 //! `O(T^{1/4}/ε)`, `O(t^{1/3}/ε)`, `O(log^{1.5} T/ε)` and `O(log^{1.5} t/ε)`.
 //!
@@ -70,8 +76,10 @@
 
 mod block;
 mod hybrid;
+mod inhomogeneous;
 mod psums;
 mod simple;
+mod sparse;
 pub mod split;
 mod tree;
 mod vector;
@@ -82,7 +90,9 @@ use crate::rational::Rational;
 use crate::rng::Rng;
 use block::{Block, Schedule};
 use hybrid::Hybrid;
+pub use inhomogeneous::{level_start, InhomogeneousSparseCounter, LevelFn, LevelSchedule};
 use simple::Simple;
+pub use sparse::{sparse_threshold, SparseCounter, MAX_SPARSE_COUNT};
 pub use split::{epsilon_split, Sensitivity, Share};
 use tree::Tree;
 use vector::{add_into, zeros};

@@ -1,0 +1,469 @@
+//! Inhomogeneous sparse counting: Algorithm 3 of He, Vershynin, Zhu, an
+//! unbounded counter made of one [`SparseCounter`] (Algorithm 2) per time
+//! level, each with its own privacy parameter.
+//!
+//! # Mechanism (as printed)
+//!
+//! * Time levels: `t_r = ⌈2^r / ε_time⌉`, where `ε_time` is the
+//!   synthesizer's total ε (public). Level `r` is the steps `t_r ≤ t < t_{r+1}`.
+//! * Steps before `t_{r_0}` (the *starting level* `r_0`) are ignored: their
+//!   values enter nothing, and the release there is 0.
+//! * Within level `r ≥ r_0`: a fresh Algorithm-2 counter with horizon
+//!   `t_{r+1} − t_r` and privacy parameter `ε_r/2` counts the level's values;
+//!   its output is `c_t`. The release at `t` is `S̃ + c_t`.
+//! * At the end of level `r`: `S̃ ← S̃ + Σ_{t_r ≤ t < t_{r+1}} X_t + Lap_Z(2/ε_r)`
+//!   (done when the first step of the next level arrives, so the release at
+//!   the last step of level `r` is the printed `S̃ + c_t`).
+//! * Levels with `t_{r+1} = t_r` (possible when `ε_time > 1/2`) hold no step
+//!   and are skipped: they have no data, no counter and no noise.
+//!
+//! The parameters `ε_{r_0}, ε_{r_0+1}, …` come from a [`LevelSchedule`]; the
+//! online synthesizer uses [`LevelSchedule::Online`], i.e.
+//! [`crate::synth::online_epsilon`].
+//!
+//! # Privacy (Lemma 3.3)
+//!
+//! * **Neighbouring relation**: streams of non-negative integers that differ
+//!   in the value of one step `t` by ±1.
+//! * **Guarantee** (Lemma 3.3): if `t` lies in level `r ≥ r_0`, the whole
+//!   sequence of releases is `ε_r`-DP: the value enters the level's
+//!   Algorithm-2 counter (`ε_r/2`-DP, Lemma 3.2) and the level's sum
+//!   (sensitivity 1, noise `Lap_Z(2/ε_r)`: `ε_r/2`). If `t < t_{r_0}` the
+//!   output distribution does not depend on `X_t` at all (0-DP). The
+//!   synthesizer composes these guarantees across cells (Proposition 4.1).
+//! * **Public**: `ε_time`, `r_0`, the schedule, the level boundaries and the
+//!   time. Exact sums are secret; `Debug` omits them.
+//!
+//! # Memory and atomicity
+//!
+//! `O(log t)`: the level's counter is allocated when the level starts. A
+//! refused step (negative value, a count beyond `2^62`, a level whose start
+//! does not fit in `u64`, a schedule error) changes nothing, the generator
+//! included.
+
+use super::sparse::{SparseCounter, MAX_SPARSE_COUNT};
+use crate::error::{invalid, Error, Result};
+use crate::noise::DiscreteLaplace;
+use crate::rational::Rational;
+use crate::rng::Rng;
+use crate::synth::online_epsilon;
+use num_bigint::BigUint;
+use num_traits::ToPrimitive;
+use std::sync::Arc;
+
+/// A level's privacy parameter as a function of the level.
+pub type LevelFn = Arc<dyn Fn(u32) -> Result<Rational> + Send + Sync>;
+
+/// The per-level privacy parameters `ε_r`, `r ≥ r_0` (exact, public).
+#[derive(Clone)]
+pub enum LevelSchedule {
+    /// `ε_{r_0 + i} = table[i]`; steps in a level past the table are refused.
+    Table(Vec<Rational>),
+    /// `ε_r = online_epsilon(epsilon, dim, depth, r)`: the schedule of a cell
+    /// of depth `depth` in the online synthesizer ((4.1) / (5.1)).
+    Online {
+        /// The synthesizer's total ε.
+        epsilon: Rational,
+        /// Dimension `d` of `[0,1]^d`.
+        dim: u32,
+        /// The cell's depth `j ≥ 1`.
+        depth: u32,
+    },
+    /// Any function of the level.
+    Function(LevelFn),
+}
+
+impl std::fmt::Debug for LevelSchedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Table(t) => f
+                .debug_tuple("Table")
+                .field(&t.iter().map(ToString::to_string).collect::<Vec<_>>())
+                .finish(),
+            Self::Online {
+                epsilon,
+                dim,
+                depth,
+            } => f
+                .debug_struct("Online")
+                .field("epsilon", &epsilon.to_string())
+                .field("dim", dim)
+                .field("depth", depth)
+                .finish(),
+            Self::Function(_) => f.write_str("Function(..)"),
+        }
+    }
+}
+
+impl LevelSchedule {
+    /// `ε_r` for a counter that starts at level `r_0`.
+    pub fn epsilon(&self, start_level: u32, level: u32) -> Result<Rational> {
+        let e = match self {
+            Self::Table(t) => t
+                .get((level - start_level) as usize)
+                .cloned()
+                .ok_or_else(|| {
+                    invalid!(
+                        "the schedule has {} levels ({}..={}); level {level} has none",
+                        t.len(),
+                        start_level,
+                        u64::from(start_level) + t.len() as u64 - 1
+                    )
+                })?,
+            Self::Online {
+                epsilon,
+                dim,
+                depth,
+            } => online_epsilon(epsilon, *dim, *depth, level)?,
+            Self::Function(f) => f(level)?,
+        };
+        if e.is_zero() {
+            return Err(invalid!("the privacy parameter of level {level} is 0"));
+        }
+        Ok(e)
+    }
+}
+
+/// `t_r = ⌈2^r / ε⌉`, or an error when it does not fit in `u64`.
+pub fn level_start(epsilon: &Rational, level: u32) -> Result<u64> {
+    let num = BigUint::from(1u32) << level as usize;
+    let n = num * epsilon.denom();
+    let d = epsilon.numer();
+    ((n + d - 1u32) / d)
+        .to_u64()
+        .ok_or_else(|| invalid!("time level {level} starts beyond 2^64 steps"))
+}
+
+/// The running level: its counter, its sum and its end.
+#[derive(Clone, Debug)]
+struct Level {
+    level: u32,
+    /// `t_{r+1}`: first step of the next level.
+    end: u64,
+    /// `Lap_Z(2/ε_r)` for the update of `S̃`.
+    noise: DiscreteLaplace,
+    counter: SparseCounter,
+    /// Exact sum of the level's values. Secret.
+    sum: i64,
+}
+
+/// Algorithm 3; see the [module docs](self).
+#[derive(Clone)]
+pub struct InhomogeneousSparseCounter {
+    time_epsilon: Rational,
+    start_level: u32,
+    /// `t_{r_0}`.
+    first_time: u64,
+    schedule: LevelSchedule,
+    time: u64,
+    level: Option<Level>,
+    /// `S̃`: private count of the finished levels.
+    s_tilde: i64,
+    /// Exact sum from `t_{r_0}` on, for the range check. Secret.
+    total: i64,
+    release: i64,
+}
+
+impl std::fmt::Debug for InhomogeneousSparseCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InhomogeneousSparseCounter")
+            .field("time_epsilon", &self.time_epsilon.to_string())
+            .field("start_level", &self.start_level)
+            .field("schedule", &self.schedule)
+            .field("time", &self.time)
+            .field("level", &self.level.as_ref().map(|l| l.level))
+            .finish_non_exhaustive()
+    }
+}
+
+impl InhomogeneousSparseCounter {
+    /// A counter with time levels `⌈2^r / time_epsilon⌉`, starting level
+    /// `start_level` and per-level parameters `schedule`. Fails on a zero
+    /// `time_epsilon` or a starting level beyond `2^64` steps.
+    pub fn new(time_epsilon: &Rational, start_level: u32, schedule: LevelSchedule) -> Result<Self> {
+        if time_epsilon.is_zero() {
+            return Err(invalid!("time epsilon must be positive, got 0"));
+        }
+        let first_time = level_start(time_epsilon, start_level)?;
+        // Validate the first level's parameter early (a clear error at construction).
+        schedule.epsilon(start_level, start_level)?;
+        Ok(Self {
+            time_epsilon: time_epsilon.clone(),
+            start_level,
+            first_time,
+            schedule,
+            time: 0,
+            level: None,
+            s_tilde: 0,
+            total: 0,
+            release: 0,
+        })
+    }
+
+    /// The ε that defines the time levels.
+    pub fn time_epsilon(&self) -> &Rational {
+        &self.time_epsilon
+    }
+
+    /// `r_0`.
+    pub fn start_level(&self) -> u32 {
+        self.start_level
+    }
+
+    /// `t_{r_0}`: the first step that is counted.
+    pub fn first_time(&self) -> u64 {
+        self.first_time
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> &LevelSchedule {
+        &self.schedule
+    }
+
+    /// Steps taken so far (public).
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// The level of the last step, `None` before `t_{r_0}` (public).
+    pub fn level(&self) -> Option<u32> {
+        self.level.as_ref().map(|l| l.level)
+    }
+
+    /// `S̃ + c_t` after the last step (0 before `t_{r_0}`).
+    pub fn release(&self) -> i64 {
+        self.release
+    }
+
+    /// Bytes held: `O(log t)`.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.level.as_ref().map_or(0, |l| {
+                l.counter.memory_bytes() - std::mem::size_of::<SparseCounter>()
+            })
+    }
+
+    /// Feed the value of the next step. All-or-nothing.
+    pub fn step(&mut self, rng: &mut Rng, value: i64) -> Result<()> {
+        if value < 0 {
+            return Err(invalid!("values must be non-negative, got {value}"));
+        }
+        let t = self
+            .time
+            .checked_add(1)
+            .ok_or_else(|| invalid!("the counter has reached the largest time step"))?;
+        if t < self.first_time {
+            // Lemma 3.3 (2): the value enters nothing.
+            self.time = t;
+            return Ok(());
+        }
+        let total = self
+            .total
+            .checked_add(value)
+            .filter(|s| *s <= MAX_SPARSE_COUNT)
+            .ok_or_else(|| Error::Overflow("the running count exceeds 2^62".into()))?;
+        let saved = rng.clone();
+        let result = match &mut self.level {
+            Some(l) if t < l.end => l.counter.step(rng, value).map(|()| None),
+            _ => self.next_level(rng, t, value).map(Some),
+        };
+        match result {
+            Ok(new) => {
+                match new {
+                    // The new level's sum already holds `value`.
+                    Some((level, s_tilde)) => {
+                        self.level = Some(level);
+                        self.s_tilde = s_tilde;
+                    }
+                    None => {
+                        if let Some(l) = self.level.as_mut() {
+                            l.sum += value; // ≤ total ≤ 2^62
+                        }
+                    }
+                }
+                let c_t = self.level.as_ref().map_or(0, |l| l.counter.release());
+                // |S̃| and |c_t| stay far below 2^63 unless a draw of scale ≤ 2^56
+                // exceeds 2^62 (probability below e^-64); saturate then.
+                self.release = self.s_tilde.saturating_add(c_t);
+                self.total = total;
+                self.time = t;
+                Ok(())
+            }
+            Err(e) => {
+                *rng = saved;
+                Err(e)
+            }
+        }
+    }
+
+    /// Close the running level (if any) and start the level of step `t` with
+    /// its first value. Returns the new level and `S̃`; changes nothing.
+    fn next_level(&self, rng: &mut Rng, t: u64, value: i64) -> Result<(Level, i64)> {
+        let (mut r, s_tilde) = match &self.level {
+            None => (self.start_level, 0),
+            Some(l) => {
+                let z = l.noise.sample(rng)?;
+                let s = self
+                    .s_tilde
+                    .checked_add(l.sum)
+                    .and_then(|s| s.checked_add(z))
+                    .ok_or_else(|| Error::Overflow("the private count exceeds int64".into()))?;
+                (l.level + 1, s)
+            }
+        };
+        let mut start = level_start(&self.time_epsilon, r)?;
+        let mut end = level_start(&self.time_epsilon, r + 1)?;
+        while end <= t {
+            // Empty levels: no step lies in them.
+            r = r
+                .checked_add(1)
+                .ok_or_else(|| invalid!("time level beyond u32"))?;
+            start = end;
+            end = level_start(&self.time_epsilon, r + 1)?;
+        }
+        debug_assert_eq!(start, t);
+        let eps_r = self.schedule.epsilon(self.start_level, r)?;
+        let half = eps_r.mul(&Rational::new(1u32, 2u32)?);
+        let noise = DiscreteLaplace::new(&Rational::new(2u32, 1u32)?.div(&eps_r)?)?;
+        let mut counter = SparseCounter::new(&half, end - start)?;
+        counter.step(rng, value)?;
+        Ok((
+            Level {
+                level: r,
+                end,
+                noise,
+                counter,
+                sum: value,
+            },
+            s_tilde,
+        ))
+    }
+
+    /// Feed `values.len()` steps and write each release to `out`. All-or-nothing.
+    pub fn run(&mut self, rng: &mut Rng, values: &[i64], out: &mut [i64]) -> Result<()> {
+        if out.len() != values.len() {
+            return Err(invalid!(
+                "out must have {} values, got {}",
+                values.len(),
+                out.len()
+            ));
+        }
+        if let Some(v) = values.iter().find(|v| **v < 0) {
+            return Err(invalid!("values must be non-negative, got {v}"));
+        }
+        if values.is_empty() {
+            return Ok(());
+        }
+        let (saved, saved_rng) = (self.clone(), rng.clone());
+        for (v, o) in values.iter().zip(out.iter_mut()) {
+            if let Err(e) = self.step(rng, *v) {
+                *self = saved;
+                *rng = saved_rng;
+                return Err(e);
+            }
+            *o = self.release;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(n: u32, d: u32) -> Rational {
+        Rational::new(n, d).unwrap()
+    }
+
+    #[test]
+    fn level_starts_are_exact_ceilings() {
+        let e = q(1, 3);
+        assert_eq!(level_start(&e, 0).unwrap(), 3);
+        assert_eq!(level_start(&e, 4).unwrap(), 48);
+        let e = q(3, 1);
+        // ⌈1/3⌉, ⌈2/3⌉, ⌈4/3⌉, ⌈8/3⌉ = 1, 1, 2, 3
+        let s: Vec<u64> = (0..4).map(|r| level_start(&e, r).unwrap()).collect();
+        assert_eq!(s, vec![1, 1, 2, 3]);
+        assert!(level_start(&q(1, 1), 64).is_err());
+        assert_eq!(level_start(&q(1, 1), 63).unwrap(), 1 << 63);
+    }
+
+    #[test]
+    fn before_the_starting_level_nothing_is_counted() {
+        let mut rng = Rng::seed_from_u64(9);
+        let sched = LevelSchedule::Table(vec![q(1, 1); 10]);
+        let mut c = InhomogeneousSparseCounter::new(&q(1, 2), 3, sched).unwrap();
+        assert_eq!(c.first_time(), 16);
+        let before = rng.clone().next_u64();
+        for _ in 1..16 {
+            c.step(&mut rng, 1).unwrap();
+            assert_eq!(c.release(), 0);
+            assert_eq!(c.level(), None);
+        }
+        // No noise was drawn for the ignored steps.
+        assert_eq!(rng.clone().next_u64(), before);
+        c.step(&mut rng, 1).unwrap();
+        assert_eq!(c.level(), Some(3));
+    }
+
+    #[test]
+    fn levels_advance_skip_empty_ones_and_track_the_count() {
+        let mut rng = Rng::seed_from_u64(11);
+        // ε_time = 3: levels start at 1, 1, 2, 3, 6, 11, 22, ...; level 0 is empty.
+        let sched = LevelSchedule::Function(Arc::new(|_| Rational::new(2u32, 1u32)));
+        let mut c = InhomogeneousSparseCounter::new(&q(3, 1), 0, sched).unwrap();
+        c.step(&mut rng, 1).unwrap();
+        assert_eq!(c.level(), Some(1));
+        c.step(&mut rng, 1).unwrap();
+        assert_eq!(c.level(), Some(2));
+        let mut levels = vec![];
+        for _ in 2..3000 {
+            c.step(&mut rng, 1).unwrap();
+            levels.push(c.level().unwrap());
+        }
+        assert!(levels.windows(2).all(|w| w[0] <= w[1]));
+        // t_13 = ⌈8192/3⌉ = 2731 ≤ 3000 < t_14 = 5462.
+        assert_eq!(c.level(), Some(13));
+        assert!((c.release() - 3000).abs() < 300, "{}", c.release());
+    }
+
+    #[test]
+    fn refused_steps_change_nothing_and_run_equals_steps() {
+        let mut rng = Rng::seed_from_u64(5);
+        let sched = LevelSchedule::Table(vec![q(1, 1); 3]);
+        let mut c = InhomogeneousSparseCounter::new(&q(1, 1), 1, sched).unwrap();
+        // Levels 1, 2, 3: steps 2..16; step 16 (level 4) is refused.
+        let xs = vec![1i64; 15];
+        let mut out = vec![0; 15];
+        let (mut c2, mut r2) = (c.clone(), rng.clone());
+        c.run(&mut rng, &xs, &mut out).unwrap();
+        for (x, o) in xs.iter().zip(&out) {
+            c2.step(&mut r2, *x).unwrap();
+            assert_eq!(c2.release(), *o);
+        }
+        assert_eq!(out[0], 0);
+        let state = (format!("{c:?}"), c.release(), rng.clone().next_u64());
+        assert!(c.step(&mut rng, 1).is_err());
+        assert!(c.step(&mut rng, -1).is_err());
+        assert!(c.run(&mut rng, &[1, 1], &mut [0, 0]).is_err());
+        assert_eq!(
+            (format!("{c:?}"), c.release(), rng.clone().next_u64()),
+            state
+        );
+    }
+
+    #[test]
+    fn online_schedule_uses_online_epsilon() {
+        let e = q(1, 1);
+        let s = LevelSchedule::Online {
+            epsilon: e.clone(),
+            dim: 2,
+            depth: 3,
+        };
+        assert_eq!(
+            s.epsilon(3, 5).unwrap(),
+            online_epsilon(&e, 2, 3, 5).unwrap()
+        );
+        assert!(InhomogeneousSparseCounter::new(&e, 2, s).is_err()); // r < j
+    }
+}
