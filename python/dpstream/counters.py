@@ -63,7 +63,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -134,7 +134,80 @@ def _int64(value: object, name: str) -> npt.NDArray[np.int64]:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-class Counter:
+class _CoreStream(Protocol):
+    @property
+    def time(self) -> int: ...
+    def memory_bytes(self) -> int: ...
+
+
+class _CoreScalarStream(_CoreStream, Protocol):
+    @property
+    def release(self) -> int: ...
+    def step(self, value: int) -> int: ...
+    def run(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+
+
+class _NoisyStream:
+    """What every counter wrapper shares: the Rust object, time, seeding, memory, repr."""
+
+    __slots__ = ("_inner", "_seeded")
+    _inner: _CoreStream
+    _seeded: bool
+
+    @property
+    def time(self) -> int:
+        """Steps taken so far (public)."""
+        return int(self._inner.time)
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise comes from a seeded generator: reproducible, **not private**."""
+        return self._seeded
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the counter (its growth is stated in the class docs)."""
+        return int(self._inner.memory_bytes())
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        text = self._describe()
+        if self._seeded:
+            text += "  # seeded: reproducible, NOT PRIVATE"
+        return text
+
+
+class _ScalarStream(_NoisyStream):
+    """Counters of non-negative scalar values (the sparse counters)."""
+
+    __slots__ = ()
+    _inner: _CoreScalarStream
+
+    @property
+    def release(self) -> int:
+        """The private count after the last step (0 before the first output)."""
+        return int(self._inner.release)
+
+    def step(self, value: int) -> int:
+        """Feed the next step's non-negative value; return the release after it.
+
+        Refused with ``ValueError`` (negative value, horizon reached) or
+        ``OverflowError`` (a count beyond ``2**62``); the counter and its
+        generator are then unchanged.
+        """
+        return int(self._inner.step(_value(value)))
+
+    def run(self, values: object) -> npt.NDArray[np.int64]:
+        """Feed ``T`` values at once (shape ``(T,)``); return the ``T`` releases.
+
+        Runs in Rust with the GIL released and equals ``T`` calls of
+        :meth:`step`. All-or-nothing.
+        """
+        return self._inner.run(_values(values))
+
+
+class Counter(_NoisyStream):
     """An ε-DP continual-release counter of integers or integer vectors.
 
     Args:
@@ -168,7 +241,8 @@ class Counter:
             bounded one; ε so small that a noise scale exceeds ``2**56``.
     """
 
-    __slots__ = ("_epsilon", "_inner", "_seeded")
+    __slots__ = ("_epsilon",)
+    _inner: _core.Counter
 
     def __init__(
         self,
@@ -214,16 +288,6 @@ class Counter:
         return None if h is None else int(h)
 
     @property
-    def time(self) -> int:
-        """Steps taken so far (public)."""
-        return int(self._inner.time)
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return self._seeded
-
-    @property
     def release(self) -> npt.NDArray[np.int64]:
         """The noisy running sums after the last step, shape ``(dim,)`` (zeros before any step)."""
         return self._inner.release
@@ -231,10 +295,6 @@ class Counter:
     def epsilon_split(self) -> list[Share]:
         """How ε is divided between the families of noisy values; the shares sum to ε."""
         return [Share(f, Fraction(n, d), s) for f, n, d, s in self._inner.epsilon_split()]
-
-    def memory_bytes(self) -> int:
-        """Bytes held by the counter: ``O(dim)``, or ``O(dim · log t)`` for the trees."""
-        return int(self._inner.memory_bytes())
 
     def step(self, increment: object) -> npt.NDArray[np.int64]:
         """Feed the next step's increment; return the release after it, shape ``(dim,)``.
@@ -277,15 +337,12 @@ class Counter:
         out = self._inner.run(arr)
         return out.reshape(-1) if flat else out
 
-    def __repr__(self) -> str:
+    def _describe(self) -> str:
         horizon = "" if self.horizon is None else f", horizon={self.horizon}"
-        text = (
+        return (
             f"Counter({self.kind!r}, epsilon={self.epsilon}, dim={self.dim}{horizon}, "
             f"time={self.time})"
         )
-        if self._seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
 
 
 def _value(value: object, name: str = "value") -> int:
@@ -334,7 +391,7 @@ def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
     return Fraction(n, den)
 
 
-class SparseCounter:
+class SparseCounter(_ScalarStream):
     """Sparse counting with a finite horizon (Algorithm 2 of He, Vershynin, Zhu).
 
     Args:
@@ -365,7 +422,8 @@ class SparseCounter:
             that a noise scale exceeds ``2**56``.
     """
 
-    __slots__ = ("_epsilon", "_inner", "_seeded")
+    __slots__ = ("_epsilon",)
+    _inner: _core.SparseCounter
 
     def __init__(self, epsilon: RealLike, horizon: int, *, rng: Rng | None = None) -> None:
         eps = exact_fraction(epsilon, "epsilon")
@@ -392,61 +450,22 @@ class SparseCounter:
         return int(self._inner.threshold)
 
     @property
-    def time(self) -> int:
-        """Steps taken so far (public)."""
-        return int(self._inner.time)
-
-    @property
     def segments(self) -> int:
         """Number of closed segments (part of the ε-DP output)."""
         return int(self._inner.segments)
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return self._seeded
-
-    @property
-    def release(self) -> int:
-        """The private count of the closed segments after the last step (0 at first)."""
-        return int(self._inner.release)
 
     def epsilon_split(self) -> list[Share]:
         """``ε/2`` for the segment partition, ``ε/2`` for the tree's p-sums; sums to ε."""
         return [Share(f, Fraction(n, d), s) for f, n, d, s in self._inner.epsilon_split()]
 
-    def memory_bytes(self) -> int:
-        """Bytes held: ``O(log T)``, fixed at construction."""
-        return int(self._inner.memory_bytes())
-
-    def step(self, value: int) -> int:
-        """Feed the next step's non-negative value; return the release after it.
-
-        Refused with ``ValueError`` (negative value, horizon reached) or
-        ``OverflowError`` (a count beyond ``2**62``); the counter and its
-        generator are then unchanged.
-        """
-        return int(self._inner.step(_value(value)))
-
-    def run(self, values: object) -> npt.NDArray[np.int64]:
-        """Feed ``T`` values at once (shape ``(T,)``); return the ``T`` releases.
-
-        Runs in Rust with the GIL released and equals ``T`` calls of
-        :meth:`step`. All-or-nothing.
-        """
-        return self._inner.run(_values(values))
-
-    def __repr__(self) -> str:
-        text = (
+    def _describe(self) -> str:
+        return (
             f"SparseCounter(epsilon={self.epsilon}, horizon={self.horizon}, "
             f"threshold={self.threshold}, time={self.time})"
         )
-        if self._seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
 
 
-class InhomogeneousSparseCounter:
+class InhomogeneousSparseCounter(_ScalarStream):
     """Inhomogeneous sparse counting (Algorithm 3 of He, Vershynin, Zhu); no horizon.
 
     Args:
@@ -469,7 +488,8 @@ class InhomogeneousSparseCounter:
     ``time_epsilon``, ``r_0``, the schedule and the time are public.
     """
 
-    __slots__ = ("_inner", "_seeded", "_time_epsilon")
+    __slots__ = ("_time_epsilon",)
+    _inner: _core.InhomogeneousSparseCounter
 
     def __init__(
         self,
@@ -539,21 +559,6 @@ class InhomogeneousSparseCounter:
         lv = self._inner.level
         return None if lv is None else int(lv)
 
-    @property
-    def time(self) -> int:
-        """Steps taken so far (public)."""
-        return int(self._inner.time)
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return self._seeded
-
-    @property
-    def release(self) -> int:
-        """``S̃ + c_t`` after the last step (0 before ``t_{r_0}``)."""
-        return int(self._inner.release)
-
     def level_epsilon(self, level: int) -> Fraction:
         """``ε_r`` of a level ``r >= r_0`` (exact)."""
         lv = _count(level, "level", 0)
@@ -562,23 +567,8 @@ class InhomogeneousSparseCounter:
         n, d = self._inner.level_epsilon(lv)
         return Fraction(n, d)
 
-    def memory_bytes(self) -> int:
-        """Bytes held: ``O(log t)``."""
-        return int(self._inner.memory_bytes())
-
-    def step(self, value: int) -> int:
-        """Feed the next step's non-negative value; return the release. All-or-nothing."""
-        return int(self._inner.step(_value(value)))
-
-    def run(self, values: object) -> npt.NDArray[np.int64]:
-        """Feed ``T`` values (shape ``(T,)``) in Rust with the GIL released; all-or-nothing."""
-        return self._inner.run(_values(values))
-
-    def __repr__(self) -> str:
-        text = (
+    def _describe(self) -> str:
+        return (
             f"InhomogeneousSparseCounter(time_epsilon={self.time_epsilon}, "
             f"start_level={self.start_level}, time={self.time})"
         )
-        if self._seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
