@@ -8,11 +8,13 @@
 
 mod bernoulli;
 mod gaussian;
+mod geometric_skip;
 mod laplace;
 mod nat;
 mod permute_and_flip;
 
 pub use gaussian::DiscreteGaussian;
+pub use geometric_skip::{first_firing, FiringSkipper};
 pub use laplace::{DiscreteLaplace, MAX_SCALE_LOG2};
 pub use permute_and_flip::permute_and_flip;
 
