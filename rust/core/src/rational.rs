@@ -72,6 +72,28 @@ impl Rational {
             .expect("product of positive denominators is positive")
     }
 
+    /// `self + other`, exact.
+    pub fn add(&self, other: &Self) -> Self {
+        Self::new(
+            &self.num * &other.den + &other.num * &self.den,
+            &self.den * &other.den,
+        )
+        .expect("product of positive denominators is positive")
+    }
+
+    /// The exact sum of `values` (0 for none).
+    pub fn sum<'a>(values: impl IntoIterator<Item = &'a Rational>) -> Self {
+        values.into_iter().fold(Self::zero(), |acc, x| acc.add(x))
+    }
+
+    /// Zero.
+    pub fn zero() -> Self {
+        Self {
+            num: BigUint::zero(),
+            den: BigUint::one(),
+        }
+    }
+
     /// `self / other`, exact. Fails when `other` is zero.
     pub fn div(&self, other: &Self) -> Result<Self> {
         if other.is_zero() {
@@ -93,6 +115,19 @@ impl Rational {
             let d = (&self.den >> shift).to_f64().unwrap_or(f64::INFINITY);
             n / d
         }
+    }
+}
+
+impl PartialOrd for Rational {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Rational {
+    /// Exact comparison by cross-multiplication (denominators are positive).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.num * &other.den).cmp(&(&other.num * &self.den))
     }
 }
 
@@ -154,6 +189,21 @@ mod tests {
             let (m, e) = decode_f64(x);
             assert_eq!((m as f64) * 2f64.powi(e), x);
         }
+    }
+
+    #[test]
+    fn sums_and_order_are_exact() {
+        let third = Rational::new(1u32, 3u32).unwrap();
+        let sixth = Rational::new(1u32, 6u32).unwrap();
+        assert_eq!(third.add(&sixth), Rational::new(1u32, 2u32).unwrap());
+        assert_eq!(
+            Rational::sum([&third, &third, &third]),
+            Rational::new(1u32, 1u32).unwrap()
+        );
+        assert_eq!(Rational::sum(std::iter::empty()), Rational::zero());
+        assert!(sixth < third);
+        assert_eq!(third.cmp(&sixth), std::cmp::Ordering::Greater);
+        assert!(Rational::from_f64(0.1, "x").unwrap() > Rational::new(1u32, 10u32).unwrap());
     }
 
     #[test]

@@ -108,13 +108,6 @@ mod tests {
     use super::*;
     use num_bigint::BigUint;
 
-    fn sum(v: &[Rational]) -> Rational {
-        v.iter().fold(Rational::new(0u32, 1u32).unwrap(), |acc, x| {
-            let n = acc.numer() * x.denom() + x.numer() * acc.denom();
-            Rational::new(n, acc.denom() * x.denom()).unwrap()
-        })
-    }
-
     fn kinds() -> Vec<CounterKind> {
         let mut k = vec![
             CounterKind::Simple,
@@ -139,7 +132,7 @@ mod tests {
                 let shares = epsilon_split(kind, &eps).unwrap();
                 let eps_shares: Vec<Rational> = shares.iter().map(|s| s.epsilon.clone()).collect();
                 // Σ ε_share == ε exactly (so certainly ≤ ε).
-                assert_eq!(sum(&eps_shares), eps, "{kind:?}");
+                assert_eq!(Rational::sum(&eps_shares), eps, "{kind:?}");
                 // Each family's privacy loss sensitivity / scale equals its share.
                 for s in &shares {
                     let epochs: Vec<u32> = match s.sensitivity {

@@ -120,17 +120,6 @@ mod tests {
     use super::*;
     use num_bigint::BigUint;
 
-    fn sum(v: &[Rational]) -> Rational {
-        v.iter().fold(Rational::new(0u32, 1u32).unwrap(), |acc, x| {
-            let n = acc.numer() * x.denom() + x.numer() * acc.denom();
-            Rational::new(n, acc.denom() * x.denom()).unwrap()
-        })
-    }
-
-    fn le(a: &Rational, b: &Rational) -> bool {
-        a.numer() * b.denom() <= b.numer() * a.denom()
-    }
-
     #[test]
     fn split_never_exceeds_epsilon() {
         for eps in [
@@ -145,16 +134,16 @@ mod tests {
                             let s = privhp_budget(&eps, dim, k, depth, rule).unwrap();
                             assert_eq!(s.len(), depth as usize + 1);
                             assert!(s.iter().all(|x| !x.is_zero()));
-                            let total = sum(&s);
-                            assert!(le(&total, &eps), "{rule:?} d={dim} k={k} r={depth}");
+                            let total = Rational::sum(&s);
+                            assert!(total <= eps, "{rule:?} d={dim} k={k} r={depth}");
                             // Nearly all of ε is used.
                             let slack = Rational::new(
                                 eps.numer() * BigUint::from(depth + 2),
                                 eps.denom() << BUDGET_GRID_BITS,
                             )
                             .unwrap();
-                            let with_slack = sum(&[total.clone(), slack]);
-                            assert!(le(&eps, &with_slack));
+                            let with_slack = Rational::sum(&[total.clone(), slack]);
+                            assert!(eps <= with_slack);
                         }
                     }
                 }
