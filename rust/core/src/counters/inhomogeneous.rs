@@ -42,6 +42,7 @@
 //! included.
 
 use super::sparse::{SparseCounter, MAX_SPARSE_COUNT};
+use super::{check_run_lengths, run_scalar};
 use crate::error::{invalid, Error, Result};
 use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
@@ -341,29 +342,10 @@ impl InhomogeneousSparseCounter {
 
     /// Feed `values.len()` steps and write each release to `out`. All-or-nothing.
     pub fn run(&mut self, rng: &mut Rng, values: &[i64], out: &mut [i64]) -> Result<()> {
-        if out.len() != values.len() {
-            return Err(invalid!(
-                "out must have {} values, got {}",
-                values.len(),
-                out.len()
-            ));
-        }
-        if let Some(v) = values.iter().find(|v| **v < 0) {
-            return Err(invalid!("values must be non-negative, got {v}"));
-        }
-        if values.is_empty() {
-            return Ok(());
-        }
-        let (saved, saved_rng) = (self.clone(), rng.clone());
-        for (v, o) in values.iter().zip(out.iter_mut()) {
-            if let Err(e) = self.step(rng, *v) {
-                *self = saved;
-                *rng = saved_rng;
-                return Err(e);
-            }
-            *o = self.release;
-        }
-        Ok(())
+        check_run_lengths(values, out)?;
+        run_scalar(self, rng, values, out, |c, r, v| {
+            c.step(r, v).map(|_| c.release)
+        })
     }
 }
 

@@ -405,3 +405,45 @@ impl Counter {
 
 #[cfg(test)]
 mod tests;
+
+/// Fail unless `out` has one slot per value.
+pub(crate) fn check_run_lengths(values: &[i64], out: &[i64]) -> Result<()> {
+    if out.len() != values.len() {
+        return Err(invalid!(
+            "out must have {} values, got {}",
+            values.len(),
+            out.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Feed non-negative scalar `values` one by one through `step` (which returns
+/// the release), writing each release to `out`. All-or-nothing: on any error
+/// the counter and the generator are restored to their state before the call.
+pub(crate) fn run_scalar<C: Clone>(
+    counter: &mut C,
+    rng: &mut Rng,
+    values: &[i64],
+    out: &mut [i64],
+    mut step: impl FnMut(&mut C, &mut Rng, i64) -> Result<i64>,
+) -> Result<()> {
+    if let Some(v) = values.iter().find(|v| **v < 0) {
+        return Err(invalid!("values must be non-negative, got {v}"));
+    }
+    if values.is_empty() {
+        return Ok(());
+    }
+    let (saved, saved_rng) = (counter.clone(), rng.clone());
+    for (v, o) in values.iter().zip(out.iter_mut()) {
+        match step(counter, rng, *v) {
+            Ok(release) => *o = release,
+            Err(e) => {
+                *counter = saved;
+                *rng = saved_rng;
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}

@@ -68,6 +68,7 @@
 //! generator included.
 
 use super::split::Share;
+use super::{check_run_lengths, run_scalar};
 use super::{Counter, CounterKind};
 use crate::error::{invalid, Error, Result};
 use crate::noise::DiscreteLaplace;
@@ -301,13 +302,7 @@ impl SparseCounter {
     /// All-or-nothing: on error the counter and `rng` are as before the call
     /// (and `out` is unspecified).
     pub fn run(&mut self, rng: &mut Rng, values: &[i64], out: &mut [i64]) -> Result<()> {
-        if out.len() != values.len() {
-            return Err(invalid!(
-                "out must have {} values, got {}",
-                values.len(),
-                out.len()
-            ));
-        }
+        check_run_lengths(values, out)?;
         if values.len() as u64 > self.remaining() {
             return Err(invalid!(
                 "{} steps would pass the sparse counter's horizon of {} steps (time is {})",
@@ -316,22 +311,9 @@ impl SparseCounter {
                 self.time
             ));
         }
-        if let Some(v) = values.iter().find(|v| **v < 0) {
-            return Err(invalid!("values must be non-negative, got {v}"));
-        }
-        if values.is_empty() {
-            return Ok(());
-        }
-        let (saved, saved_rng) = (self.clone(), rng.clone());
-        for (v, o) in values.iter().zip(out.iter_mut()) {
-            if let Err(e) = self.step(rng, *v) {
-                *self = saved;
-                *rng = saved_rng;
-                return Err(e);
-            }
-            *o = self.release;
-        }
-        Ok(())
+        run_scalar(self, rng, values, out, |c, r, v| {
+            c.step(r, v).map(|_| c.release)
+        })
     }
 }
 
