@@ -55,6 +55,29 @@ enum Source {
     Own(Box<dpstream_core::Rng>),
 }
 
+/// A rational as Python's `(numerator, denominator)`.
+fn fraction(r: &dpstream_core::Rational) -> (BigUint, BigUint) {
+    (r.numer().clone(), r.denom().clone())
+}
+
+/// An ε split as `(family, eps_num, eps_den, sensitivity)` tuples; the
+/// sensitivity is `None` for the hybrid epoch trees (it is the epoch index).
+fn share_tuples(
+    shares: Vec<dpstream_core::counters::Share>,
+) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
+    shares
+        .into_iter()
+        .map(|s| {
+            let sens = match s.sensitivity {
+                Sensitivity::Fixed(v) => Some(v),
+                Sensitivity::EpochLevels => None,
+            };
+            let (num, den) = fraction(&s.epsilon);
+            (s.family, num, den, sens)
+        })
+        .collect()
+}
+
 /// A continual-release counter; see `dpstream.counters.Counter`.
 #[pyclass(module = "dpstream._core", name = "Counter")]
 pub(crate) struct PyCounter {
@@ -135,29 +158,13 @@ impl PyCounter {
 
     /// `(numerator, denominator)` of ε.
     fn epsilon(&self) -> (BigUint, BigUint) {
-        let e = self.inner.epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(self.inner.epsilon())
     }
 
     /// `(family, eps_num, eps_den, sensitivity)` per family; sensitivity
     /// `None` for the hybrid epoch trees (it is the epoch index `k`).
     fn epsilon_split(&self) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
-        self.inner
-            .epsilon_split()
-            .into_iter()
-            .map(|s| {
-                let sens = match s.sensitivity {
-                    Sensitivity::Fixed(v) => Some(v),
-                    Sensitivity::EpochLevels => None,
-                };
-                (
-                    s.family,
-                    s.epsilon.numer().clone(),
-                    s.epsilon.denom().clone(),
-                    sens,
-                )
-            })
-            .collect()
+        share_tuples(self.inner.epsilon_split())
     }
 
     fn memory_bytes(&self) -> usize {
@@ -286,27 +293,11 @@ impl PySparseCounter {
         self.seeded
     }
     fn epsilon(&self) -> (BigUint, BigUint) {
-        let e = self.inner.epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(self.inner.epsilon())
     }
     /// `(family, eps_num, eps_den, sensitivity)` per family.
     fn epsilon_split(&self) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
-        self.inner
-            .epsilon_split()
-            .into_iter()
-            .map(|s| {
-                let sens = match s.sensitivity {
-                    Sensitivity::Fixed(v) => Some(v),
-                    Sensitivity::EpochLevels => None,
-                };
-                (
-                    s.family,
-                    s.epsilon.numer().clone(),
-                    s.epsilon.denom().clone(),
-                    sens,
-                )
-            })
-            .collect()
+        share_tuples(self.inner.epsilon_split())
     }
     fn memory_bytes(&self) -> usize {
         self.inner.memory_bytes()
