@@ -374,7 +374,7 @@ def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
     with ``C_1 = (1 − 2^(−(1−1/d)/2)) / 2`` (levels ``r >= j``), and (5.1) for
     ``dim == 1``, ``3/π² · ε / (j+1)²`` (any ``r``). The value is an exact
     rational, rounded *down* from the irrational formula (rigorously, within
-    relative distance ``2^-50``), so that ``Σ_{j=1}^{s} ε_{j,s} <= ε/2`` for
+    relative distance ``2^-31``), so that ``Σ_{j=1}^{s} ε_{j,s} <= ε/2`` for
     every ``s`` — the condition of Proposition 4.1 — holds exactly.
 
     Raises:

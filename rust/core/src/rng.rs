@@ -64,6 +64,50 @@ impl Rng {
         }
     }
 
+    /// A new generator keyed with 256 bits drawn from this one: reproducible
+    /// (and not private) exactly when this one is seeded.
+    pub fn derive(&mut self) -> Self {
+        let mut key = [0u8; 32];
+        self.inner.fill_bytes(&mut key);
+        Self::build(ChaCha12Rng::from_seed(key), self.seeded)
+    }
+
+    /// The full state of a **seeded** generator (key, stream, position and
+    /// buffered bits) for a checkpoint, or `None` for an OS-seeded one: its
+    /// key is never written anywhere (with it, released noise could be
+    /// recomputed and subtracted).
+    pub fn seeded_state(&self) -> Option<([u8; 32], u64, u128, u64, u32)> {
+        self.seeded.then(|| {
+            (
+                self.inner.get_seed(),
+                self.inner.get_stream(),
+                self.inner.get_word_pos(),
+                self.bits,
+                self.nbits,
+            )
+        })
+    }
+
+    /// A seeded generator from [`Rng::seeded_state`]; it continues exactly
+    /// where the saved one stopped.
+    pub fn from_seeded_state(state: ([u8; 32], u64, u128, u64, u32)) -> Result<Self> {
+        let (key, stream, pos, bits, nbits) = state;
+        if nbits > 64 || (nbits < 64 && bits >> nbits != 0) {
+            return Err(Error::InvalidParameter(
+                "invalid generator state (buffered bits)".into(),
+            ));
+        }
+        let mut inner = ChaCha12Rng::from_seed(key);
+        inner.set_stream(stream);
+        inner.set_word_pos(pos);
+        Ok(Self {
+            inner,
+            seeded: true,
+            bits,
+            nbits,
+        })
+    }
+
     /// Whether this generator was built from a caller's seed (not private).
     pub fn is_seeded(&self) -> bool {
         self.seeded

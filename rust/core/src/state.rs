@@ -32,6 +32,8 @@ pub enum Kind {
     TreeGenerator = 1,
     /// A linear sketch ([`crate::sketch::LinearSketch`]).
     Sketch = 2,
+    /// An online synthesizer ([`crate::synth::OnlineSynthesizer`]) in mid-stream.
+    OnlineSynthesizer = 3,
 }
 
 impl Kind {
@@ -40,6 +42,7 @@ impl Kind {
         match code {
             1 => Some(Self::TreeGenerator),
             2 => Some(Self::Sketch),
+            3 => Some(Self::OnlineSynthesizer),
             _ => None,
         }
     }
@@ -49,6 +52,7 @@ impl Kind {
         match self {
             Self::TreeGenerator => "TreeGenerator",
             Self::Sketch => "Sketch",
+            Self::OnlineSynthesizer => "OnlineSynthesizer",
         }
     }
 }

@@ -41,12 +41,13 @@
 //! does not fit in `u64`, a schedule error) changes nothing, the generator
 //! included.
 
-use super::sparse::{SparseCounter, MAX_SPARSE_COUNT};
+use super::sparse::{SparseParams, SparseState, MAX_SPARSE_COUNT};
 use super::{check_run_lengths, run_scalar};
 use crate::error::{invalid, Error, Result};
 use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
 use crate::rng::Rng;
+use crate::state::{Reader, Writer};
 use crate::synth::online_epsilon;
 use num_bigint::BigUint;
 use num_traits::ToPrimitive;
@@ -135,17 +136,153 @@ pub fn level_start(epsilon: &Rational, level: u32) -> Result<u64> {
         .ok_or_else(|| invalid!("time level {level} starts beyond 2^64 steps"))
 }
 
-/// The running level: its counter, its sum and its end.
+/// The public parameters of one time level `r` of Algorithm 3.
 #[derive(Clone, Debug)]
-struct Level {
-    level: u32,
+pub(crate) struct LevelParams {
+    pub(crate) level: u32,
+    /// `t_r`: the level's first step.
+    pub(crate) start: u64,
     /// `t_{r+1}`: first step of the next level.
-    end: u64,
+    pub(crate) end: u64,
     /// `Lap_Z(2/ε_r)` for the update of `S̃`.
-    noise: DiscreteLaplace,
-    counter: SparseCounter,
-    /// Exact sum of the level's values. Secret.
+    sum_noise: DiscreteLaplace,
+    /// Algorithm 2 with `ε_r/2` and horizon `t_{r+1} − t_r`.
+    sparse: SparseParams,
+}
+
+impl LevelParams {
+    /// Level `level` (with `t_r < t_{r+1}`) run with `eps_r`.
+    pub(crate) fn new(time_epsilon: &Rational, level: u32, eps_r: &Rational) -> Result<Self> {
+        let start = level_start(time_epsilon, level)?;
+        let end = level_start(time_epsilon, level + 1)?;
+        if end <= start {
+            return Err(invalid!("time level {level} holds no step"));
+        }
+        let half = eps_r.mul(&Rational::new(1u32, 2u32)?);
+        Ok(Self {
+            level,
+            start,
+            end,
+            sum_noise: level_sum_noise(eps_r)?,
+            sparse: SparseParams::new(&half, end - start)?,
+        })
+    }
+
+    /// A draw of the level-sum noise `Lap_Z(2/ε_r)`.
+    pub(crate) fn sum_noise(&self, rng: &mut Rng) -> Result<i64> {
+        self.sum_noise.sample(rng)
+    }
+}
+
+/// The noise of a level's sum, `Lap_Z(2/ε_r)` (sensitivity 1, `ε_r/2`).
+pub(crate) fn level_sum_noise(eps_r: &Rational) -> Result<DiscreteLaplace> {
+    DiscreteLaplace::new(&Rational::new(2u32, 1u32)?.div(eps_r)?)
+}
+
+/// The first level at or after `level` that holds a step (`t_r < t_{r+1}`).
+pub(crate) fn nonempty_level(time_epsilon: &Rational, mut level: u32) -> Result<u32> {
+    while level_start(time_epsilon, level + 1)? <= level_start(time_epsilon, level)? {
+        level = level
+            .checked_add(1)
+            .ok_or_else(|| invalid!("time level beyond u32"))?;
+    }
+    Ok(level)
+}
+
+/// One Algorithm-3 counter's state within its current level (secret).
+#[derive(Clone)]
+pub(crate) struct LevelState {
+    /// `S̃`: private count of the finished levels.
+    s_tilde: i64,
+    /// Exact sum of the current level's values.
     sum: i64,
+    /// The level's Algorithm-2 counter.
+    sparse: SparseState,
+}
+
+impl LevelState {
+    /// A counter entering a level with `S̃ = s_tilde`.
+    pub(crate) fn new(p: &LevelParams, s_tilde: i64) -> Self {
+        Self {
+            s_tilde,
+            sum: 0,
+            sparse: SparseState::new(&p.sparse),
+        }
+    }
+
+    /// `S̃ + c_t` as of the last processed step.
+    pub(crate) fn release(&self) -> i64 {
+        self.s_tilde.saturating_add(self.sparse.release())
+    }
+
+    /// Steps of the level processed so far.
+    pub(crate) fn local_time(&self) -> u64 {
+        self.sparse.time()
+    }
+
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.sparse.heap_bytes()
+    }
+
+    /// Encode the state (secret: exact counts).
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.i64(self.s_tilde);
+        w.i64(self.sum);
+        self.sparse.write(w);
+    }
+
+    /// Decode [`LevelState::write`] output for a counter in level `p`.
+    pub(crate) fn read(r: &mut Reader<'_>, p: &LevelParams) -> Result<Self> {
+        let (s_tilde, sum) = (r.i64()?, r.i64()?);
+        let sparse = SparseState::read(r, &p.sparse)?;
+        if sum < 0 {
+            return Err(invalid!("invalid dpstream state: negative level sum"));
+        }
+        Ok(Self {
+            s_tilde,
+            sum,
+            sparse,
+        })
+    }
+
+    /// Process the level's steps up to local step `upto` (1-based), of
+    /// which only the last may be non-zero (`value`); the earlier ones are
+    /// zeros and are skipped lazily with the same law. All-or-nothing for the
+    /// state; on error the caller restores `rng`.
+    pub(crate) fn advance_to(
+        &mut self,
+        p: &LevelParams,
+        rng: &mut Rng,
+        upto: u64,
+        value: Option<i64>,
+    ) -> Result<()> {
+        let done = self.sparse.time();
+        let zeros = upto
+            .checked_sub(done + u64::from(value.is_some()))
+            .ok_or_else(|| invalid!("internal: step {upto} of the level is already processed"))?;
+        self.sparse.advance(&p.sparse, rng, zeros, value)?;
+        self.sum = self.sum.saturating_add(value.unwrap_or(0)); // ≤ the exact total ≤ 2^62
+        Ok(())
+    }
+
+    /// End the level: `S̃ ← S̃ + Σ X + Lap_Z(2/ε_r)`; the state then enters
+    /// the level `next` with a fresh Algorithm-2 counter.
+    pub(crate) fn close(
+        &mut self,
+        p: &LevelParams,
+        next: &LevelParams,
+        rng: &mut Rng,
+    ) -> Result<()> {
+        let z = p.sum_noise(rng)?;
+        let s = self
+            .s_tilde
+            .checked_add(self.sum)
+            .and_then(|s| s.checked_add(z))
+            .ok_or_else(|| Error::Overflow("the private count exceeds int64".into()))?;
+        *self = Self::new(next, s);
+        Ok(())
+    }
 }
 
 /// Algorithm 3; see the [module docs](self).
@@ -157,12 +294,10 @@ pub struct InhomogeneousSparseCounter {
     first_time: u64,
     schedule: LevelSchedule,
     time: u64,
-    level: Option<Level>,
-    /// `S̃`: private count of the finished levels.
-    s_tilde: i64,
+    /// The running level, from `t_{r_0}` on.
+    level: Option<(LevelParams, LevelState)>,
     /// Exact sum from `t_{r_0}` on, for the range check. Secret.
     total: i64,
-    release: i64,
 }
 
 impl std::fmt::Debug for InhomogeneousSparseCounter {
@@ -172,7 +307,7 @@ impl std::fmt::Debug for InhomogeneousSparseCounter {
             .field("start_level", &self.start_level)
             .field("schedule", &self.schedule)
             .field("time", &self.time)
-            .field("level", &self.level.as_ref().map(|l| l.level))
+            .field("level", &self.level())
             .finish_non_exhaustive()
     }
 }
@@ -195,9 +330,7 @@ impl InhomogeneousSparseCounter {
             schedule,
             time: 0,
             level: None,
-            s_tilde: 0,
             total: 0,
-            release: 0,
         })
     }
 
@@ -228,20 +361,23 @@ impl InhomogeneousSparseCounter {
 
     /// The level of the last step, `None` before `t_{r_0}` (public).
     pub fn level(&self) -> Option<u32> {
-        self.level.as_ref().map(|l| l.level)
+        self.level.as_ref().map(|(p, _)| p.level)
     }
 
     /// `S̃ + c_t` after the last step (0 before `t_{r_0}`).
     pub fn release(&self) -> i64 {
-        self.release
+        self.level.as_ref().map_or(0, |(_, s)| s.release())
     }
 
     /// Bytes held: `O(log t)`.
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + self.level.as_ref().map_or(0, |l| {
-                l.counter.memory_bytes() - std::mem::size_of::<SparseCounter>()
-            })
+        std::mem::size_of::<Self>() + self.level.as_ref().map_or(0, |(_, s)| s.heap_bytes())
+    }
+
+    /// The parameters of level `r` for this counter.
+    fn params(&self, r: u32) -> Result<LevelParams> {
+        let eps_r = self.schedule.epsilon(self.start_level, r)?;
+        LevelParams::new(&self.time_epsilon, r, &eps_r)
     }
 
     /// Feed the value of the next step. All-or-nothing.
@@ -265,27 +401,14 @@ impl InhomogeneousSparseCounter {
             .ok_or_else(|| Error::Overflow("the running count exceeds 2^62".into()))?;
         let saved = rng.clone();
         let result = match &mut self.level {
-            Some(l) if t < l.end => l.counter.step(rng, value).map(|()| None),
-            _ => self.next_level(rng, t, value).map(Some),
+            // Within the level: the state's advance is all-or-nothing.
+            Some((p, s)) if t < p.end => s.advance_to(p, rng, t - p.start + 1, Some(value)),
+            _ => self
+                .enter_level(rng, t, value)
+                .map(|level| self.level = Some(level)),
         };
         match result {
-            Ok(new) => {
-                match new {
-                    // The new level's sum already holds `value`.
-                    Some((level, s_tilde)) => {
-                        self.level = Some(level);
-                        self.s_tilde = s_tilde;
-                    }
-                    None => {
-                        if let Some(l) = self.level.as_mut() {
-                            l.sum += value; // ≤ total ≤ 2^62
-                        }
-                    }
-                }
-                let c_t = self.level.as_ref().map_or(0, |l| l.counter.release());
-                // |S̃| and |c_t| stay far below 2^63 unless a draw of scale ≤ 2^56
-                // exceeds 2^62 (probability below e^-64); saturate then.
-                self.release = self.s_tilde.saturating_add(c_t);
+            Ok(()) => {
                 self.total = total;
                 self.time = t;
                 Ok(())
@@ -297,54 +420,33 @@ impl InhomogeneousSparseCounter {
         }
     }
 
-    /// Close the running level (if any) and start the level of step `t` with
-    /// its first value. Returns the new level and `S̃`; changes nothing.
-    fn next_level(&self, rng: &mut Rng, t: u64, value: i64) -> Result<(Level, i64)> {
-        let (mut r, s_tilde) = match &self.level {
-            None => (self.start_level, 0),
-            Some(l) => {
-                let z = l.noise.sample(rng)?;
-                let s = self
-                    .s_tilde
-                    .checked_add(l.sum)
-                    .and_then(|s| s.checked_add(z))
-                    .ok_or_else(|| Error::Overflow("the private count exceeds int64".into()))?;
-                (l.level + 1, s)
+    /// The level that step `t` (the first of a level) starts, with `value`
+    /// counted; changes nothing.
+    fn enter_level(&self, rng: &mut Rng, t: u64, value: i64) -> Result<(LevelParams, LevelState)> {
+        let (p, mut state) = match &self.level {
+            Some((p, s)) => {
+                // Empty levels hold no step: no data, no counter, no noise.
+                let next = self.params(nonempty_level(&self.time_epsilon, p.level + 1)?)?;
+                let mut s = s.clone();
+                s.close(p, &next, rng)?;
+                (next, s)
+            }
+            None => {
+                let p = self.params(nonempty_level(&self.time_epsilon, self.start_level)?)?;
+                let s = LevelState::new(&p, 0);
+                (p, s)
             }
         };
-        let mut start = level_start(&self.time_epsilon, r)?;
-        let mut end = level_start(&self.time_epsilon, r + 1)?;
-        while end <= t {
-            // Empty levels: no step lies in them.
-            r = r
-                .checked_add(1)
-                .ok_or_else(|| invalid!("time level beyond u32"))?;
-            start = end;
-            end = level_start(&self.time_epsilon, r + 1)?;
-        }
-        debug_assert_eq!(start, t);
-        let eps_r = self.schedule.epsilon(self.start_level, r)?;
-        let half = eps_r.mul(&Rational::new(1u32, 2u32)?);
-        let noise = DiscreteLaplace::new(&Rational::new(2u32, 1u32)?.div(&eps_r)?)?;
-        let mut counter = SparseCounter::new(&half, end - start)?;
-        counter.step(rng, value)?;
-        Ok((
-            Level {
-                level: r,
-                end,
-                noise,
-                counter,
-                sum: value,
-            },
-            s_tilde,
-        ))
+        debug_assert!(p.start <= t && t < p.end);
+        state.advance_to(&p, rng, t - p.start + 1, Some(value))?;
+        Ok((p, state))
     }
 
     /// Feed `values.len()` steps and write each release to `out`. All-or-nothing.
     pub fn run(&mut self, rng: &mut Rng, values: &[i64], out: &mut [i64]) -> Result<()> {
         check_run_lengths(values, out)?;
         run_scalar(self, rng, values, out, |c, r, v| {
-            c.step(r, v).map(|_| c.release)
+            c.step(r, v).map(|_| c.release())
         })
     }
 }

@@ -91,6 +91,7 @@ use crate::rng::Rng;
 use block::{Block, Schedule};
 use hybrid::Hybrid;
 pub use inhomogeneous::{level_start, InhomogeneousSparseCounter, LevelFn, LevelSchedule};
+pub(crate) use inhomogeneous::{level_sum_noise, nonempty_level, LevelParams, LevelState};
 use simple::Simple;
 pub use sparse::{sparse_threshold, SparseCounter, MAX_SPARSE_COUNT};
 pub use split::{epsilon_split, Sensitivity, Share};

@@ -21,6 +21,7 @@
 
 use super::vector::{replace_into, zeros};
 use crate::error::{invalid, Error, Result};
+use crate::state::{Reader, Writer};
 
 /// Noise of the p-sums in the binary decomposition of the local time.
 #[derive(Clone, Debug)]
@@ -48,6 +49,24 @@ impl PSums {
         })
     }
 
+    /// A tree of `levels` levels that allocates its noise only as items
+    /// arrive (`O(dim · log items)` instead of `O(dim · levels)`): for the
+    /// many small counters of the online synthesizer, most of which never
+    /// see an item.
+    pub(crate) fn growing(dim: usize, levels: u32) -> Self {
+        Self {
+            dim,
+            levels,
+            noise: Vec::new(),
+            local: 0,
+        }
+    }
+
+    /// Items seen.
+    pub(crate) fn items(&self) -> u64 {
+        self.local
+    }
+
     /// The level of the p-sum that the next item closes.
     pub(crate) fn next_level(&self) -> Result<u32> {
         let i = self.local.wrapping_add(1).trailing_zeros();
@@ -65,7 +84,9 @@ impl PSums {
     /// noise of the p-sums that the new level-`i` p-sum replaces. Pure.
     pub(crate) fn stage(&self, z: &[i64], prev: &[i64], out: &mut [i64]) -> Result<()> {
         let i = self.next_level()? as usize;
-        replace_into(prev, z, &self.noise[..i * self.dim], out)
+        // Levels a growing tree has not reached hold no noise.
+        let held = (i * self.dim).min(self.noise.len());
+        replace_into(prev, z, &self.noise[..held], out)
     }
 
     /// Record the next item, whose level-`i` p-sum got noise `z`. Call only
@@ -73,6 +94,9 @@ impl PSums {
     pub(crate) fn commit(&mut self, z: &[i64]) {
         let Ok(i) = self.next_level() else { return };
         let i = i as usize;
+        if self.noise.len() < (i + 1) * self.dim {
+            self.noise.resize((i + 1) * self.dim, 0);
+        }
         self.noise[..i * self.dim].fill(0);
         self.noise[i * self.dim..(i + 1) * self.dim].copy_from_slice(z);
         self.local += 1;
@@ -95,6 +119,35 @@ impl PSums {
         self.noise.resize(self.dim * levels as usize, 0);
         self.levels = levels;
         self.local = 0;
+    }
+
+    /// Encode the items and noise (the dimension and levels are public
+    /// parameters the reader supplies).
+    pub(crate) fn write(&self, w: &mut Writer) {
+        w.u64(self.local);
+        w.u64(self.noise.len() as u64);
+        for z in &self.noise {
+            w.i64(*z);
+        }
+    }
+
+    /// Decode [`PSums::write`] output for a growing tree of `dim` × `levels`.
+    pub(crate) fn read(r: &mut Reader<'_>, dim: usize, levels: u32) -> Result<Self> {
+        let local = r.u64()?;
+        let n = r.count(8)?;
+        let full = dim.saturating_mul(levels as usize);
+        if n > full || n % dim.max(1) != 0 || (levels < 64 && local >> levels != 0) {
+            return Err(invalid!(
+                "invalid dpstream state: p-sums do not fit their tree"
+            ));
+        }
+        let noise = (0..n).map(|_| r.i64()).collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            dim,
+            levels,
+            noise,
+            local,
+        })
     }
 
     /// Heap bytes held.

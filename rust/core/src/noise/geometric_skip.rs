@@ -12,10 +12,11 @@
 //! every comparison terminates with probability one.
 
 use crate::error::{invalid, Result};
+use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
 use crate::rng::Rng;
 use num_bigint::BigUint;
-use num_traits::{CheckedSub, One, Zero};
+use num_traits::{CheckedSub, One, ToPrimitive, Zero};
 
 /// The first firing step `G ∈ {1, 2, …}` among steps `1..=n`, or `None` if no
 /// step in `1..=n` fires, with exactly the distribution of running `n`
@@ -53,8 +54,16 @@ impl FiringSkipper {
         if n == 0 {
             return None;
         }
+        let first = rng.next_u32();
+        self.first_firing_from(rng, n, first)
+    }
+
+    /// [`FiringSkipper::first_firing`] whose uniform `V` starts with the 32
+    /// bits `first` (already drawn from `rng`, e.g. by [`TailTest`]'s fast
+    /// path); further bits come from `rng`. `n ≥ 1`.
+    fn first_firing_from(&mut self, rng: &mut Rng, n: u64, first: u32) -> Option<u64> {
         let thresholds = &mut self.thresholds;
-        let mut v = LazyUniform::new(rng);
+        let mut v = LazyUniform::from_word(first);
         if v.below(rng, |bits| thresholds.power_bracket(n, bits)) {
             // V < (1−p)^n: no step in 1..=n fires.
             return None;
@@ -73,6 +82,91 @@ impl FiringSkipper {
     }
 }
 
+/// Runs up to this length that may fire are drawn test by test.
+const SHORT_RUN: u64 = 32;
+
+/// Runs of threshold tests "`Z > c`?" with `Z` discrete Laplace of a fixed
+/// scale, as sparse-vector counters make them: [`TailTest::first_firing`]
+/// returns the first firing test among `n` with exactly the law of `n`
+/// independent draws, at the cost of one 32-bit word when firing is
+/// negligible.
+///
+/// Fast path: if `n·p ≤ 2^{-32}` then `(1−p)^n ≥ 1 − n·p ≥ 1 − 2^{-32}`, so
+/// a uniform `V` whose first 32 bits `w` satisfy `w ≤ 2^{32} − 2` has
+/// `V < (w+1)/2^{32} ≤ (1−p)^n`: no test fires, decided exactly. The bound
+/// on `n·p` is checked in integers: `p ≤ ρ^{c+1} = e^{−(c+1)/s}` for `c ≥ 0`,
+/// and `n < 2^k` with `k` the bit length of `n`, so `c + 1 ≥ (32 + k)·s·ln 2`
+/// suffices; [`TailTest::new`] tabulates the smallest such `c` per `k` with
+/// `ln 2` rounded up. Otherwise: a single test is one exact draw of `Z`, and
+/// a run is [`FiringSkipper`] continuing from the same 32 bits (so the fast
+/// path only short-cuts a comparison whose outcome is certain).
+#[derive(Clone, Debug)]
+pub struct TailTest {
+    noise: DiscreteLaplace,
+    /// `min_c[k]`: the smallest `c` for which the fast path holds for every
+    /// `n < 2^k` (`i64::MAX` when none fits).
+    min_c: [i64; 65],
+}
+
+impl TailTest {
+    /// Tests against discrete Laplace noise of scale `scale` (`0 < scale ≤ 2^56`).
+    pub fn new(scale: &Rational) -> Result<Self> {
+        let noise = DiscreteLaplace::new(scale)?;
+        // ln 2 < 69314718056 / 10^11.
+        let ln2_num = BigUint::from(69_314_718_056u64);
+        let ln2_den = BigUint::from(100_000_000_000u64);
+        let mut min_c = [i64::MAX; 65];
+        for (k, slot) in min_c.iter_mut().enumerate() {
+            // c + 1 ≥ ⌈(32 + k)·s·ln 2⌉, s = num/den.
+            let num = BigUint::from(32 + k as u64) * scale.numer() * &ln2_num;
+            let den = scale.denom() * &ln2_den;
+            let need = (num + &den - 1u32) / den;
+            if let Some(c) = need.to_i64() {
+                *slot = c - 1;
+            }
+        }
+        Ok(Self { noise, min_c })
+    }
+
+    /// The scale of the test noise.
+    pub fn scale(&self) -> &Rational {
+        self.noise.scale()
+    }
+
+    /// One draw of the test noise `Z` (for the thresholds, which use the same scale).
+    pub fn sample(&self, rng: &mut Rng) -> Result<i64> {
+        self.noise.sample(rng)
+    }
+
+    /// The first of `n` independent tests `Z_i > c` that fires (`Some(i)`,
+    /// `1 ≤ i ≤ n`), or `None`; exact. `n = 0` draws nothing. Fails only if
+    /// a draw of `Z` overflows `i64` (probability below `e^{-64}`).
+    pub fn first_firing(&self, rng: &mut Rng, c: i64, n: u64) -> Result<Option<u64>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let k = (64 - n.leading_zeros()) as usize;
+        if c >= self.min_c[k] {
+            let first = rng.next_u32();
+            if first != u32::MAX {
+                return Ok(None);
+            }
+            let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
+            return Ok(skipper.first_firing_from(rng, n, first));
+        }
+        if n <= SHORT_RUN {
+            // Short runs near the threshold: plain draws are cheaper than brackets.
+            for i in 1..=n {
+                if self.noise.sample(rng)? > c {
+                    return Ok(Some(i));
+                }
+            }
+            return Ok(None);
+        }
+        Ok(FiringSkipper::new(self.noise.scale(), c)?.first_firing(rng, n))
+    }
+}
+
 /// A uniform `V ∈ [0, 1)` revealed bit by bit: `V ∈ [r/2^n, (r+1)/2^n)`.
 /// Every bit comes from the generator in stream order, so `V` is the same
 /// number whatever comparisons are asked of it.
@@ -82,9 +176,9 @@ struct LazyUniform {
 }
 
 impl LazyUniform {
-    fn new(rng: &mut Rng) -> Self {
+    fn from_word(first: u32) -> Self {
         Self {
-            r: BigUint::from(rng.next_u32()),
+            r: BigUint::from(first),
             n: 32,
         }
     }

@@ -14,7 +14,7 @@ mod nat;
 mod permute_and_flip;
 
 pub use gaussian::DiscreteGaussian;
-pub use geometric_skip::{first_firing, FiringSkipper};
+pub use geometric_skip::{first_firing, FiringSkipper, TailTest};
 pub use laplace::{DiscreteLaplace, MAX_SCALE_LOG2};
 pub use permute_and_flip::permute_and_flip;
 

@@ -3,15 +3,19 @@
 //! * [`PrivHP`]: the one-pass, fixed-memory generator of Holland et al.
 //!   (private sketches below an exact top of the hierarchy, top-k pruning,
 //!   consistency), releasing a [`TreeGenerator`].
+//! * [`OnlineSynthesizer`]: the online generator of He, Vershynin, Zhu
+//!   (Algorithm 1): ε-DP synthetic data at any time of an infinite stream.
 //! * [`online_epsilon`]: the privacy schedule `ε_{j,r}` of the online
 //!   synthesizer of He, Vershynin, Zhu ((4.1) and (5.1)).
 
 mod budget;
+mod online;
 mod online_budget;
 mod privhp;
 mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
+pub use online::{OnlineSynthesizer, MAX_ONLINE_DEPTH};
 pub use online_budget::{online_epsilon, MAX_ONLINE_DIM};
 pub use privhp::{PrivHP, PrivHPConfig};
 pub use tree_generator::TreeGenerator;

@@ -28,7 +28,7 @@
 //! returns an exact [`Rational`] that is a rigorous **lower** bound of the
 //! formula (so every sum of returned values is at most the sum of the
 //! formula's values, and the bound above holds for them), within relative
-//! distance `2^{−50}` of it:
+//! distance `2^{−31}` of it:
 //!
 //! * No floating point is used. `2^{(j−r)(d−1)/(2d)}` is split exactly into
 //!   `2^{n} · 2^{k/(2d)}` with integers `n` and `0 ≤ k < 2d`. The root
@@ -39,9 +39,11 @@
 //!   `C_1 ≥ (1 − m'/2^56)/2` exactly.
 //! * `π < 3.14159265358979323847` (the decimal expansion of π is
 //!   3.14159265358979323846264…), so `3/π² > 3 / 3.14159265358979323847²`.
-//! * The product, a rational, is then rounded **down** to 60 significant
-//!   bits (a dyadic rational `q / 2^e`) to keep numerators and denominators
-//!   small, and multiplied by ε exactly: `ε_{j,r} = ε · q / 2^e`.
+//! * The product with ε, a rational, is then rounded **down** to 32
+//!   significant bits: `ε_{j,r} = q / 2^e` with `2^31 ≤ q < 2^32`, within
+//!   relative distance `2^{−31}` of the formula. Small numerators and
+//!   denominators keep every noise scale derived from it (`2/ε_{j,r}`,
+//!   `4/ε_{j,r}`, …) in 64-bit integers, the samplers' fast path.
 
 use crate::error::{invalid, Result};
 use crate::rational::Rational;
@@ -50,8 +52,11 @@ use num_traits::{One, Zero};
 
 /// Bits of the fixed-point roots `m / 2^ROOT_BITS`.
 const ROOT_BITS: u32 = 56;
-/// Significant bits kept by the final rounding down.
-const KEEP_BITS: u64 = 60;
+/// Significant bits kept by the final rounding down: enough to lose nothing
+/// that matters (relative `2^{-31}`), few enough that the noise scales
+/// `2^s / q` of the counters fit 64-bit integers (their fast sampling path)
+/// whatever ε the caller gave.
+const KEEP_BITS: u64 = 32;
 /// Largest dimension accepted (the roots are `2d`-th roots).
 pub const MAX_ONLINE_DIM: u32 = 4096;
 
@@ -109,8 +114,7 @@ pub fn online_epsilon(epsilon: &Rational, dim: u32, j: u32, r: u32) -> Result<Ra
             .map_err(|_| invalid!("level difference too large"))?;
         (num, BigUint::one() << shift)
     };
-    let factor = floor_dyadic(&num, &den)?;
-    Ok(epsilon.mul(&factor))
+    floor_dyadic(&(num * epsilon.numer()), &(den * epsilon.denom()))
 }
 
 /// Largest `m` with `m^{2d} ≤ 2^{k + B·2d}`: `m / 2^B ≤ 2^{k/(2d)}`, `0 ≤ k < 2d`.
@@ -232,8 +236,15 @@ mod tests {
                         let exact = formula(e, d, j, r);
                         let got = v.to_f64_lossy();
                         let rel = (got - exact) / exact;
-                        // f64 formula has relative error ~1e-14 for these exponents.
-                        assert!(rel.abs() < 1e-12, "d={d} j={j} r={r}: {got} vs {exact}");
+                        // Rounded down to 32 bits; the f64 formula is good to ~1e-14.
+                        assert!(
+                            rel <= 1e-13 && rel > -1e-9,
+                            "d={d} j={j} r={r}: {got} vs {exact}"
+                        );
+                        assert!(v.numer().bits() <= 33);
+                        if r <= j + 5 {
+                            assert!(v.denom().bits() <= 48, "{v}");
+                        }
                     }
                 }
             }

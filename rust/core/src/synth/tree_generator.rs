@@ -138,14 +138,10 @@ impl TreeGenerator {
         if out.len() % self.dim != 0 {
             return Err(invalid!("output length is not a multiple of dim"));
         }
-        let mut lower = vec![0.0; self.dim];
-        let mut upper = vec![0.0; self.dim];
+        let mut cell = CellSampler::new(self.dim);
         for point in out.chunks_exact_mut(self.dim) {
             let leaf = self.descend(rng);
-            cell_bounds(leaf.theta, leaf.level, self.dim, &mut lower, &mut upper);
-            for ((x, lo), hi) in point.iter_mut().zip(&lower).zip(&upper) {
-                *x = lo + unit(rng) * (hi - lo);
-            }
+            cell.sample(rng, leaf.theta, leaf.level, point);
         }
         Ok(())
     }
@@ -219,6 +215,40 @@ impl TreeGenerator {
         }
         r.finish()?;
         Self::from_nodes(dim, nodes).map_err(|e| invalid!("invalid dpstream state: {e}"))
+    }
+}
+
+/// Uniform points in cells of the binary partition (reusing its buffers).
+pub(crate) struct CellSampler {
+    lower: Vec<f64>,
+    upper: Vec<f64>,
+}
+
+impl CellSampler {
+    pub(crate) fn new(dim: usize) -> Self {
+        Self {
+            lower: vec![0.0; dim],
+            upper: vec![0.0; dim],
+        }
+    }
+
+    /// A uniform point of cell `theta` at `level` into `point` (`dim` values).
+    pub(crate) fn sample(&mut self, rng: &mut Rng, theta: u64, level: u32, point: &mut [f64]) {
+        self.set_cell(theta, level);
+        self.sample_current(rng, point);
+    }
+
+    /// Make cell `theta` at `level` the current cell.
+    pub(crate) fn set_cell(&mut self, theta: u64, level: u32) {
+        let dim = self.lower.len();
+        cell_bounds(theta, level, dim, &mut self.lower, &mut self.upper);
+    }
+
+    /// A uniform point of the current cell into `point`.
+    pub(crate) fn sample_current(&self, rng: &mut Rng, point: &mut [f64]) {
+        for ((x, lo), hi) in point.iter_mut().zip(&self.lower).zip(&self.upper) {
+            *x = lo + unit(rng) * (hi - lo);
+        }
     }
 }
 

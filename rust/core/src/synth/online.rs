@@ -1,0 +1,619 @@
+//! Online differentially private synthetic data on `[0,1]^d` with an
+//! infinite time horizon: Algorithm 1 of He, Vershynin, Zhu ("Online
+//! differentially private synthetic data generation").
+//!
+//! # Mechanism
+//!
+//! * Each input point is one time step `t = 1, 2, …`. Time levels start at
+//!   `t_r = ⌈2^r/ε⌉`; at time `t` of level `r` (`t_r ≤ t < t_{r+1}`) the
+//!   binary partition of `[0,1]^d` (coordinates split in turn, the partition
+//!   of [`crate::partition`]) has depth `r`: the cells of depth `j` are
+//!   created at `t_j`. Before `t_0` there is only the root.
+//! * Every cell `θ` of depth `j ≥ 1` counts its points with an
+//!   inhomogeneous sparse counter (Algorithm 3,
+//!   [`crate::counters::InhomogeneousSparseCounter`]) on the Boolean stream
+//!   `1{x_t ∈ Ω_θ}`, with per-level parameters `ε_{j,r}` of
+//!   [`online_epsilon`] ((4.1) for `d ≥ 2`, (5.1) for `d = 1`) and starting
+//!   level `r_0 = j` (`d ≥ 2`: points before the cell existed are ignored) or
+//!   `r_0 = 0` (`d = 1`: the cell's history from `t_0` on is counted).
+//! * A release at time `t` makes the noisy counts consistent and
+//!   non-negative (Algorithm 4, integer version, with the root count `t`,
+//!   which is public: one point per step) and outputs `m_θ` uniform points in
+//!   every leaf cell `θ` of depth `r` — the paper's `Y_t`, `t` points in
+//!   all — or `m` points drawn i.i.d. from the same counts.
+//!
+//! # Privacy (Proposition 4.1 / 5.1)
+//!
+//! * **Neighbouring relation** (event level): two streams that differ in
+//!   the point of one time step.
+//! * **Guarantee**: all releases at all times, together, are ε-DP. A point
+//!   at a step of level `s` enters the counter of one cell per depth `j`
+//!   (for both streams: two paths), and by Lemma 3.3 costs `ε_{j,s}` there;
+//!   `Σ_j ε_{j,s} ≤ ε/2` for every `s` ([`online_epsilon`], exact rational
+//!   lower bounds) and the two paths give ε. Consistency and sampling are
+//!   post-processing; the sampling randomness is not privacy noise.
+//! * **Public**: ε, `d`, the time `t` (hence the levels and the depth).
+//! * **Noise**: exact discrete Laplace from the synthesizer's ChaCha12
+//!   generator; integer arithmetic throughout.
+//!
+//! # Cost
+//!
+//! Counters are advanced lazily: a cell is touched only when a point falls
+//! in it, and the zeros in between are skipped with exactly the law of
+//! step-by-step processing ([`crate::counters::SparseCounter::skip`]), so an
+//! update costs `O(depth)` per point whatever the number of cells. A level
+//! change touches every cell once (amortised `O(1)` per step, as levels
+//! double). A release brings every cell up to date and costs
+//! `O(cells + t·d)`. Memory is `O(cells) = O(εt)` (plus the `d = 1`
+//! history of point paths, `8` bytes per point).
+//!
+//! With a seeded generator the outputs are a deterministic function of the
+//! seed, the points and the sequence of calls: batching does not matter, a
+//! checkpoint resumes exactly, but a release draws the noise of the steps it
+//! catches up and so changes the noise of later releases.
+
+use crate::counters::{level_start, level_sum_noise, nonempty_level, LevelParams, LevelState};
+use crate::error::{invalid, Error, Result};
+use crate::partition::consistency::enforce_tree;
+use crate::partition::path::{encode_points, MAX_DEPTH};
+use crate::rational::Rational;
+use crate::rng::Rng;
+use crate::state::{self, Kind, Reader, Writer};
+use crate::synth::online_budget::{online_epsilon, MAX_ONLINE_DIM};
+use crate::synth::tree_generator::CellSampler;
+use num_bigint::BigUint;
+
+/// Deepest partition the synthesizer builds (`2^41` cells would be needed
+/// beyond it, far past any memory).
+pub const MAX_ONLINE_DEPTH: u32 = 40;
+
+/// Largest number of steps (`2^62`): counts stay far inside `i64`.
+const MAX_TIME: u64 = 1 << 62;
+
+/// The ε-DP online synthesizer; see the [module docs](self).
+pub struct OnlineSynthesizer {
+    epsilon: Rational,
+    dim: usize,
+    rng: Rng,
+    time: u64,
+    /// The level of `time`, `None` before `t_0`. The depth is the level.
+    level: Option<u32>,
+    /// `params[j − 1]`: the current level's parameters for the cells of depth `j`.
+    params: Vec<LevelParams>,
+    /// `cells[j − 1][θ]`: the counter of cell `θ` of depth `j`.
+    cells: Vec<Vec<LevelState>>,
+    /// `d = 1`: paths (depth [`MAX_DEPTH`]) of the points from `t_0` on.
+    history: Vec<u64>,
+    /// Set if a noise draw ever overflowed `i64` (probability below `e^-64`)
+    /// in the middle of an update; the synthesizer then refuses all calls.
+    poisoned: bool,
+}
+
+impl std::fmt::Debug for OnlineSynthesizer {
+    // Counts and noise are secret; only public values are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnlineSynthesizer")
+            .field("epsilon", &self.epsilon.to_string())
+            .field("dim", &self.dim)
+            .field("time", &self.time)
+            .field("depth", &self.depth())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The level of time `t`: the largest `r` with `t_r ≤ t`, `None` if `t < t_0`.
+fn level_of(epsilon: &Rational, t: u64) -> Result<Option<u32>> {
+    if t < level_start(epsilon, 0)? {
+        return Ok(None);
+    }
+    let mut r = 0u32;
+    while level_start(epsilon, r + 1)? <= t {
+        r += 1;
+    }
+    Ok(Some(r))
+}
+
+/// The parameters of every depth `1..=level` at `level`.
+fn level_params(epsilon: &Rational, dim: usize, level: u32) -> Result<Vec<LevelParams>> {
+    (1..=level)
+        .map(|j| {
+            let eps = online_epsilon(epsilon, dim as u32, j, level)?;
+            LevelParams::new(epsilon, level, &eps)
+        })
+        .collect()
+}
+
+/// A state vector of `n` copies of `state`, or an error instead of an abort.
+fn states(n: usize, state: LevelState) -> Result<Vec<LevelState>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::Overflow(format!("cannot allocate {n} cell counters")))?;
+    v.resize(n, state);
+    Ok(v)
+}
+
+impl OnlineSynthesizer {
+    /// An ε-DP synthesizer on `[0,1]^dim` (`1 ≤ dim ≤ 4096`) that draws all
+    /// its noise from `rng` (a seeded generator is reproducible and **not
+    /// private**). Fails on `ε = 0` or a bad `dim`.
+    pub fn new(epsilon: &Rational, dim: usize, rng: Rng) -> Result<Self> {
+        if epsilon.is_zero() {
+            return Err(invalid!("epsilon must be positive, got 0"));
+        }
+        if dim == 0 || dim > MAX_ONLINE_DIM as usize {
+            return Err(invalid!(
+                "dim must be between 1 and {MAX_ONLINE_DIM}, got {dim}"
+            ));
+        }
+        // t_0 must exist; a clear error for absurdly small ε.
+        level_start(epsilon, 0)?;
+        Ok(Self {
+            epsilon: epsilon.clone(),
+            dim,
+            rng,
+            time: 0,
+            level: None,
+            params: Vec::new(),
+            cells: Vec::new(),
+            history: Vec::new(),
+            poisoned: false,
+        })
+    }
+
+    /// The privacy parameter of the whole stream of releases.
+    pub fn epsilon(&self) -> &Rational {
+        &self.epsilon
+    }
+
+    /// Dimension `d`.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Points (time steps) seen: public.
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Depth of the partition at the current time (0 before `t_0`).
+    pub fn depth(&self) -> u32 {
+        self.level.unwrap_or(0)
+    }
+
+    /// Number of cells with a counter (depths `1..=depth`).
+    pub fn n_regions(&self) -> usize {
+        self.cells.iter().map(Vec::len).sum()
+    }
+
+    /// Whether the noise generator is seeded (reproducible, **not private**).
+    pub fn is_seeded(&self) -> bool {
+        self.rng.is_seeded()
+    }
+
+    /// Bytes held: the cells' counters, the per-depth parameters and the
+    /// `d = 1` history.
+    pub fn memory_bytes(&self) -> usize {
+        let cells: usize = self
+            .cells
+            .iter()
+            .map(|v| {
+                v.capacity() * std::mem::size_of::<LevelState>()
+                    + v.iter().map(LevelState::heap_bytes).sum::<usize>()
+            })
+            .sum();
+        std::mem::size_of::<Self>()
+            + cells
+            + self.cells.capacity() * std::mem::size_of::<Vec<LevelState>>()
+            + self.params.capacity() * std::mem::size_of::<LevelParams>()
+            + self.history.capacity() * std::mem::size_of::<u64>()
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(Error::Overflow(
+                "a noise draw overflowed int64 during an earlier update; this synthesizer \
+                 can no longer be used"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Feed the points of the next `points.len() / dim` time steps
+    /// (row-major, every coordinate in `[0, 1]`), in time order.
+    ///
+    /// All-or-nothing for bad input: the shape, every value, the time limit
+    /// (`2^62` steps), the parameters and the memory of the levels the batch
+    /// reaches are checked before anything changes.
+    pub fn update(&mut self, points: &[f64]) -> Result<()> {
+        self.check_usable()?;
+        if points.len() % self.dim != 0 {
+            return Err(invalid!(
+                "points must hold whole rows of {} values, got {}",
+                self.dim,
+                points.len()
+            ));
+        }
+        let n = points.len() / self.dim;
+        let mut codes = Vec::new();
+        codes
+            .try_reserve_exact(n)
+            .map_err(|_| Error::Overflow(format!("cannot allocate {n} point paths")))?;
+        codes.resize(n, 0);
+        encode_points(points, self.dim, MAX_DEPTH, &mut codes)?;
+        let end = self
+            .time
+            .checked_add(n as u64)
+            .filter(|&e| e <= MAX_TIME)
+            .ok_or_else(|| invalid!("the stream would pass 2^62 points"))?;
+        // Every level the batch enters, prepared (and checked) up front.
+        let mut upcoming = Vec::new();
+        let mut level = self.level;
+        let final_level = level_of(&self.epsilon, end)?;
+        while level != final_level {
+            let next = match level {
+                None => nonempty_level(&self.epsilon, 0)?,
+                Some(r) => nonempty_level(&self.epsilon, r + 1)?,
+            };
+            if next > MAX_ONLINE_DEPTH {
+                return Err(invalid!(
+                    "the partition would pass depth {MAX_ONLINE_DEPTH} (2^{} cells)",
+                    MAX_ONLINE_DEPTH + 1
+                ));
+            }
+            let start = level_start(&self.epsilon, next)?;
+            upcoming.push((start, next, level_params(&self.epsilon, self.dim, next)?));
+            level = Some(next);
+        }
+        if let Some((_, deepest, _)) = upcoming.last() {
+            let cells = (1usize << (deepest + 1)) - 2;
+            let more = cells.saturating_sub(self.n_regions());
+            let bytes = more.saturating_mul(std::mem::size_of::<LevelState>());
+            let mut probe: Vec<u8> = Vec::new();
+            probe
+                .try_reserve_exact(bytes)
+                .map_err(|_| Error::Overflow(format!("cannot allocate {more} cell counters")))?;
+        }
+        if self.dim == 1 {
+            let kept = self.history.len() + n;
+            self.history
+                .try_reserve(n)
+                .map_err(|_| Error::Overflow(format!("cannot keep {kept} point paths")))?;
+        }
+        // From here on only a noise draw beyond int64 can fail.
+        let mut upcoming = upcoming.into_iter().peekable();
+        let result = (|| -> Result<()> {
+            for code in codes {
+                let t = self.time + 1;
+                if let Some((_, next, params)) = upcoming.next_if(|(start, _, _)| *start == t) {
+                    self.enter_level(next, params)?;
+                }
+                self.observe(code)?;
+                self.time = t;
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    /// Start level `next` at the current time + 1: close the level of every
+    /// existing cell and create the cells of the new depths.
+    fn enter_level(&mut self, next: u32, params: Vec<LevelParams>) -> Result<()> {
+        let old = self.depth() as usize;
+        let rng = &mut self.rng;
+        for (j, cells) in self.cells.iter_mut().enumerate() {
+            for cell in cells.iter_mut() {
+                cell.close(&self.params[j], &params[j], rng)?;
+            }
+        }
+        for j in old + 1..=next as usize {
+            let p = &params[j - 1];
+            let cells = if self.dim >= 2 {
+                // r_0 = j: the cell counts from its creation on.
+                states(1 << j, LevelState::new(p, 0))?
+            } else {
+                // r_0 = 0: the cell's finished levels since t_0 enter S̃ as
+                // exact sum plus one Lap_Z(2/ε_{j,r'}) per non-empty level.
+                let mut counts = vec![0i64; 1 << j];
+                for code in &self.history {
+                    counts[(code >> (MAX_DEPTH - j as u32)) as usize] += 1;
+                }
+                let noises = (0..next)
+                    .filter_map(|r| {
+                        match (
+                            level_start(&self.epsilon, r),
+                            level_start(&self.epsilon, r + 1),
+                        ) {
+                            (Ok(a), Ok(b)) if b <= a => None,
+                            _ => Some(
+                                online_epsilon(&self.epsilon, 1, j as u32, r)
+                                    .and_then(|e| level_sum_noise(&e)),
+                            ),
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let mut v = states(1 << j, LevelState::new(p, 0))?;
+                for (cell, count) in v.iter_mut().zip(counts) {
+                    let mut s = count;
+                    for noise in &noises {
+                        s = s.checked_add(noise.sample(&mut self.rng)?).ok_or_else(|| {
+                            Error::Overflow("a private count exceeds int64".into())
+                        })?;
+                    }
+                    *cell = LevelState::new(p, s);
+                }
+                v
+            };
+            self.cells.push(cells);
+        }
+        self.params = params;
+        self.level = Some(next);
+        Ok(())
+    }
+
+    /// Count the point with path `code` at step `time + 1`.
+    fn observe(&mut self, code: u64) -> Result<()> {
+        let t = self.time + 1;
+        if self.dim == 1 && self.level.is_some() {
+            self.history.push(code);
+        }
+        for (j, (cells, p)) in self.cells.iter_mut().zip(&self.params).enumerate() {
+            let theta = (code >> (MAX_DEPTH - 1 - j as u32)) as usize;
+            cells[theta].advance_to(p, &mut self.rng, t - p.start + 1, Some(1))?;
+        }
+        Ok(())
+    }
+
+    /// The consistent non-negative integer counts of the `2^depth` leaves
+    /// (indexed by path), summing to `t`: ε-DP. Brings every cell's counter
+    /// up to the current time (drawing the noise of the skipped steps).
+    pub fn leaf_counts(&mut self) -> Result<Vec<i64>> {
+        self.check_usable()?;
+        let depth = self.depth();
+        let t = i64::try_from(self.time).map_err(|_| invalid!("time exceeds int64"))?;
+        let nodes = (1usize << (depth + 1)) - 1;
+        let mut counts = Vec::new();
+        counts
+            .try_reserve_exact(nodes)
+            .map_err(|_| Error::Overflow(format!("cannot allocate {nodes} counts")))?;
+        counts.push(t);
+        if let Err(e) = self.catch_up(&mut counts) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        enforce_tree(&mut counts)?;
+        Ok(counts.split_off(nodes - (1 << depth)))
+    }
+
+    /// Advance every cell to the current time and append its `N_θ` to
+    /// `counts` in heap order. Fails only on a noise draw beyond `i64`.
+    fn catch_up(&mut self, counts: &mut Vec<i64>) -> Result<()> {
+        for (cells, p) in self.cells.iter_mut().zip(&self.params) {
+            let upto = self.time - p.start + 1;
+            for cell in cells.iter_mut() {
+                if cell.local_time() < upto {
+                    cell.advance_to(p, &mut self.rng, upto, None)?;
+                }
+                counts.push(cell.release());
+            }
+        }
+        Ok(())
+    }
+
+    /// Synthetic data, row-major: with `size = None` the paper's `Y_t`
+    /// (exactly `m_θ` uniform points in every leaf, `t` rows, shuffled), with
+    /// `Some(m)` `m` rows drawn i.i.d. from the leaf counts (a leaf with
+    /// probability `m_θ/t`, then a uniform point in it). ε-DP (the same
+    /// release as [`Self::leaf_counts`]).
+    pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
+        self.check_usable()?;
+        let rows = size.unwrap_or(self.time);
+        if rows > 0 && self.time == 0 {
+            return Err(invalid!("no point has been seen yet: nothing to release"));
+        }
+        let len = usize::try_from(rows)
+            .ok()
+            .and_then(|r| r.checked_mul(self.dim))
+            .ok_or_else(|| invalid!("{rows} rows of dim {} are too many", self.dim))?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(len)
+            .map_err(|_| Error::Overflow(format!("cannot allocate {rows} synthetic points")))?;
+        out.resize(len, 0.0);
+        let counts = self.leaf_counts()?;
+        let depth = self.depth();
+        let mut cell = CellSampler::new(self.dim);
+        let rng = &mut self.rng;
+        match size {
+            None => {
+                let mut rows = out.chunks_exact_mut(self.dim);
+                for (theta, &m) in counts.iter().enumerate() {
+                    if m > 0 {
+                        cell.set_cell(theta as u64, depth);
+                        for point in rows.by_ref().take(m as usize) {
+                            cell.sample_current(rng, point);
+                        }
+                    }
+                }
+                // The rows come grouped by cell; a uniform shuffle makes
+                // every prefix of them a uniform subsample.
+                out = shuffle_rows(rng, out, self.dim)?;
+            }
+            Some(_) => {
+                let mut cumulative = Vec::with_capacity(counts.len());
+                let mut acc = 0u64;
+                for &m in &counts {
+                    acc += m as u64;
+                    cumulative.push(acc);
+                }
+                for point in out.chunks_exact_mut(self.dim) {
+                    let u = rng.below_u64(acc);
+                    let theta = cumulative.partition_point(|&c| c <= u);
+                    cell.sample(rng, theta as u64, depth, point);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Encode the whole state for a checkpoint. **Sensitive**: it holds the
+    /// exact counts (protect it like the raw data). The key of an OS-seeded
+    /// generator is never written: a loaded copy draws a fresh one. A seeded
+    /// synthesizer resumes exactly.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.check_usable()?;
+        let mut w = Writer::new();
+        let (num, den) = (
+            self.epsilon.numer().to_bytes_le(),
+            self.epsilon.denom().to_bytes_le(),
+        );
+        for part in [&num, &den] {
+            w.u64(part.len() as u64);
+            for b in part.iter() {
+                w.u8(*b);
+            }
+        }
+        w.u64(self.dim as u64);
+        w.u64(self.time);
+        match self.rng.seeded_state() {
+            None => w.u8(0),
+            Some((key, stream, pos, bits, nbits)) => {
+                w.u8(1);
+                for b in key {
+                    w.u8(b);
+                }
+                w.u64(stream);
+                w.u128(pos);
+                w.u64(bits);
+                w.u32(nbits);
+            }
+        }
+        for cells in &self.cells {
+            for cell in cells {
+                cell.write(&mut w);
+            }
+        }
+        w.u64(self.history.len() as u64);
+        for code in &self.history {
+            w.u64(*code);
+        }
+        Ok(state::encode(Kind::OnlineSynthesizer, &w.finish()))
+    }
+
+    /// Decode [`Self::to_bytes`] output. Fails with a clear error on
+    /// truncated, corrupted or foreign data.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::OnlineSynthesizer)?;
+        let mut r = Reader::new(payload);
+        let (num, den) = (read_big(&mut r)?, read_big(&mut r)?);
+        let epsilon = Rational::new(num, den)?;
+        let dim = usize::try_from(r.u64()?).map_err(|_| invalid!("bad dim"))?;
+        let time = r.u64()?;
+        let rng = match r.u8()? {
+            0 => Rng::from_os()?,
+            1 => {
+                let mut key = [0u8; 32];
+                for b in key.iter_mut() {
+                    *b = r.u8()?;
+                }
+                Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))?
+            }
+            _ => return Err(invalid!("invalid dpstream state: bad generator flag")),
+        };
+        let mut s = Self::new(&epsilon, dim, rng)?;
+        if time > MAX_TIME {
+            return Err(invalid!("invalid dpstream state: time out of range"));
+        }
+        s.time = time;
+        s.level = level_of(&epsilon, time)?;
+        if s.depth() > MAX_ONLINE_DEPTH {
+            return Err(invalid!("invalid dpstream state: partition too deep"));
+        }
+        if let Some(level) = s.level {
+            s.params = level_params(&epsilon, dim, level)?;
+        }
+        for (j, p) in s.params.iter().enumerate() {
+            let n = 1usize << (j + 1);
+            // Each encoded cell takes at least 64 bytes: a corrupt length cannot allocate much.
+            if n.saturating_mul(64) > payload.len() {
+                return Err(invalid!("invalid dpstream state: payload too short"));
+            }
+            let upto = time - p.start + 1;
+            let cells = (0..n)
+                .map(|_| {
+                    let c = LevelState::read(&mut r, p)?;
+                    if c.local_time() > upto {
+                        return Err(invalid!("invalid dpstream state: cell ahead of time"));
+                    }
+                    Ok(c)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            s.cells.push(cells);
+        }
+        let n = r.count(8)?;
+        s.history = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
+        r.finish()?;
+        Ok(s)
+    }
+}
+
+/// A uniformly random permutation of the rows (`dim` values each) of `data`.
+///
+/// Rao–Sandelius: every row draws an independent uniform bucket among 256,
+/// rows are scattered to their buckets in order, and each bucket gets a
+/// Fisher–Yates shuffle. Given the bucket sizes every arrangement is equally
+/// likely, so the permutation is exactly uniform; the buckets fit in cache,
+/// which makes this several times faster than one Fisher–Yates over a large
+/// array.
+fn shuffle_rows(rng: &mut Rng, data: Vec<f64>, dim: usize) -> Result<Vec<f64>> {
+    let n = data.len() / dim;
+    let fisher_yates = |rng: &mut Rng, rows: &mut [f64]| {
+        let n = rows.len() / dim;
+        for i in (1..n).rev() {
+            let k = rng.below_u64(i as u64 + 1) as usize;
+            for c in 0..dim {
+                rows.swap(i * dim + c, k * dim + c);
+            }
+        }
+    };
+    if n < 1 << 14 {
+        let mut data = data;
+        fisher_yates(rng, &mut data);
+        return Ok(data);
+    }
+    let mut labels = vec![0u8; n];
+    rng.fill_bytes(&mut labels);
+    let mut start = [0usize; 257];
+    for &l in &labels {
+        start[l as usize + 1] += 1;
+    }
+    for b in 0..256 {
+        start[b + 1] += start[b];
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(data.len())
+        .map_err(|_| Error::Overflow("cannot allocate the shuffled rows".into()))?;
+    out.resize(data.len(), 0.0);
+    let mut next = start;
+    for (row, &l) in data.chunks_exact(dim).zip(&labels) {
+        let at = next[l as usize];
+        out[at * dim..(at + 1) * dim].copy_from_slice(row);
+        next[l as usize] += 1;
+    }
+    for b in 0..256 {
+        fisher_yates(rng, &mut out[start[b] * dim..start[b + 1] * dim]);
+    }
+    Ok(out)
+}
+
+/// A length-prefixed little-endian `BigUint`.
+fn read_big(r: &mut Reader<'_>) -> Result<BigUint> {
+    let n = r.count(1)?;
+    let b = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
+    Ok(BigUint::from_bytes_le(&b))
+}
+
+#[cfg(test)]
+mod tests;
