@@ -54,10 +54,10 @@ def test_online_epsilon_is_a_tight_lower_bound_of_the_formula(d: int) -> None:
                 v = online_epsilon(eps, d, j, r)
                 assert isinstance(v, Fraction)
                 exact = formula(float(eps), d, j, r)
-                assert abs(float(v) - exact) <= 1e-12 * exact, (d, j, r)
-                # Rounded down: a multiple of ε by a dyadic factor, below the formula.
-                factor = v / eps
-                assert factor.denominator & (factor.denominator - 1) == 0
+                # Rounded down to 32 significant bits: below the formula, within 2^-31.
+                assert -(2.0**-31) * exact <= float(v) - exact <= 1e-13 * exact, (d, j, r)
+                assert v.denominator & (v.denominator - 1) == 0  # a dyadic rational
+                assert v.numerator < 2**33
 
 
 def test_online_epsilon_d1_is_the_same_at_every_level_and_bad_arguments_fail() -> None:
@@ -167,7 +167,9 @@ def test_sparse_api_repr_memory_and_split() -> None:
     assert split[1].sensitivity == 10  # the tree over T = 1000 items has 10 levels
     m = c.memory_bytes()
     c.run(np.ones(1000, dtype=np.int64))
-    assert c.memory_bytes() == m
+    # O(log T): the p-sums of closed segments, at most one per tree level.
+    assert c.segments >= 1
+    assert m < c.memory_bytes() <= m + 8 * 10
     with pytest.raises(ValueError):
         SparseCounter(0, 10)
     with pytest.raises(ValueError):

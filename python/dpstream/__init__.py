@@ -8,10 +8,12 @@ presents the results. See the README for the privacy model.
 from dpstream import counters, metrics, noise, partition, sketch, streams
 from dpstream._core import __version__
 from dpstream._rng import Rng
+from dpstream.online import OnlineSynthesizer
 from dpstream.persistence import load, save
 from dpstream.privhp import PrivHP, TreeGenerator
 
 __all__ = [
+    "OnlineSynthesizer",
     "PrivHP",
     "Rng",
     "TreeGenerator",

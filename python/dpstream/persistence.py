@@ -60,4 +60,8 @@ def load(path: str | os.PathLike[str]) -> Any:
         inner = _core.LinearSketch.from_bytes(data)
         cls = CountMinSketch if inner.kind == "count-min" else CountSketch
         return cls._wrap(inner)
+    if kind == "OnlineSynthesizer":
+        from dpstream.online import OnlineSynthesizer
+
+        return OnlineSynthesizer.from_bytes(data)
     raise ValueError(f"cannot load objects of kind {kind}")

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 
 mod counters;
 mod noise;
+mod online;
 mod partition;
 mod privhp;
 mod sketch;
@@ -119,6 +120,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     partition::register(m)?;
     sketch::register(m)?;
     privhp::register(m)?;
+    online::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -191,7 +191,12 @@ impl OnlineSynthesizer {
     }
 
     /// Bytes held: the cells' counters, the per-depth parameters and the
-    /// `d = 1` history.
+    /// `d = 1` history (8 bytes per point, counted by length).
+    ///
+    /// Within a time level it stays constant except for the p-sums of closed
+    /// segments (at most one `i64` per tree level of a cell), which grow as
+    /// segments close — part of the counters' ε-DP output, so the figure
+    /// reveals nothing beyond ε, but it is not a function of (ε, d, t) alone.
     pub fn memory_bytes(&self) -> usize {
         let cells: usize = self
             .cells
@@ -205,7 +210,7 @@ impl OnlineSynthesizer {
             + cells
             + self.cells.capacity() * std::mem::size_of::<Vec<LevelState>>()
             + self.params.capacity() * std::mem::size_of::<LevelParams>()
-            + self.history.capacity() * std::mem::size_of::<u64>()
+            + self.history.len() * std::mem::size_of::<u64>()
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -541,19 +546,37 @@ impl OnlineSynthesizer {
                 return Err(invalid!("invalid dpstream state: payload too short"));
             }
             let upto = time - p.start + 1;
-            let cells = (0..n)
-                .map(|_| {
-                    let c = LevelState::read(&mut r, p)?;
-                    if c.local_time() > upto {
-                        return Err(invalid!("invalid dpstream state: cell ahead of time"));
-                    }
-                    Ok(c)
-                })
-                .collect::<Result<Vec<_>>>()?;
+            // Same capacities as the counters built by `update`.
+            let mut cells = Vec::with_capacity(n);
+            for _ in 0..n {
+                let c = LevelState::read(&mut r, p)?;
+                if c.local_time() > upto {
+                    return Err(invalid!("invalid dpstream state: cell ahead of time"));
+                }
+                cells.push(c);
+            }
             s.cells.push(cells);
         }
+        // d = 1 keeps the path of every point from t_0 on; paths have 63 bits.
+        let expected = match s.level {
+            Some(_) if dim == 1 => time - level_start(&epsilon, 0)? + 1,
+            _ => 0,
+        };
         let n = r.count(8)?;
-        s.history = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
+        if n as u64 != expected {
+            return Err(invalid!(
+                "invalid dpstream state: {n} point paths where {expected} are kept"
+            ));
+        }
+        let mut history = Vec::with_capacity(n);
+        for _ in 0..n {
+            let code = r.u64()?;
+            if code >> MAX_DEPTH != 0 {
+                return Err(invalid!("invalid dpstream state: a point path has 64 bits"));
+            }
+            history.push(code);
+        }
+        s.history = history;
         r.finish()?;
         Ok(s)
     }

@@ -118,8 +118,10 @@ fn checkpoints_resume_exactly() {
         a.release(None).unwrap();
         b.release(None).unwrap();
         let bytes = b.to_bytes().unwrap();
+        let memory = b.memory_bytes();
         let mut b = OnlineSynthesizer::from_bytes(&bytes).unwrap();
         assert_eq!(b.to_bytes().unwrap(), bytes);
+        assert_eq!(b.memory_bytes(), memory);
         a.update(&pts[cut..]).unwrap();
         b.update(&pts[cut..]).unwrap();
         assert_eq!(a.release(None).unwrap(), b.release(None).unwrap());
@@ -174,4 +176,27 @@ fn shuffle_is_a_uniform_permutation() {
     let e = reps as f64 / bins as f64;
     let stat: f64 = hist.iter().map(|&h| (h as f64 - e).powi(2) / e).sum();
     assert!(stat < chi2_critical((bins - 1) as f64), "{hist:?}");
+}
+
+#[test]
+fn checkpoints_with_impossible_histories_are_refused() {
+    let mut s = OnlineSynthesizer::new(&q(1, 1), 1, Rng::seed_from_u64(1)).unwrap();
+    let pts: Vec<f64> = (0..20).map(|i| f64::from(i) / 20.0).collect();
+    s.update(&pts).unwrap();
+    let good = s.to_bytes().unwrap();
+    let payload = crate::state::decode(&good, Kind::OnlineSynthesizer)
+        .unwrap()
+        .to_vec();
+    // The last 8 bytes are the last point's path: 2^64 − 1 has more than 63 bits.
+    let mut bad = payload.clone();
+    let n = bad.len();
+    bad[n - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
+    let encoded = crate::state::encode(Kind::OnlineSynthesizer, &bad);
+    assert!(OnlineSynthesizer::from_bytes(&encoded).is_err());
+    // One path too few for the time.
+    let mut short = payload[..n - 8].to_vec();
+    let count_at = short.len() - 19 * 8 - 8;
+    short[count_at..count_at + 8].copy_from_slice(&19u64.to_le_bytes());
+    let encoded = crate::state::encode(Kind::OnlineSynthesizer, &short);
+    assert!(OnlineSynthesizer::from_bytes(&encoded).is_err());
 }
