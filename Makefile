@@ -34,6 +34,7 @@ lint: $(EXT)
 bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
+	$(BIN)/python benches/bench_online.py
 
 develop: $(EXT)
 
@@ -43,7 +44,7 @@ $(BIN)/python:
 $(DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" \
-		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9"
+		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9" "pandas>=2" "pandas-stubs>=2"
 	touch $@
 
 $(BENCH_DEPS): $(DEPS) Makefile

@@ -40,15 +40,21 @@
 //! * **Guarantee**: the whole sequence of releases (and the number of closed
 //!   segments, [`SparseCounter::segments`]) is ε-DP. Lemma 3.2 refers the
 //!   privacy part to [24, Theorem 3.1]; the argument with the printed scales
-//!   is: (i) the partition into segments is a sparse-vector mechanism whose
-//!   only test that can *fail* with the changed step `t` in the running
-//!   count is the one that closes `t`'s segment (every test of that segment
-//!   made before `t` passes and does not contain `X_t`; later segments do not
-//!   contain it). Shifting the threshold noise `λ_j` by one (cost `ε/2`)
-//!   matches every test of the segment in one direction; in the other the
-//!   passing tests only get likelier and the one failing test costs `ε/2`
-//!   through `λ'`. So the partition costs `ε/2`. (ii) Given the partition,
-//!   one segment count changes by one, and `A_sub` is `ε/2`-DP. Total ε.
+//!   (reviewed: an AboveThreshold instance per segment with *monotone*
+//!   queries) is:
+//!   (i) Partition. Fix an output (the closing times of all segments) and let
+//!   step `t` lie in segment `j`. Tests of other segments never contain
+//!   `X_t`. The tests of segment `j` before `t` pass and do not contain
+//!   `X_t`; every test of segment `j` from `t` on — in particular the one
+//!   failing test that closes it — contains `X_t`, so on the neighbour all of
+//!   them move by the same `+1` (or all by `−1`). If they move by `+1`,
+//!   shifting `λ_j` by `+1` (density ratio `e^{ε/2}`) keeps every passing
+//!   test passing (those before `t` only get likelier) and the failing test
+//!   failing, exactly. If they move by `−1`, keep `λ_j`: the passing tests
+//!   only get likelier and the failing test needs its `λ'` shifted by one
+//!   (`e^{ε/2}`). Either way the partition costs `ε/2`.
+//!   (ii) Given the partition, one segment count changes by one, and `A_sub`
+//!   (binary tree, `ε/2`) is `ε/2`-DP. Composition: ε.
 //! * **Public**: `T`, ε, `T_0` and the time `t`. The exact segment count and
 //!   the noisy threshold are secret; `Debug` omits them.
 //! * **Split of ε**: `ε/2` for the partition (threshold and test noise, both
