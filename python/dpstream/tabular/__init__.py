@@ -1,0 +1,40 @@
+"""High-dimensional categorical tables that change over time (Kumar, Strohmer, Vershynin).
+
+* :class:`Domain` — the public schema; :func:`workload_errors` — the paper's metrics.
+* :class:`TabularStream` — ε-DP synthetic tables for a stream of insertions and deletions.
+* Estimators (:func:`estimate_pgm`, :func:`estimate_mw`) turn noisy marginals into a
+  distribution: post-processing of released measurements (no privacy cost).
+"""
+
+from dpstream.tabular.domain import Domain
+from dpstream.tabular.estimation import Measurement, l2_loss, marginal_counts
+from dpstream.tabular.mw import DenseModel, estimate_mw
+from dpstream.tabular.pgm import (
+    GraphicalModel,
+    JunctionTree,
+    build_junction_tree,
+    estimate_pgm,
+    junction_tree_size,
+)
+from dpstream.tabular.stream import Budget, TabularStream
+from dpstream.tabular.workloads import WorkloadErrors, all_workloads, marginal, workload_errors
+
+__all__ = [
+    "Budget",
+    "DenseModel",
+    "Domain",
+    "GraphicalModel",
+    "JunctionTree",
+    "Measurement",
+    "TabularStream",
+    "WorkloadErrors",
+    "all_workloads",
+    "build_junction_tree",
+    "estimate_mw",
+    "estimate_pgm",
+    "junction_tree_size",
+    "l2_loss",
+    "marginal",
+    "marginal_counts",
+    "workload_errors",
+]

@@ -1,0 +1,170 @@
+"""The public schema of a categorical table: column names and category counts.
+
+Everything here is **public**: the domain is fixed before any data is seen
+and never derived from it. Records are integer codes ``0 .. size - 1`` per
+column; :meth:`Domain.encode` turns a batch (a pandas or polars DataFrame, a
+2-D integer array, or nothing) into an ``(n, d)`` int64 array and refuses
+anything else with an error naming the column and the bad value.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Codes", "Domain"]
+
+#: An ``(n, d)`` int64 array of category codes.
+Codes = npt.NDArray[np.int64]
+
+_MAX_SIZE = 2**31
+
+
+class Domain:
+    """Column names and their numbers of categories, in a fixed order.
+
+    Args:
+        columns: ``{name: size}`` in column order; sizes are ints ``>= 1``.
+    """
+
+    __slots__ = ("_names", "_sizes")
+
+    def __init__(self, columns: Mapping[str, int]) -> None:
+        if not isinstance(columns, Mapping):
+            raise TypeError(f"columns must be a mapping name -> size, got {type(columns).__name__}")
+        if not columns:
+            raise ValueError("a domain needs at least one column")
+        names: list[str] = []
+        sizes: list[int] = []
+        for name, size in columns.items():
+            if not isinstance(name, str):
+                raise TypeError(f"column names must be strings, got {name!r}")
+            if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral):
+                raise TypeError(f"the size of column {name!r} must be an int, got {size!r}")
+            if not 1 <= int(size) <= _MAX_SIZE:
+                raise ValueError(f"the size of column {name!r} must be in [1, 2**31], got {size}")
+            names.append(name)
+            sizes.append(int(size))
+        self._names = tuple(names)
+        self._sizes = tuple(sizes)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> Domain:
+        """Read ``{"column": size, ...}`` (the Private-PGM domain format)."""
+        with Path(path).open() as f:
+            data = json.load(f)
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a domain file holds one JSON object name -> size")
+        return cls(data)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Column names, in order."""
+        return self._names
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Number of categories of each column, in order."""
+        return self._sizes
+
+    def size(self, name: str) -> int:
+        """Number of categories of column ``name``."""
+        try:
+            return self._sizes[self._names.index(name)]
+        except ValueError:
+            raise KeyError(f"no column {name!r} in the domain") from None
+
+    def cells(self, clique: tuple[int, ...]) -> int:
+        """Number of cells of the marginal on the columns ``clique``."""
+        return int(np.prod([self._sizes[c] for c in clique], dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Domain):
+            return NotImplemented
+        return self._names == other._names and self._sizes == other._sizes
+
+    def __hash__(self) -> int:
+        return hash((self._names, self._sizes))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n!r}: {s}" for n, s in zip(self._names, self._sizes, strict=True))
+        return f"Domain({{{inner}}})"
+
+    def encode(self, batch: Any) -> Codes:
+        """A batch as an ``(n, d)`` int64 array of codes, validated.
+
+        ``batch`` is ``None`` (no records), a pandas or polars DataFrame whose
+        columns are exactly the domain's (any order), or an ``(n, d)`` integer
+        array in column order. Raises ``TypeError`` for a wrong type or dtype
+        and ``ValueError`` naming the column for a missing/extra column, a
+        wrong shape or a code outside ``0 .. size - 1``.
+        """
+        d = len(self._names)
+        if batch is None:
+            return np.zeros((0, d), dtype=np.int64)
+        columns = getattr(batch, "columns", None)
+        if columns is not None and hasattr(batch, "to_numpy"):
+            got = [str(c) for c in columns]
+            missing = [n for n in self._names if n not in got]
+            extra = [c for c in got if c not in self._names]
+            if missing or extra:
+                raise ValueError(
+                    f"batch columns do not match the domain: missing {missing}, unexpected {extra}"
+                )
+            arrays = [np.asarray(batch[name].to_numpy()) for name in self._names]
+            n = len(arrays[0]) if arrays else 0
+            out = np.empty((n, d), dtype=np.int64)
+            for j, (name, arr) in enumerate(zip(self._names, arrays, strict=True)):
+                out[:, j] = _integer_column(arr, name)
+        else:
+            if isinstance(batch, (str, bytes)) or not hasattr(batch, "__len__"):
+                raise TypeError(
+                    "a batch must be a DataFrame, an (n, d) integer array or None, "
+                    f"got {type(batch).__name__}"
+                )
+            arr = np.asarray(batch)
+            if arr.size == 0:
+                return np.zeros((0, d), dtype=np.int64)
+            if arr.ndim != 2 or arr.shape[1] != d:
+                raise ValueError(f"a batch array must have shape (n, {d}), got {arr.shape}")
+            out = np.empty(arr.shape, dtype=np.int64)
+            for j, name in enumerate(self._names):
+                out[:, j] = _integer_column(arr[:, j], name)
+        for j, (name, size) in enumerate(zip(self._names, self._sizes, strict=True)):
+            col = out[:, j]
+            bad = np.flatnonzero((col < 0) | (col >= size))
+            if bad.size:
+                i = int(bad[0])
+                raise ValueError(
+                    f"column {name!r} has code {int(col[i])} in row {i}; "
+                    f"codes must be in 0..{size - 1}"
+                )
+        return out
+
+
+def _integer_column(arr: npt.NDArray[Any], name: str) -> npt.NDArray[np.int64]:
+    """``arr`` as int64, refusing floats with fractions, bools, strings and objects."""
+    if arr.dtype == np.bool_:
+        raise TypeError(f"column {name!r} must hold integer codes, got bool")
+    if np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+            raise ValueError(f"column {name!r} has codes beyond int64")
+        return arr.astype(np.int64, copy=False)
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.floor(arr)):
+            raise ValueError(f"column {name!r} holds non-integer values (NaN or fractions)")
+        return arr.astype(np.int64)
+    raise TypeError(f"column {name!r} must hold integer codes, got dtype {arr.dtype}")

@@ -1,0 +1,791 @@
+"""Private-PGM: a graphical model fitted to noisy marginals (McKenna, Sheldon, Miklau 2019).
+
+The model is ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))`` over a set of cliques ``C`` (the measured
+ones, plus any the caller wants kept), scaled to a fixed total count. Marginals come
+from sum-product belief propagation, in log space, on a junction tree of the
+triangulated interaction graph. :func:`estimate_pgm` fits ``θ`` by entropic mirror
+descent with an Armijo line search on the loss ``Σ_m ||μ_{C_m} − y_m||² / σ_m²``
+(Algorithm 1 of the paper; the loss is convex in the marginals ``μ``).
+
+This is **post-processing** of released measurements: no privacy noise, no privacy
+cost. Units: marginals, totals and measurements are counts (rows); potentials are
+natural logarithms; the loss is dimensionless.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream.tabular.estimation import (
+    Clique,
+    FloatArray,
+    IntArray,
+    Measurement,
+    check_clique,
+    check_clique_in,
+    check_measurements,
+    check_sample_size,
+    check_sizes,
+    check_total,
+    clique_cells,
+    clique_shape,
+    sample_rows,
+)
+
+#: Default bound on the cells of one junction-tree clique (80 MB of float64).
+MAX_CLIQUE_CELLS = 10**7
+
+
+# ---------------------------------------------------------------------------------------
+# Junction tree
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JunctionTree:
+    """A junction tree over the columns ``0 .. d-1``.
+
+    ``nodes[i]`` is a maximal clique of the triangulated graph; ``parent[i]`` is the
+    index of its parent (``-1`` for the root, node 0); ``order`` lists the nodes root
+    first, every parent before its children; ``separators[i]`` is
+    ``nodes[i] ∩ nodes[parent[i]]`` (``()`` for the root or across components).
+    """
+
+    nodes: tuple[Clique, ...]
+    parent: tuple[int, ...]
+    order: tuple[int, ...]
+    separators: tuple[Clique, ...]
+
+    @property
+    def children(self) -> tuple[tuple[int, ...], ...]:
+        kids: list[list[int]] = [[] for _ in self.nodes]
+        for i in self.order[1:]:
+            kids[self.parent[i]].append(i)
+        return tuple(tuple(k) for k in kids)
+
+
+def _elimination_cliques(sizes: tuple[int, ...], adj: list[set[int]], rule: str) -> list[Clique]:
+    """Cliques created by greedy elimination (``rule`` ``"min-fill"`` or ``"min-size"``).
+
+    Min-fill counts each fill-in edge ``(a, b)`` with weight ``sizes[a]·sizes[b]``;
+    ties break on the cells of the eliminated clique, then on the column index.
+    """
+    graph = [set(a) for a in adj]
+    alive = set(range(len(sizes)))
+    out: list[Clique] = []
+    while alive:
+        best: tuple[int, int, int] | None = None
+        for v in sorted(alive):
+            nbrs = sorted(graph[v])
+            fill = sum(
+                sizes[a] * sizes[b] for a, b in itertools.combinations(nbrs, 2) if b not in graph[a]
+            )
+            cells = sizes[v] * math.prod(sizes[a] for a in nbrs)
+            key = (fill, cells, v) if rule == "min-fill" else (cells, fill, v)
+            if best is None or key < best:
+                best = key
+        assert best is not None
+        v = best[2]
+        nbrs = sorted(graph[v])
+        for a, b in itertools.combinations(nbrs, 2):
+            graph[a].add(b)
+            graph[b].add(a)
+        for a in nbrs:
+            graph[a].discard(v)
+        alive.discard(v)
+        out.append(tuple(sorted([v, *nbrs])))
+    return out
+
+
+def _maximal(cliques: Iterable[Clique]) -> list[Clique]:
+    """The cliques not contained in another one, sorted."""
+    by_size = sorted(set(cliques), key=lambda c: (-len(c), c))
+    kept: list[Clique] = []
+    for c in by_size:
+        if not any(set(c) <= set(k) for k in kept):
+            kept.append(c)
+    return sorted(kept)
+
+
+def build_junction_tree(
+    sizes: Sequence[int],
+    cliques: Iterable[Sequence[int]],
+    max_clique_cells: int = MAX_CLIQUE_CELLS,
+) -> JunctionTree:
+    """Junction tree of the graph whose edges join the columns of each clique.
+
+    The graph is triangulated by greedy elimination, with both the weighted min-fill
+    and the min-size rules; the tree with fewer total cells is kept. Its nodes are
+    joined by a maximum-weight spanning tree on separator sizes (a valid junction
+    tree for the cliques of a chordal graph; disconnected parts are joined by empty
+    separators). Raises ValueError if a node would exceed ``max_clique_cells`` cells.
+    """
+    sz = check_sizes(sizes)
+    adj: list[set[int]] = [set() for _ in sz]
+    for i, c in enumerate(cliques):
+        cl = check_clique(c, f"cliques[{i}]")
+        check_clique_in(cl, sz, f"cliques[{i}]")
+        for a, b in itertools.combinations(cl, 2):
+            adj[a].add(b)
+            adj[b].add(a)
+    best: list[Clique] | None = None
+    best_cost: tuple[int, int] | None = None
+    for rule in ("min-fill", "min-size"):
+        nodes = _maximal(_elimination_cliques(sz, adj, rule))
+        cells = [clique_cells(sz, n) for n in nodes]
+        cost = (sum(cells), max(cells))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = nodes, cost
+    assert best is not None
+    nodes = best
+    for n in nodes:
+        if clique_cells(sz, n) > max_clique_cells:
+            raise ValueError(
+                f"the junction tree needs clique {n} with sizes {clique_shape(sz, n)}, "
+                f"{clique_cells(sz, n)} cells > max_clique_cells={max_clique_cells}; "
+                "measure fewer or smaller marginals, or raise max_clique_cells"
+            )
+    # Kruskal: maximum spanning tree on |separator|, ties to smaller separators in cells.
+    edges = sorted(
+        (
+            (-len(set(a) & set(b)), clique_cells(sz, tuple(set(a) & set(b))), i, j)
+            for (i, a), (j, b) in itertools.combinations(enumerate(nodes), 2)
+        ),
+    )
+    root_of = list(range(len(nodes)))
+
+    def find(i: int) -> int:
+        while root_of[i] != i:
+            root_of[i] = root_of[root_of[i]]
+            i = root_of[i]
+        return i
+
+    nbrs: list[list[int]] = [[] for _ in nodes]
+    for _, _, i, j in edges:
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            root_of[ri] = rj
+            nbrs[i].append(j)
+            nbrs[j].append(i)
+    parent = [-1] * len(nodes)
+    order = [0]
+    seen = {0}
+    for i in order:  # breadth-first; the list grows while we walk it
+        for j in sorted(nbrs[i]):
+            if j not in seen:
+                seen.add(j)
+                parent[j] = i
+                order.append(j)
+    seps = tuple(
+        () if parent[i] < 0 else tuple(sorted(set(n) & set(nodes[parent[i]])))
+        for i, n in enumerate(nodes)
+    )
+    return JunctionTree(tuple(nodes), tuple(parent), tuple(order), seps)
+
+
+def junction_tree_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
+    """Total cells of the junction tree :func:`estimate_pgm` would build for ``cliques``.
+
+    Lets a select step skip candidates that would make the model too large (as
+    MWEM+PGM does) before measuring them; no ``max_clique_cells`` bound is applied.
+    """
+    sz = check_sizes(sizes)
+    tree = build_junction_tree(sz, cliques, max_clique_cells=math.prod(sz))
+    return sum(clique_cells(sz, n) for n in tree.nodes)
+
+
+# ---------------------------------------------------------------------------------------
+# Tables over cliques (axes in increasing column order)
+# ---------------------------------------------------------------------------------------
+
+
+def _expand(table: FloatArray, cols: Clique, target: Clique, sizes: tuple[int, ...]) -> FloatArray:
+    """``table`` over ``cols`` reshaped to broadcast against a table over ``target``."""
+    inside = set(cols)
+    return table.reshape([sizes[c] if c in inside else 1 for c in target])
+
+
+def _axes_not_in(cols: Clique, keep: Iterable[int]) -> tuple[int, ...]:
+    k = set(keep)
+    return tuple(i for i, c in enumerate(cols) if c not in k)
+
+
+def _logsumexp(x: FloatArray, axes: tuple[int, ...]) -> FloatArray:
+    """``log Σ exp(x)`` over ``axes``, shifted by the maximum for stability."""
+    if not axes:
+        return x
+    m = np.max(x, axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    s = np.sum(np.exp(x - m), axis=axes, keepdims=True)
+    with np.errstate(divide="ignore"):
+        out = np.log(s) + m
+    squeezed: FloatArray = np.squeeze(out, axis=axes)
+    return squeezed
+
+
+def _calibrate(
+    jt: JunctionTree, sizes: tuple[int, ...], psi: list[FloatArray]
+) -> tuple[list[FloatArray], float]:
+    """Sum-product on the junction tree: the probability table of each node, and log Z.
+
+    ``psi[i]`` is the log-potential of node ``i``. Upward messages are computed in log
+    space; the downward pass divides each node's separator marginal by its upward
+    message (Hugin form), so every node table is exponentiated about twice.
+    """
+    kids = jt.children
+    up: list[FloatArray | None] = [None] * len(jt.nodes)
+    inc: list[FloatArray | None] = [None] * len(jt.nodes)
+    for i in reversed(jt.order):
+        node = jt.nodes[i]
+        acc = psi[i]
+        for k in kids[i]:
+            msg = up[k]
+            assert msg is not None
+            acc = acc + _expand(msg, jt.separators[k], node, sizes)
+        inc[i] = acc
+        if jt.parent[i] >= 0:
+            up[i] = _logsumexp(acc, _axes_not_in(node, jt.separators[i]))
+    root = jt.order[0]
+    inc_root = inc[root]
+    assert inc_root is not None
+    log_z = float(_logsumexp(inc_root, tuple(range(inc_root.ndim))))
+    probs: list[FloatArray | None] = [None] * len(jt.nodes)
+    probs[root] = np.exp(inc_root - log_z)
+    for i in jt.order[1:]:
+        p = jt.parent[i]
+        sep = jt.separators[i]
+        parent_probs = probs[p]
+        inc_i, up_i = inc[i], up[i]
+        assert parent_probs is not None and inc_i is not None and up_i is not None
+        sep_marg = np.sum(parent_probs, axis=_axes_not_in(jt.nodes[p], sep))
+        with np.errstate(divide="ignore"):
+            log_sep = np.log(sep_marg)
+        probs[i] = np.exp(inc_i + _expand(log_sep - up_i, sep, jt.nodes[i], sizes))
+    out: list[FloatArray] = []
+    for t in probs:
+        assert t is not None
+        out.append(t)
+    return out, log_z
+
+
+# ---------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------
+
+
+def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Clique) -> int | None:
+    s = set(clique)
+    best: tuple[int, int] | None = None
+    for i, n in enumerate(jt.nodes):
+        if s <= set(n):
+            key = (clique_cells(sizes, n), i)
+            if best is None or key < best:
+                best = key
+    return None if best is None else best[1]
+
+
+class GraphicalModel:
+    """A fitted graphical model: ``total · P_θ`` with ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))``.
+
+    Construct it from log-potentials (``{clique: θ_C}``, each flattened in C order or
+    shaped by the clique's sizes), or get one from :func:`estimate_pgm`. Columns in no
+    clique are uniform and independent of the rest. All queries are post-processing.
+
+    Attributes:
+        sizes: domain size of each column.
+        total: the total count the marginals sum to.
+        cliques: the cliques that carry potentials, sorted.
+        junction_tree: the tree the marginals are computed on.
+        iterations: line-search steps of the fit that produced the model (0 if built
+            directly); ``losses[t]`` is the loss after step ``t``, ``losses[0]`` at start.
+    """
+
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        potentials: Mapping[Sequence[int], npt.ArrayLike],
+        total: float,
+        *,
+        max_clique_cells: int = MAX_CLIQUE_CELLS,
+    ) -> None:
+        sz = check_sizes(sizes)
+        theta: dict[Clique, FloatArray] = {}
+        for key, value in potentials.items():
+            cl = check_clique(key, "potential clique")
+            check_clique_in(cl, sz, "potential clique")
+            arr = np.array(value, dtype=np.float64, copy=True)
+            if arr.size != clique_cells(sz, cl):
+                raise ValueError(
+                    f"potential of clique {cl} has {arr.size} values, but the clique has "
+                    f"{clique_cells(sz, cl)} cells (sizes {clique_shape(sz, cl)})"
+                )
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"potential of clique {cl} must be finite")
+            arr = arr.reshape(clique_shape(sz, cl))
+            theta[cl] = theta[cl] + arr if cl in theta else arr
+        jt = build_junction_tree(sz, theta, max_clique_cells)
+        self._init(sz, theta, check_total(total), jt, max_clique_cells)
+
+    def _init(
+        self,
+        sizes: tuple[int, ...],
+        theta: dict[Clique, FloatArray],
+        total: float,
+        jt: JunctionTree,
+        max_clique_cells: int,
+        probs: list[FloatArray] | None = None,
+    ) -> None:
+        self._sizes = sizes
+        self._theta = {c: theta[c] for c in sorted(theta)}
+        self._total = total
+        self._jt = jt
+        self._max_cells = max_clique_cells
+        self._assign = {c: _node_of(jt, sizes, c) for c in self._theta}
+        if probs is None:
+            probs, _ = _calibrate(jt, sizes, _node_potentials(jt, sizes, self._theta, self._assign))
+        self._probs = probs
+        self.iterations = 0
+        self.losses: tuple[float, ...] = ()
+        self.step_scale = 1.0
+
+    @classmethod
+    def _from_fit(
+        cls,
+        sizes: tuple[int, ...],
+        theta: dict[Clique, FloatArray],
+        total: float,
+        jt: JunctionTree,
+        max_clique_cells: int,
+        probs: list[FloatArray],
+    ) -> GraphicalModel:
+        model = cls.__new__(cls)
+        model._init(sizes, theta, total, jt, max_clique_cells, probs)
+        return model
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return self._sizes
+
+    @property
+    def total(self) -> float:
+        return self._total
+
+    @property
+    def cliques(self) -> tuple[Clique, ...]:
+        return tuple(self._theta)
+
+    @property
+    def junction_tree(self) -> JunctionTree:
+        return self._jt
+
+    @property
+    def potentials(self) -> dict[Clique, FloatArray]:
+        """Copies of the log-potentials ``θ_C``, flattened in C order."""
+        return {c: t.reshape(-1).copy() for c, t in self._theta.items()}
+
+    def __repr__(self) -> str:
+        widest = max(clique_cells(self._sizes, n) for n in self._jt.nodes)
+        return (
+            f"GraphicalModel(columns={len(self._sizes)}, cliques={len(self._theta)}, "
+            f"junction_tree_nodes={len(self._jt.nodes)}, widest_node_cells={widest}, "
+            f"total={self._total:g})"
+        )
+
+    def marginal(self, clique: Sequence[int]) -> FloatArray:
+        """Counts of the marginal of ``clique``, flattened in C order; they sum to ``total``.
+
+        A clique inside one junction-tree node is read off that node; otherwise the
+        marginal is computed by variable elimination over the smallest subtree that
+        covers it (a ValueError if an intermediate table would exceed
+        ``max_clique_cells``).
+        """
+        cl = check_clique(clique)
+        check_clique_in(cl, self._sizes)
+        node = _smallest_containing(self._jt, self._sizes, cl)
+        if node is not None:
+            table = self._probs[node]
+            out = np.sum(table, axis=_axes_not_in(self._jt.nodes[node], cl))
+        else:
+            out = self._eliminate(cl)
+        return np.asarray(out, dtype=np.float64).reshape(-1) * self._total
+
+    def _eliminate(self, target: Clique) -> FloatArray:
+        """Probability table of ``target`` by variable elimination on a subtree.
+
+        The joint of the columns of a subtree of a calibrated junction tree is the
+        root's table times each other node's table conditioned on its separator; the
+        factors of the smallest subtree covering ``target`` are contracted by
+        :func:`numpy.einsum` along a greedy path whose intermediates are checked
+        against ``max_clique_cells``.
+        """
+        jt, sizes = self._jt, self._sizes
+        adj: list[list[int]] = [[] for _ in jt.nodes]
+        for i in jt.order[1:]:
+            adj[i].append(jt.parent[i])
+            adj[jt.parent[i]].append(i)
+        want = set(target)
+        root = max(
+            range(len(jt.nodes)),
+            key=lambda i: (len(want & set(jt.nodes[i])), -clique_cells(sizes, jt.nodes[i]), -i),
+        )
+        par = {root: -1}
+        depth = {root: 0}
+        bfs = [root]
+        for i in bfs:
+            for j in adj[i]:
+                if j not in par:
+                    par[j], depth[j] = i, depth[i] + 1
+                    bfs.append(j)
+        keep = {root}
+        for c in sorted(want - set(jt.nodes[root])):
+            holder = min(
+                (i for i, n in enumerate(jt.nodes) if c in n),
+                key=lambda i: (depth[i], clique_cells(sizes, jt.nodes[i]), i),
+            )
+            while holder not in keep:
+                keep.add(holder)
+                holder = par[holder]
+        factors: list[tuple[Clique, FloatArray]] = []
+        for i in sorted(keep):
+            node, table = jt.nodes[i], self._probs[i]
+            if i != root:
+                sep = tuple(sorted(set(node) & set(jt.nodes[par[i]])))
+                sep_marg = _expand(np.sum(table, axis=_axes_not_in(node, sep)), sep, node, sizes)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    table = np.where(sep_marg > 0, table / sep_marg, 0.0)
+            factors.append((node, table))
+        return _contract(factors, target, sizes, self._max_cells)
+
+    def sample(self, n: int, rng: np.random.Generator) -> IntArray:
+        """``n`` independent synthetic rows ``(n, d)`` (int64 codes) drawn from ``P_θ``.
+
+        Forward sampling along the junction tree: the root node's cells from its
+        marginal, then each node's new columns given its separator with its parent.
+        """
+        n = check_sample_size(n)
+        jt, sizes = self._jt, self._sizes
+        out = np.zeros((n, len(sizes)), dtype=np.int64)
+        if n == 0:
+            return out
+        for i in jt.order:
+            node = jt.nodes[i]
+            sep = jt.separators[i]
+            new = tuple(c for c in node if c not in sep)
+            if not new:
+                continue
+            table = self._probs[i]
+            perm = [node.index(c) for c in sep] + [node.index(c) for c in new]
+            n_sep = clique_cells(sizes, sep)
+            n_new = clique_cells(sizes, new)
+            cond = np.ascontiguousarray(np.transpose(table, perm)).reshape(n_sep, n_new)
+            if not sep:
+                flat = sample_rows(cond.reshape(-1), n, rng)
+            else:
+                sep_idx = np.ravel_multi_index(
+                    tuple(out[:, c] for c in sep), clique_shape(sizes, sep)
+                )
+                flat = _sample_conditional(cond, sep_idx, rng)
+            cols = np.unravel_index(flat, clique_shape(sizes, new))
+            for c, v in zip(new, cols, strict=True):
+                out[:, c] = v
+        return out
+
+
+def _contract(
+    factors: list[tuple[Clique, FloatArray]],
+    target: Clique,
+    sizes: tuple[int, ...],
+    max_cells: int,
+) -> FloatArray:
+    """``Σ_{columns not in target} Π factors`` as a table over ``target`` (einsum).
+
+    Raises ValueError if an intermediate of numpy's greedy contraction path would
+    exceed ``max_cells`` cells.
+    """
+    labels, out, path = _contraction_plan(tuple(f for f, _ in factors), target, sizes, max_cells)
+    args: list[Any] = []
+    for (_, t), lab in zip(factors, labels, strict=True):
+        args += [t, list(lab)]
+    result: FloatArray = np.einsum(*args, list(out), optimize=path)
+    return result
+
+
+@functools.lru_cache(maxsize=4096)
+def _contraction_plan(
+    cliques: tuple[Clique, ...], target: Clique, sizes: tuple[int, ...], max_cells: int
+) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], list[Any]]:
+    """Labels, output labels and the checked greedy einsum path (cached: a stream asks
+    the same marginals of the same structure many times)."""
+    cols = sorted({c for f in cliques for c in f} | set(target))
+    if len(cols) > 52:
+        raise ValueError(f"this marginal involves {len(cols)} columns; at most 52 are supported")
+    label = {c: k for k, c in enumerate(cols)}
+    labels = tuple(tuple(label[c] for c in f) for f in cliques)
+    out = tuple(label[c] for c in target)
+    args: list[Any] = []
+    for f, lab in zip(cliques, labels, strict=True):
+        args += [np.broadcast_to(np.zeros(()), tuple(sizes[c] for c in f)), list(lab)]
+    path, _ = np.einsum_path(*args, list(out), optimize="greedy")
+    # replay the path: each step contracts some operands into one over the columns
+    # still needed by the remaining operands or the output
+    live: list[set[int]] = [set(f) for f in cliques]
+    for step in path[1:]:
+        taken = [live[k] for k in step]
+        live = [s for k, s in enumerate(live) if k not in step]
+        needed = set(target).union(*live)
+        merged = set().union(*taken) & needed
+        live.append(merged)
+        merged_cells = math.prod(sizes[c] for c in merged)
+        work = set().union(*taken)
+        work_cells = math.prod(sizes[c] for c in work)
+        if merged_cells > max_cells or work_cells > 64 * max_cells:
+            what, n = (merged, merged_cells) if merged_cells > max_cells else (work, work_cells)
+            raise ValueError(
+                f"this marginal needs a contraction over columns {tuple(sorted(what))} with "
+                f"{n} cells (max_clique_cells={max_cells}); ask for a smaller clique"
+            )
+    return labels, out, path
+
+
+def _sample_conditional(
+    joint: FloatArray, rows: npt.NDArray[np.intp], rng: np.random.Generator
+) -> npt.NDArray[np.intp]:
+    """One draw of a column index from row ``rows[k]`` of ``joint`` (normalised per row).
+
+    All rows are searched at once: row ``r``'s cumulative distribution is shifted by
+    ``r`` and concatenated, so a uniform ``u`` becomes ``r + u``.
+    """
+    n_rows, n_cols = joint.shape
+    mass = joint.sum(axis=1, keepdims=True)
+    cond = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), 1.0 / n_cols)
+    cum = np.cumsum(cond, axis=1)
+    cum[:, -1] = 1.0
+    cum += np.arange(n_rows, dtype=np.float64)[:, None]
+    pos = np.searchsorted(cum.reshape(-1), rows + rng.random(rows.size), side="right")
+    idx: npt.NDArray[np.intp] = np.clip(pos - rows * n_cols, 0, n_cols - 1)
+    return idx
+
+
+def _node_of(jt: JunctionTree, sizes: tuple[int, ...], clique: Clique) -> int:
+    node = _smallest_containing(jt, sizes, clique)
+    if node is None:  # the tree is built from these cliques, so this is a bug
+        raise AssertionError(f"clique {clique} is in no junction-tree node")
+    return node
+
+
+def _node_potentials(
+    jt: JunctionTree,
+    sizes: tuple[int, ...],
+    theta: Mapping[Clique, FloatArray],
+    assign: Mapping[Clique, int],
+) -> list[FloatArray]:
+    """Log-potential of each junction-tree node: the sum of the ``θ_C`` assigned to it."""
+    psi = [np.zeros(clique_shape(sizes, n)) for n in jt.nodes]
+    for c, t in theta.items():
+        i = assign[c]
+        psi[i] += _expand(t, c, jt.nodes[i], sizes)
+    return psi
+
+
+# ---------------------------------------------------------------------------------------
+# Estimation
+# ---------------------------------------------------------------------------------------
+
+
+def estimate_pgm(
+    sizes: Sequence[int],
+    measurements: Sequence[Measurement],
+    total: float,
+    *,
+    iters: int = 200,
+    warm_start: GraphicalModel | None = None,
+    extra_cliques: Iterable[Sequence[int]] = (),
+    max_clique_cells: int = MAX_CLIQUE_CELLS,
+    tol: float | None = None,
+    method: Literal["accelerated", "mirror-descent"] = "accelerated",
+) -> GraphicalModel:
+    """Fit a graphical model with marginals close to the measurements (post-processing).
+
+    Minimises ``L(μ) = Σ_m ||μ_{C_m} − y_m||² / σ_m²`` over models ``total · P_θ`` whose
+    cliques are those of the measurements, of ``extra_cliques`` and of ``warm_start``.
+    Each step is an entropic mirror-descent step ``θ_C ← θ_C − α ∂L/∂μ_C`` (Algorithm 1
+    of McKenna et al. 2019), kept only if it lowers ``L`` by at least half the decrease
+    its gradient predicts (Armijo): ``α`` then grows by 10 %, and halves on a rejected
+    step. ``method="accelerated"`` (default) takes the step from a Nesterov
+    extrapolation of ``θ`` (FISTA momentum), restarting the momentum whenever the loss
+    would rise (O'Donoghue and Candès 2015); ``"mirror-descent"`` takes plain steps.
+    The first ``α`` is ``1 / (total · Σ_m 1/σ_m²)``, the inverse smoothness constant of
+    ``L`` on the simplex (McKenna et al.), times ``warm_start.step_scale`` when
+    warm-starting.
+
+    Args:
+        sizes: domain size of each column.
+        measurements: the released noisy marginals (counts).
+        total: the total count of the model (positive).
+        iters: budget of belief propagations (one per trial point, the extrapolated
+            points of the accelerated method included).
+        warm_start: a previous fit over the same columns; its potentials start ``θ``
+            (each is kept on its clique, which stays in the model).
+        extra_cliques: cliques to keep in the model without measuring them.
+        max_clique_cells: refuse (ValueError) a junction tree with a larger node.
+        tol: stop early once ten propagations lower the loss by at most
+            ``tol · max(loss, 1)``; ``None`` spends all ``iters``.
+        method: ``"accelerated"`` or ``"mirror-descent"``.
+
+    The returned model records ``iterations`` (propagations spent), ``losses`` (the
+    loss of the current iterate after each, ``losses[0]`` at the start) and
+    ``step_scale`` (the final ``α`` over the first, at least 1, for the next warm start).
+    """
+    sz = check_sizes(sizes)
+    meas = check_measurements(sz, measurements)
+    tot = check_total(total)
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"iters must be a non-negative int, got {iters!r}")
+    if tol is not None and not (math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a non-negative number or None, got {tol!r}")
+    if method not in ("accelerated", "mirror-descent"):
+        raise ValueError(f"method must be 'accelerated' or 'mirror-descent', got {method!r}")
+    theta: dict[Clique, FloatArray] = {}
+    scale = 1.0
+    if warm_start is not None:
+        if not isinstance(warm_start, GraphicalModel):
+            raise ValueError(
+                f"warm_start must be a GraphicalModel, got {type(warm_start).__name__}"
+            )
+        if warm_start.sizes != sz:
+            raise ValueError(
+                f"warm_start has sizes {warm_start.sizes}, but the domain has sizes {sz}"
+            )
+        theta = {c: t.copy() for c, t in warm_start._theta.items()}
+        scale = warm_start.step_scale
+    for i, c in enumerate(extra_cliques):
+        cl = check_clique(c, f"extra_cliques[{i}]")
+        check_clique_in(cl, sz, f"extra_cliques[{i}]")
+        theta.setdefault(cl, np.zeros(clique_shape(sz, cl)))
+    for m in meas:
+        theta.setdefault(m.clique, np.zeros(clique_shape(sz, m.clique)))
+    jt = build_junction_tree(sz, theta, max_clique_cells)
+    fit = _Fit(sz, meas, tot, jt, theta)
+    inv_var = sum(1.0 / m.stddev**2 for m in meas)
+    alpha0 = 1.0 / (tot * inv_var) if inv_var > 0 else 0.0
+    alpha = fit.run(
+        alpha0 * scale, int(iters) if meas else 0, accelerated=method == "accelerated", tol=tol
+    )
+    point = fit.current
+    model = GraphicalModel._from_fit(sz, point.theta, tot, jt, max_clique_cells, point.probs)
+    model.iterations = len(fit.losses) - 1
+    model.losses = tuple(fit.losses)
+    model.step_scale = max(1.0, alpha / alpha0) if alpha0 > 0 else scale
+    return model
+
+
+#: Step-size factors of the line search (after an accepted / a rejected step).
+_GROW = 1.1
+_SHRINK = 0.5
+
+
+class _Point(NamedTuple):
+    """Potentials and what one belief propagation computes from them."""
+
+    theta: dict[Clique, FloatArray]
+    probs: list[FloatArray]
+    mu: dict[Clique, FloatArray]
+    loss: float
+    grad: dict[Clique, FloatArray]
+
+
+class _Fit:
+    """The optimisation: evaluation of potentials, and the line-search loop."""
+
+    def __init__(
+        self,
+        sizes: tuple[int, ...],
+        measurements: list[Measurement],
+        total: float,
+        jt: JunctionTree,
+        theta: dict[Clique, FloatArray],
+    ) -> None:
+        self.sizes, self.meas, self.total, self.jt = sizes, measurements, total, jt
+        self.assign = {c: _node_of(jt, sizes, c) for c in theta}
+        self.measured = sorted({m.clique for m in measurements})
+        self.current = self.evaluate(theta)
+        self.losses = [self.current.loss]
+
+    def evaluate(self, theta: dict[Clique, FloatArray]) -> _Point:
+        """Belief propagation at ``theta``: node tables, measured marginals, loss, gradient."""
+        probs, _ = _calibrate(
+            self.jt, self.sizes, _node_potentials(self.jt, self.sizes, theta, self.assign)
+        )
+        mu: dict[Clique, FloatArray] = {}
+        for c in self.measured:
+            i = self.assign[c]
+            marg = np.sum(probs[i], axis=_axes_not_in(self.jt.nodes[i], c))
+            mu[c] = np.asarray(marg).reshape(-1) * self.total
+        loss = 0.0
+        grad = {c: np.zeros_like(v) for c, v in mu.items()}
+        for m in self.meas:
+            diff = mu[m.clique] - m.values
+            w = 1.0 / m.stddev**2
+            loss += w * float(diff @ diff)
+            grad[m.clique] += 2.0 * w * diff
+        return _Point(theta, probs, mu, loss, grad)
+
+    def _moved(
+        self, base: dict[Clique, FloatArray], direction: Mapping[Clique, FloatArray], t: float
+    ) -> dict[Clique, FloatArray]:
+        """``base + t · direction`` on the measured cliques (the others never move)."""
+        out = dict(base)
+        for c in self.measured:
+            out[c] = base[c] + t * direction[c].reshape(base[c].shape)
+        return out
+
+    def _converged(self, tol: float | None) -> bool:
+        h = self.losses
+        return tol is not None and len(h) > 10 and h[-11] - h[-1] <= tol * max(h[-1], 1.0)
+
+    def run(self, alpha: float, budget: int, *, accelerated: bool, tol: float | None) -> float:
+        """Spend up to ``budget`` propagations; returns the final step size."""
+        spent = 0
+        previous = self.current.theta  # θ_{k-1}; equal to θ_k means no momentum
+        t_k = 1.0
+        while spent < budget and not self._converged(tol):
+            cur = self.current
+            t_next = (1.0 + math.sqrt(1.0 + 4.0 * t_k * t_k)) / 2.0 if accelerated else 1.0
+            beta = (t_k - 1.0) / t_next
+            base = cur
+            if beta > 0:
+                momentum = {c: cur.theta[c] - previous[c] for c in self.measured}
+                base = self.evaluate(self._moved(cur.theta, momentum, beta))
+                spent += 1
+                self.losses.append(cur.loss)
+            accepted: _Point | None = None
+            while spent < budget:
+                neg_grad = {c: -g for c, g in base.grad.items()}
+                trial = self.evaluate(self._moved(base.theta, neg_grad, alpha))
+                spent += 1
+                predicted = sum(
+                    float(base.grad[c] @ (base.mu[c] - trial.mu[c])) for c in self.measured
+                )
+                if base.loss - trial.loss >= 0.5 * predicted and trial.loss <= base.loss:
+                    alpha *= _GROW
+                    accepted = trial
+                    break
+                alpha *= _SHRINK
+                self.losses.append(cur.loss)
+            if accepted is None:
+                break
+            previous = cur.theta
+            if accepted.loss <= cur.loss:
+                self.current, t_k = accepted, t_next
+            else:  # the momentum overshot: drop the step and restart from θ_k
+                t_k = 1.0
+            self.losses.append(self.current.loss)
+        return alpha

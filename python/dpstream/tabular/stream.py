@@ -1,0 +1,495 @@
+"""A private synthetic table that follows a stream of insertions and deletions.
+
+Kumar, Strohmer and Vershynin, "Differentially private synthetic
+high-dimensional tabular stream": at every time ``t`` the stream receives a
+batch of inserted (and optionally deleted) records — the differential data
+``∇f_t`` — and releases a synthetic table ``g_t`` of the current size whose
+``k``-way marginals follow the real table ``f_t = Σ_{τ≤t} ∇f_τ``.
+
+Two methods:
+
+* ``method="proposed"`` (Algorithm 3, with the workload changes of Section
+  7.2): at each step, ``marginals_per_step = k`` workloads are selected one
+  by one by permute-and-flip (never worse than the paper's exponential
+  mechanism) on ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|``
+  with ``ε/2k`` each; the selected workload's histogram of ``∇f_t`` is fed to
+  its own continual counter (one vector counter per workload, ``ε/2k``), and
+  ``m(t,j) = C_j(t) + r(t−1,j)`` (the counter plus the synthetic data's
+  value at the times ``j`` was not selected) is a measurement for the fit.
+* ``method="baseline"`` (Algorithm 2, StreamingMWEM with the same fit): each
+  step runs an independent select–measure–fit on ``∇f_t`` alone (discrete
+  Laplace of scale ``2k/ε`` per selected histogram) and appends the fitted
+  table to the previous synthetic table. Insertions only.
+
+Privacy (Theorem 6.1):
+
+* **Neighbouring streams** differ by one record added to or removed from the
+  batch of one time step.
+* **Guarantee**: the whole sequence of synthetic tables is ε-DP, with
+  **public** batch sizes: the time index, the number of inserted and
+  deleted records of every batch (hence the table's size, which the output
+  has) and the domain are treated as public and are not protected. Only the
+  records' values are.
+* **Split**: ``ε/2`` to selection (``k`` selections of ``ε/2k`` per step; a
+  selection at time ``t`` reads only ``∇f_t`` and earlier releases) and
+  ``ε/2`` to measurement (a record enters only the ``k`` counters selected at
+  its time, ``ε/2k`` each; a workload histogram has ℓ1-sensitivity 1). See
+  :meth:`TabularStream.budget`.
+* **Noise**: exact discrete Laplace and exact permute-and-flip in the Rust
+  core from one ChaCha12 generator. Selection scores are floats: they are
+  rounded down to the grid ``2^-20`` (after computing them from the public
+  synthetic marginals), and the sensitivity passed to permute-and-flip is
+  ``max_i 1/|q_i| + 2^-18``, which bounds the change of a rounded score for
+  scores below ``2^31`` (larger scores are refused).
+* The fit (Private-PGM style graphical model, or multiplicative weights) and
+  the sampling of synthetic rows are post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream import noise
+from dpstream._params import RealLike, exact_fraction
+from dpstream._rng import Rng
+from dpstream.counters import KINDS, Counter, KindName
+from dpstream.tabular.domain import Codes, Domain
+from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.workloads import Clique, all_workloads, marginal
+
+__all__ = ["Budget", "TabularStream", "selection_scores"]
+
+MethodName = Literal["proposed", "baseline"]
+EstimatorName = Literal["pgm", "mw", "mbi"]
+
+#: The PGM fit stops once ten propagations lower its loss by less than this fraction.
+FIT_TOL = 1e-3
+#: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
+SCORE_BITS = 20
+_SCORE_LIMIT = 2.0**31
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How ε is split (exact; computed in one place, :meth:`TabularStream.budget`).
+
+    Attributes:
+        epsilon: the total ε of the whole stream.
+        selection: ε of one selection (``ε/2k``); ``k`` per step.
+        measurement: ε of one workload counter (proposed) or of one selected
+            histogram's discrete Laplace noise (baseline) (``ε/2k``).
+        laplace_scale: baseline only: the discrete Laplace scale ``2k/ε``.
+        score_sensitivity: the sensitivity given to permute-and-flip.
+    """
+
+    epsilon: Fraction
+    selection: Fraction
+    measurement: Fraction
+    laplace_scale: Fraction
+    score_sensitivity: Fraction
+
+
+def _int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+class TabularStream:
+    """ε-DP synthetic tables for a stream of categorical records.
+
+    Args:
+        domain: the public schema.
+        epsilon: ε of the whole stream (exact: see :mod:`dpstream._params`).
+        workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
+            sorted column-index tuples.
+        marginals_per_step: workloads selected and measured per step (the
+            paper's ``k``).
+        counter: the continual counter per workload (proposed method):
+            ``"simple"`` (the paper's choice), ``"block"``,
+            ``"unbounded-block"``, ``"binary-tree"``, ``"hybrid"``.
+        horizon: number of steps, required by ``"block"`` and
+            ``"binary-tree"`` counters.
+        method: ``"proposed"`` (Algorithm 3) or ``"baseline"`` (Algorithm 2).
+        estimator: ``"pgm"`` (built-in graphical model), ``"mw"``
+            (multiplicative weights over the full domain; small domains),
+            ``"mbi"`` (the optional Private-PGM package).
+        iters: iterations (belief propagations) of each fit.
+        max_model_cells: ``"pgm"`` only: a workload is a selection candidate
+            only if the model's junction tree with it stays within this many
+            cells (a public rule on public structure, as in MWEM+PGM), which
+            bounds the fit's time and memory.
+        rng: generator of the privacy noise (``None``: OS-seeded, private; a
+            seeded :class:`dpstream.Rng` is reproducible and **not private**).
+            Sampling of synthetic rows uses a numpy generator seeded from it.
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        epsilon: RealLike,
+        *,
+        workloads: int | list[Clique] = 2,
+        marginals_per_step: int = 5,
+        counter: KindName = "simple",
+        horizon: int | None = None,
+        method: MethodName = "proposed",
+        estimator: EstimatorName = "pgm",
+        iters: int = 100,
+        max_model_cells: int = 200_000,
+        rng: Rng | None = None,
+    ) -> None:
+        if not isinstance(domain, Domain):
+            raise TypeError(
+                f"domain must be a dpstream.tabular.Domain, got {type(domain).__name__}"
+            )
+        self._domain = domain
+        self._epsilon = exact_fraction(epsilon, "epsilon")
+        if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
+            cliques = all_workloads(domain, int(workloads))
+        elif isinstance(workloads, list):
+            cliques = [self._check_workload(w) for w in workloads]
+            if not cliques or len(set(cliques)) != len(cliques):
+                raise ValueError("workloads must be a non-empty list without repeats")
+        else:
+            raise TypeError("workloads must be an int k or a list of column-index tuples")
+        self._workloads: list[Clique] = cliques
+        self._k = _int(marginals_per_step, "marginals_per_step", 1)
+        if self._k > len(cliques):
+            raise ValueError(
+                f"marginals_per_step = {self._k} exceeds the number of workloads {len(cliques)}"
+            )
+        if counter not in KINDS:
+            raise ValueError(f"counter must be one of {KINDS}, got {counter!r}")
+        if method not in ("proposed", "baseline"):
+            raise ValueError(f"method must be 'proposed' or 'baseline', got {method!r}")
+        if estimator not in ("pgm", "mw", "mbi"):
+            raise ValueError(f"estimator must be 'pgm', 'mw' or 'mbi', got {estimator!r}")
+        self._method: MethodName = method
+        self._estimator: EstimatorName = estimator
+        self._iters = _int(iters, "iters", 1)
+        self._fit = _make_fit(estimator, domain.sizes, self._iters)
+        self._max_model_cells = _int(max_model_cells, "max_model_cells", 1)
+        self._fits_cache: dict[tuple[frozenset[Clique], int], bool] = {}
+        self._rng = rng if rng is not None else Rng()
+        seed = [int(x) for x in self._rng.integers(4)]
+        self._sample_rng = np.random.Generator(np.random.PCG64(seed))
+        self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
+        self._budget = self.budget(self._epsilon, self._k, cliques, domain)
+        self._counter_kind: KindName = counter
+        self._counters: list[Counter | None] = [None] * len(cliques)
+        self._horizon = horizon
+        if method == "proposed":
+            # One vector counter per workload, allocated when first selected;
+            # build one now so that bad counter parameters fail here (no noise is drawn).
+            Counter(counter, self._budget.measurement, 1, horizon=horizon, rng=self._rng)
+        self._t = 0
+        self._size = 0
+        # Public state: the previous synthetic model and its workload marginals.
+        self._model: MarginalModel | None = None
+        self._synthetic_marginals: list[npt.NDArray[np.float64]] = [
+            np.zeros(int(c)) for c in self._cells
+        ]
+        self._remainder: list[npt.NDArray[np.float64]] = [np.zeros(int(c)) for c in self._cells]
+        self._baseline_rows: list[Codes] = []
+
+    # ------------------------------------------------------------------ public values
+
+    @staticmethod
+    def budget(epsilon: RealLike, k: int, workloads: list[Clique], domain: Domain) -> Budget:
+        """The split of ε for ``k`` selections per step over ``workloads`` (exact)."""
+        eps = exact_fraction(epsilon, "epsilon")
+        k = _int(k, "marginals_per_step", 1)
+        share = eps / (2 * k)
+        smallest = min(domain.cells(c) for c in workloads)
+        sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
+        return Budget(eps, share, share, 1 / share, sensitivity)
+
+    @property
+    def domain(self) -> Domain:
+        """The public schema."""
+        return self._domain
+
+    @property
+    def epsilon(self) -> Fraction:
+        """ε of the whole stream."""
+        return self._epsilon
+
+    @property
+    def workloads(self) -> list[Clique]:
+        """The workloads (sorted column-index tuples), in selection order."""
+        return list(self._workloads)
+
+    @property
+    def t(self) -> int:
+        """Steps taken (public)."""
+        return self._t
+
+    @property
+    def size(self) -> int:
+        """Current number of records ``|f_t|`` (public: batch sizes are public)."""
+        return self._size
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise generator is seeded: reproducible, **not private**."""
+        return self._rng.seeded
+
+    def __repr__(self) -> str:
+        text = (
+            f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
+            f"workloads={len(self._workloads)}, k={self._k}, method={self._method!r}, "
+            f"estimator={self._estimator!r}, t={self._t})"
+        )
+        if self.seeded:
+            text += "  # seeded: reproducible, NOT PRIVATE"
+        return text
+
+    # ------------------------------------------------------------------ the stream
+
+    def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
+        """Take the next time step's insertions (and deletions); return the synthetic table.
+
+        Args:
+            batch: inserted records (a pandas/polars DataFrame with the domain's
+                columns, an ``(n, d)`` integer array, or ``None`` for none).
+            deletions: removed records, same forms (proposed method only).
+
+        Returns:
+            A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64
+            array) of ``size`` synthetic records.
+
+        A rejected batch (wrong columns, dtypes, unknown categories, deleting
+        more records than the table holds) raises before anything changes.
+        """
+        ins = self._domain.encode(batch)
+        dels = self._domain.encode(deletions)
+        if dels.shape[0] and self._method == "baseline":
+            raise ValueError("the baseline method takes insertions only")
+        size = self._size + ins.shape[0] - dels.shape[0]
+        if size < 0:
+            raise ValueError(
+                f"deleting {dels.shape[0]} records from a table of {self._size + ins.shape[0]}"
+            )
+        diff = [
+            marginal(ins, self._domain, c) - marginal(dels, self._domain, c)
+            for c in self._workloads
+        ]
+        if self._method == "proposed":
+            self._step_proposed(diff, size)
+        else:
+            self._step_baseline(diff, ins.shape[0])
+        self._size = size
+        self._t += 1
+        return self._table(self.synthetic_codes())
+
+    def synthetic_codes(self) -> Codes:
+        """The current synthetic table as an ``(size, d)`` int64 array (post-processing)."""
+        if self._method == "baseline":
+            if not self._baseline_rows:
+                return np.zeros((0, len(self._domain)), dtype=np.int64)
+            return np.concatenate(self._baseline_rows)
+        if self._model is None or self._size == 0:
+            return np.zeros((0, len(self._domain)), dtype=np.int64)
+        return self._model.sample(self._size, self._sample_rng)
+
+    def _table(self, codes: Codes) -> Any:
+        try:
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is a test dependency
+            return codes
+        return pd.DataFrame(codes, columns=list(self._domain.names))
+
+    # ------------------------------------------------------------------ selection
+
+    def _fits(self, structure: frozenset[Clique], i: int) -> bool:
+        """Whether workload ``i`` may join a model of ``structure`` (public cliques)."""
+        if self._estimator != "pgm":
+            return True
+        key = (structure, i)
+        if key not in self._fits_cache:
+            from dpstream.tabular.pgm import junction_tree_size
+
+            cliques = [*structure, self._workloads[i]]
+            size = junction_tree_size(self._domain.sizes, cliques)
+            self._fits_cache[key] = size <= self._max_model_cells
+        return self._fits_cache[key]
+
+    def _select(
+        self,
+        targets: list[npt.NDArray[np.float64]],
+        model_marginals: Any,
+        taken: set[int],
+        structure: frozenset[Clique],
+    ) -> int:
+        """Permute-and-flip over the workloads not yet taken at this step that fit the model."""
+        candidates = [
+            i for i in range(len(self._workloads)) if i not in taken and self._fits(structure, i)
+        ]
+        if not candidates:
+            raise ValueError(
+                "no workload fits the model within max_model_cells; raise it or use fewer "
+                "marginals_per_step"
+            )
+        scores = selection_scores(
+            [targets[i] for i in candidates],
+            [model_marginals(i) for i in candidates],
+        )
+        pick = noise.permute_and_flip(
+            scores,
+            self._budget.selection,
+            self._budget.score_sensitivity,
+            rng=self._rng,
+        )
+        return candidates[pick]
+
+    # ------------------------------------------------------------------ Algorithm 3
+
+    def _counter(self, i: int) -> Counter:
+        c = self._counters[i]
+        if c is None:
+            c = Counter(
+                self._counter_kind,
+                self._budget.measurement,
+                int(self._cells[i]),
+                horizon=self._horizon,
+                rng=self._rng,
+            )
+            self._counters[i] = c
+        return c
+
+    def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int) -> None:
+        # Selection target: q_i(∇f_t + g_{t-1}).
+        targets = [d + s for d, s in zip(diff, self._synthetic_marginals, strict=True)]
+        model = self._model
+        cache: dict[int, npt.NDArray[np.float64]] = {}
+
+        def model_marginals(i: int) -> npt.NDArray[np.float64]:
+            if i not in cache:
+                cache[i] = (
+                    self._synthetic_marginals[i]
+                    if model is self._model
+                    else model.marginal(self._workloads[i])  # type: ignore[union-attr]
+                )
+            return cache[i]
+
+        taken: set[int] = set()
+        measurements: list[Measurement] = []
+        for _ in range(self._k):
+            structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
+            j = self._select(targets, model_marginals, taken, structure)
+            taken.add(j)
+            counter = self._counter(j)
+            released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
+            values = released + self._remainder[j]
+            measurements.append(Measurement(self._workloads[j], values, _stddev(counter)))
+            model = self._fit(measurements, float(max(size, 1)), model)
+            cache = {}
+        self._model = model
+        assert model is not None
+        for i, clique in enumerate(self._workloads):
+            self._synthetic_marginals[i] = model.marginal(clique) * (
+                size / max(model.total, 1e-300)
+            )
+            if i not in taken:
+                c = self._counters[i]
+                counts = (
+                    c.release.astype(np.float64) if c is not None else np.zeros(int(self._cells[i]))
+                )
+                self._remainder[i] = self._synthetic_marginals[i] - counts
+
+    # ------------------------------------------------------------------ Algorithm 2
+
+    def _step_baseline(self, diff: list[npt.NDArray[np.float64]], n: int) -> None:
+        if n == 0:
+            return
+        scale = self._budget.laplace_scale
+        taken: set[int] = set()
+        measurements: list[Measurement] = []
+        model: MarginalModel | None = None
+        stddev = math.sqrt(2) * float(scale)
+
+        def model_marginals(i: int) -> npt.NDArray[np.float64]:
+            if model is None:
+                return np.full(int(self._cells[i]), n / float(self._cells[i]))
+            return model.marginal(self._workloads[i])
+
+        for _ in range(self._k):
+            structure = frozenset(self._workloads[i] for i in taken)
+            j = self._select(diff, model_marginals, taken, structure)
+            taken.add(j)
+            z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
+            measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
+            model = self._fit(measurements, float(n), None)
+        assert model is not None
+        self._baseline_rows.append(model.sample(n, self._sample_rng))
+
+    def _check_workload(self, w: object) -> Clique:
+        if not isinstance(w, tuple) or not w:
+            raise TypeError(f"a workload is a non-empty tuple of column indices, got {w!r}")
+        cols = tuple(int(c) for c in w)
+        if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(self._domain):
+            raise ValueError(f"workload {w!r} must be strictly increasing column indices")
+        return cols
+
+
+def selection_scores(
+    targets: list[npt.NDArray[np.float64]], model: list[npt.NDArray[np.float64]]
+) -> npt.NDArray[np.float64]:
+    """The workload utilities of Section 7.2 (3), rounded down to the ``2^-20`` grid.
+
+    ``e_i = ‖target_i − model_i‖₁ / |q_i| − |q_i|`` with ``|q_i|`` the number of cells.
+    Only ``target`` depends on the current batch; one record moves one cell of it by
+    one, so ``e_i`` moves by at most ``1/|q_i|`` and the rounded value by at most
+    ``1/|q_i| + 2^-18`` (float error below ``2^-21`` for scores below ``2^31``, plus one
+    grid step): the sensitivity :meth:`TabularStream.budget` gives permute-and-flip.
+    """
+    scores = np.empty(len(targets))
+    for n, (t, m) in enumerate(zip(targets, model, strict=True)):
+        scores[n] = float(np.abs(t - m).sum()) / t.size - t.size
+    if not np.all(np.isfinite(scores)) or np.any(np.abs(scores) >= _SCORE_LIMIT):
+        raise ValueError("selection scores out of range (a workload error beyond 2^31)")
+    rounded: npt.NDArray[np.float64] = np.floor(scores * 2.0**SCORE_BITS) / 2.0**SCORE_BITS
+    return rounded
+
+
+def _cliques_of(model: MarginalModel | None) -> tuple[Clique, ...]:
+    """The cliques a model keeps (a graphical model's; none for dense models)."""
+    return tuple(getattr(model, "cliques", ()))
+
+
+def _stddev(counter: Counter) -> float:
+    """Rough standard deviation of a counter's release (weights the fit only)."""
+    shares = counter.epsilon_split()
+    scale = max(float((s.sensitivity or 1) / s.epsilon) for s in shares)
+    t = max(counter.time, 1)
+    terms = t if counter.kind == "simple" else max(1.0, math.log2(t + 1))
+    return math.sqrt(2 * terms) * scale
+
+
+def _make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:
+    """The fit step ``(measurements, total, warm start) -> model`` (post-processing)."""
+    if estimator == "pgm":
+        from dpstream.tabular.pgm import estimate_pgm
+
+        def fit_pgm(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
+            return estimate_pgm(sizes, ms, total, iters=iters, warm_start=warm, tol=FIT_TOL)
+
+        return fit_pgm
+    if estimator == "mw":
+        from dpstream.tabular.mw import estimate_mw
+
+        def fit_mw(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
+            return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)
+
+        return fit_mw
+    raise ValueError("estimator 'mbi' needs the optional Private-PGM package")
