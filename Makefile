@@ -44,7 +44,8 @@ $(BIN)/python:
 $(DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" \
-		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9" "pandas>=2" "pandas-stubs>=2"
+		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9" "pandas>=2" "pandas-stubs>=2" \
+		"tqdm>=4.60" "pyarrow>=14" "polars>=0.20" "matplotlib>=3.7"
 	touch $@
 
 $(BENCH_DEPS): $(DEPS) Makefile

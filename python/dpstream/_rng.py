@@ -33,7 +33,7 @@ class Rng:
 
     def __init__(self, seed: int | bytes | None = None) -> None:
         if seed is None:
-            self._seed: int | bytes | None = None
+            self._seed: int | bytes | str | None = None
             self._inner = _core.Rng(None)
             return
         if isinstance(seed, (bytes, bytearray)):
@@ -61,6 +61,25 @@ class Rng:
         if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
             raise ValueError(f"size must be a non-negative int, got {size!r}")
         return self._inner.integers(int(size))
+
+    def _checkpoint_state(self) -> bytes | None:
+        """The state of a seeded generator (for checkpoints), ``None`` if OS-seeded.
+
+        An OS-seeded generator's key never leaves the Rust core: with it, every
+        noise value could be recomputed and subtracted.
+        """
+        state = self._inner.seeded_state()
+        return None if state is None else bytes(state)
+
+    @classmethod
+    def _from_checkpoint_state(cls, state: bytes | None) -> Rng:
+        """A generator continuing a saved seeded one, or a fresh OS-seeded one for ``None``."""
+        if state is None:
+            return cls()
+        rng = cls.__new__(cls)
+        rng._seed = "restored"
+        rng._inner = _core.Rng.from_seeded_state(bytes(state))
+        return rng
 
     def _refuse_copy(self, *_: object) -> NoReturn:
         # A copy would replay the same noise: two releases with identical noise

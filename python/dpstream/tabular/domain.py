@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,35 @@ class Domain:
     """Column names and their numbers of categories, in a fixed order.
 
     Args:
-        columns: ``{name: size}`` in column order; sizes are ints ``>= 1``.
+        columns: ``{name: size}`` in column order; a size is an int ``>= 1``, or
+            the public list of the column's categories (strings), whose position
+            is the code: such a column accepts the strings (or codes) in batches
+            and :meth:`decode` gives the strings back.
     """
 
-    __slots__ = ("_names", "_sizes")
+    __slots__ = ("_categories", "_names", "_sizes")
 
-    def __init__(self, columns: Mapping[str, int]) -> None:
+    def __init__(self, columns: Mapping[str, int | Sequence[str]]) -> None:
         if not isinstance(columns, Mapping):
             raise TypeError(f"columns must be a mapping name -> size, got {type(columns).__name__}")
         if not columns:
             raise ValueError("a domain needs at least one column")
         names: list[str] = []
         sizes: list[int] = []
+        categories: dict[str, tuple[str, ...]] = {}
         for name, size in columns.items():
             if not isinstance(name, str):
                 raise TypeError(f"column names must be strings, got {name!r}")
+            if isinstance(size, (list, tuple)):
+                cats = tuple(size)
+                if not cats or any(not isinstance(c, str) for c in cats):
+                    raise TypeError(
+                        f"the categories of column {name!r} must be a non-empty list of strings"
+                    )
+                if len(set(cats)) != len(cats):
+                    raise ValueError(f"column {name!r} lists a category twice")
+                categories[name] = cats
+                size = len(cats)
             if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Integral):
                 raise TypeError(f"the size of column {name!r} must be an int, got {size!r}")
             if not 1 <= int(size) <= _MAX_SIZE:
@@ -54,6 +68,7 @@ class Domain:
             sizes.append(int(size))
         self._names = tuple(names)
         self._sizes = tuple(sizes)
+        self._categories = categories
 
     @classmethod
     def from_json(cls, path: str | os.PathLike[str]) -> Domain:
@@ -73,6 +88,21 @@ class Domain:
     def sizes(self) -> tuple[int, ...]:
         """Number of categories of each column, in order."""
         return self._sizes
+
+    def categories(self, name: str) -> tuple[str, ...] | None:
+        """The public category labels of column ``name`` (``None``: plain codes)."""
+        if name not in self._names:
+            raise KeyError(f"no column {name!r} in the domain")
+        return self._categories.get(name)
+
+    def decode(self, codes: Codes) -> Any:
+        """A pandas DataFrame of ``codes``, with category labels where the domain has them."""
+        import pandas as pd
+
+        frame = pd.DataFrame(np.asarray(codes, dtype=np.int64), columns=list(self._names))
+        for name, cats in self._categories.items():
+            frame[name] = np.asarray(cats, dtype=object)[frame[name].to_numpy()]
+        return frame
 
     def size(self, name: str) -> int:
         """Number of categories of column ``name``."""
@@ -94,7 +124,11 @@ class Domain:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Domain):
             return NotImplemented
-        return self._names == other._names and self._sizes == other._sizes
+        return (
+            self._names == other._names
+            and self._sizes == other._sizes
+            and self._categories == other._categories
+        )
 
     def __hash__(self) -> int:
         return hash((self._names, self._sizes))
@@ -115,6 +149,8 @@ class Domain:
         d = len(self._names)
         if batch is None:
             return np.zeros((0, d), dtype=np.int64)
+        if type(batch).__module__.startswith("pyarrow") and hasattr(batch, "to_pandas"):
+            batch = batch.to_pandas()  # a pyarrow Table or RecordBatch
         columns = getattr(batch, "columns", None)
         if columns is not None and hasattr(batch, "to_numpy"):
             got = [str(c) for c in columns]
@@ -128,7 +164,11 @@ class Domain:
             n = len(arrays[0]) if arrays else 0
             out = np.empty((n, d), dtype=np.int64)
             for j, (name, arr) in enumerate(zip(self._names, arrays, strict=True)):
-                out[:, j] = _integer_column(arr, name)
+                cats = self._categories.get(name)
+                if cats is not None and arr.dtype.kind in "OUS":
+                    out[:, j] = _category_codes(arr, cats, name)
+                else:
+                    out[:, j] = _integer_column(arr, name)
         else:
             if isinstance(batch, (str, bytes)) or not hasattr(batch, "__len__"):
                 raise TypeError(
@@ -153,6 +193,23 @@ class Domain:
                     f"codes must be in 0..{size - 1}"
                 )
         return out
+
+
+def _category_codes(
+    arr: npt.NDArray[Any], cats: tuple[str, ...], name: str
+) -> npt.NDArray[np.int64]:
+    """Labels to codes by the public category list; unknown labels are refused by name."""
+    index = {c: i for i, c in enumerate(cats)}
+    out = np.empty(arr.shape[0], dtype=np.int64)
+    for i, v in enumerate(arr.tolist()):
+        code = index.get(v) if isinstance(v, str) else None
+        if code is None:
+            raise ValueError(
+                f"column {name!r} has unknown category {v!r} in row {i}; "
+                f"the domain lists {len(cats)} categories"
+            )
+        out[i] = code
+    return out
 
 
 def _integer_column(arr: npt.NDArray[Any], name: str) -> npt.NDArray[np.int64]:

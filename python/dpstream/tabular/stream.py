@@ -47,8 +47,11 @@ Privacy (Theorem 6.1):
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -68,6 +71,9 @@ __all__ = ["Budget", "TabularStream", "selection_scores"]
 
 MethodName = Literal["proposed", "baseline"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
+
+_MAGIC = b"DPSTREAM-TABULAR"
+_FORMAT = 1
 
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
 FIT_TOL = 1e-3
@@ -154,6 +160,17 @@ class TabularStream:
             )
         self._domain = domain
         self._epsilon = exact_fraction(epsilon, "epsilon")
+        self._config: dict[str, Any] = {
+            "epsilon": str(self._epsilon),
+            "workloads": workloads if isinstance(workloads, int) else [list(w) for w in workloads],
+            "marginals_per_step": marginals_per_step,
+            "counter": counter,
+            "horizon": horizon,
+            "method": method,
+            "estimator": estimator,
+            "iters": iters,
+            "max_model_cells": max_model_cells,
+        }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
             cliques = all_workloads(domain, int(workloads))
         elif isinstance(workloads, list):
@@ -309,6 +326,103 @@ class TabularStream:
             return codes
         return pd.DataFrame(codes, columns=list(self._domain.names))
 
+    # ------------------------------------------------------------------ checkpoints
+
+    def to_bytes(self) -> bytes:
+        """The whole state, for a checkpoint (versioned; numpy ``.npz`` container).
+
+        **Sensitive**: the counters hold exact sums — protect the bytes like the raw
+        data. An OS-seeded generator's key is not included (a loaded stream draws
+        a fresh one); a seeded stream resumes exactly.
+        """
+        header = {
+            "format": _FORMAT,
+            "domain": {
+                n: (list(self._domain.categories(n) or []) or self._domain.size(n))
+                for n in self._domain.names
+            },
+            "config": self._config,
+            "t": self._t,
+            "size": self._size,
+            "sample_rng": self._sample_rng.bit_generator.state,
+            "model": _model_kind(self._model),
+            "step_scale": getattr(self._model, "step_scale", 1.0),
+            "model_total": None if self._model is None else float(self._model.total),
+        }
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+        }
+        rng_state = self._rng._checkpoint_state()
+        if rng_state is not None:
+            arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+        for i in range(len(self._workloads)):
+            arrays[f"marginal_{i}"] = self._synthetic_marginals[i]
+            arrays[f"remainder_{i}"] = self._remainder[i]
+            c = self._counters[i]
+            if c is not None:
+                arrays[f"counter_{i}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
+        if header["model"] == "pgm":
+            for k, (clique, theta) in enumerate(self._model.potentials.items()):  # type: ignore[union-attr]
+                arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
+                arrays[f"theta_{k}"] = theta
+        elif header["model"] == "mw":
+            arrays["dense"] = self._model.counts  # type: ignore[union-attr]
+        for k, rows in enumerate(self._baseline_rows):
+            arrays[f"rows_{k}"] = rows
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)  # type: ignore[arg-type]
+        return _MAGIC + buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TabularStream:
+        """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt."""
+        if not bytes(data[: len(_MAGIC)]) == _MAGIC:
+            raise ValueError("not a dpstream TabularStream state")
+        try:
+            npz = np.load(io.BytesIO(bytes(data[len(_MAGIC) :])), allow_pickle=False)
+            arrays = {k: npz[k] for k in npz.files}
+            header = json.loads(arrays["header"].tobytes())
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+            raise ValueError(f"corrupt TabularStream state: {e}") from None
+        if header.get("format") != _FORMAT:
+            raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
+        from dpstream.counters import Counter
+
+        domain = Domain(header["domain"])
+        cfg = dict(header["config"])
+        if isinstance(cfg["workloads"], list):
+            cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
+        rng = Rng._from_checkpoint_state(arrays["rng"].tobytes() if "rng" in arrays else None)
+        s = cls(domain, Fraction(cfg.pop("epsilon")), rng=rng, **cfg)
+        s._t, s._size = int(header["t"]), int(header["size"])
+        s._sample_rng.bit_generator.state = header["sample_rng"]
+        n = len(s._workloads)
+        for i in range(n):
+            s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
+            s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
+            if f"counter_{i}" in arrays:
+                s._counters[i] = Counter.from_bytes(arrays[f"counter_{i}"].tobytes(), rng=s._rng)
+        if header["model"] == "pgm":
+            from dpstream.tabular.pgm import GraphicalModel
+
+            k = 0
+            potentials: dict[Sequence[int], npt.ArrayLike] = {}
+            while f"clique_{k}" in arrays:
+                potentials[tuple(int(c) for c in arrays[f"clique_{k}"])] = arrays[f"theta_{k}"]
+                k += 1
+            model = GraphicalModel(domain.sizes, potentials, header["model_total"])
+            model.step_scale = float(header["step_scale"])
+            s._model = model
+        elif header["model"] == "mw":
+            from dpstream.tabular.mw import DenseModel
+
+            s._model = DenseModel(domain.sizes, arrays["dense"])
+        k = 0
+        while f"rows_{k}" in arrays:
+            s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
+            k += 1
+        return s
+
     # ------------------------------------------------------------------ selection
 
     def _fits(self, structure: frozenset[Clique], i: int) -> bool:
@@ -462,6 +576,12 @@ def selection_scores(
     return rounded
 
 
+def _model_kind(model: MarginalModel | None) -> str | None:
+    if model is None:
+        return None
+    return "pgm" if hasattr(model, "potentials") else "mw"
+
+
 def _cliques_of(model: MarginalModel | None) -> tuple[Clique, ...]:
     """The cliques a model keeps (a graphical model's; none for dense models)."""
     return tuple(getattr(model, "cliques", ()))
@@ -492,4 +612,11 @@ def _make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> A
             return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)
 
         return fit_mw
-    raise ValueError("estimator 'mbi' needs the optional Private-PGM package")
+    from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
+
+    load_mbi()  # an ImportError saying how to install mbi, before any record is read
+
+    def fit_mbi(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
+        return estimate_mbi(sizes, ms, total, iters=iters, warm_start=warm)
+
+    return fit_mbi

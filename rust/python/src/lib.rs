@@ -74,6 +74,42 @@ impl Rng {
         self.inner.is_seeded()
     }
 
+    /// The full state of a seeded generator (68 bytes), or None for an OS-seeded one
+    /// (whose key is never exported).
+    fn seeded_state(&self) -> Option<Vec<u8>> {
+        self.inner
+            .seeded_state()
+            .map(|(key, stream, pos, bits, nbits)| {
+                let mut out = key.to_vec();
+                out.extend_from_slice(&stream.to_le_bytes());
+                out.extend_from_slice(&pos.to_le_bytes());
+                out.extend_from_slice(&bits.to_le_bytes());
+                out.extend_from_slice(&nbits.to_le_bytes());
+                out
+            })
+    }
+
+    /// A seeded generator continuing from `seeded_state()` output.
+    #[staticmethod]
+    fn from_seeded_state(state: &[u8]) -> PyResult<Self> {
+        if state.len() != 68 {
+            return Err(PyValueError::new_err(format!(
+                "a generator state has 68 bytes, got {}",
+                state.len()
+            )));
+        }
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&state[..32]);
+        let word = |a: usize, b: usize| state[a..b].to_vec();
+        let stream = u64::from_le_bytes(word(32, 40).try_into().unwrap_or_default());
+        let pos = u128::from_le_bytes(word(40, 56).try_into().unwrap_or_default());
+        let bits = u64::from_le_bytes(word(56, 64).try_into().unwrap_or_default());
+        let nbits = u32::from_le_bytes(word(64, 68).try_into().unwrap_or_default());
+        let inner = dpstream_core::Rng::from_seeded_state((key, stream, pos, bits, nbits))
+            .map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
     /// Uniform 64-bit integers.
     fn integers(&mut self, py: Python<'_>, size: usize) -> PyResult<Py<PyArray1<u64>>> {
         let mut out = zeroed::<u64>(size)?;

@@ -1,0 +1,100 @@
+"""Files in and out: CSV and Parquet tables, point scaling with public bounds.
+
+Reading and writing are not privacy operations; what matters is what is
+*derived* from the data. Point scaling uses bounds the caller states (never
+bounds computed from the data) and clips values outside them, which is a
+data-independent map.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream._files import atomic_write
+
+__all__ = ["Bounds", "parse_bounds", "read_table", "write_table"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ValueError(f"{path}: only .csv and .parquet files are supported, got {suffix!r}")
+    return suffix
+
+
+def read_table(path: str | os.PathLike[str], columns: list[str] | None = None) -> Any:
+    """A pandas DataFrame from a ``.csv`` or ``.parquet`` file (optionally some columns)."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"input file {p} does not exist")
+    if _suffix(p) == ".csv":
+        frame = pd.read_csv(p)
+    else:
+        try:
+            frame = pd.read_parquet(p)
+        except ImportError as e:  # pragma: no cover - pyarrow is a dependency
+            raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from e
+    if columns is not None:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{p}: no column(s) {missing}; the file has {list(frame.columns)}")
+    return frame
+
+
+def write_table(frame: Any, path: str | os.PathLike[str]) -> None:
+    """Write a pandas DataFrame to ``.csv`` or ``.parquet`` atomically (temp file + rename)."""
+    p = Path(path)
+    buf = io.BytesIO()
+    if _suffix(p) == ".csv":
+        frame.to_csv(buf, index=False)
+    else:
+        frame.to_parquet(buf, index=False)
+    atomic_write(p, buf.getvalue())
+
+
+class Bounds:
+    """Public per-column bounds ``[lo, hi]`` mapping points to ``[0,1]^d`` and back."""
+
+    __slots__ = ("hi", "lo")
+
+    def __init__(self, lo: FloatArray, hi: FloatArray) -> None:
+        if lo.shape != hi.shape or lo.ndim != 1 or not np.all(lo < hi):
+            raise ValueError("bounds need lo < hi for every column")
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError("bounds must be finite")
+        self.lo = lo
+        self.hi = hi
+
+    def to_unit(self, x: FloatArray) -> FloatArray:
+        """Scale to ``[0,1]^d``; values outside the bounds are clipped to them (NaN refused)."""
+        if not np.all(np.isfinite(x)):
+            raise ValueError("the points contain NaN or infinite values")
+        out: FloatArray = np.clip((x - self.lo) / (self.hi - self.lo), 0.0, 1.0)
+        return out
+
+    def from_unit(self, u: FloatArray) -> FloatArray:
+        """Back to the original units."""
+        out: FloatArray = self.lo + u * (self.hi - self.lo)
+        return out
+
+
+def parse_bounds(text: str, dim: int) -> Bounds:
+    """``"lo1,hi1,lo2,hi2,..."`` for ``dim`` columns."""
+    try:
+        values = [float(v) for v in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"--bounds must be numbers 'lo1,hi1,lo2,hi2,...', got {text!r}") from None
+    if len(values) != 2 * dim:
+        raise ValueError(f"--bounds needs {2 * dim} numbers (lo,hi per column), got {len(values)}")
+    arr = np.array(values).reshape(dim, 2)
+    return Bounds(arr[:, 0].copy(), arr[:, 1].copy())
