@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 .PHONY: demo test test-rust test-python lint bench develop clean
 
 demo: $(EXT)
-	$(BIN)/python -m dpstream.demo
+	$(BIN)/python -m dpstream.cli demo --out demo-output
 
 test: test-rust test-python
 

@@ -200,3 +200,11 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
         "--out", str(tmp_path / "p"),
     )  # fmt: skip
     assert result.returncode == 2 and "unknown category 'purple'" in result.stderr
+
+
+def test_demo_runs_both_commands(tmp_path: Path) -> None:
+    result = run("demo", "--out", str(tmp_path / "d"), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert "final W1" in result.stdout and "final_avg_we" in result.stdout
+    assert (tmp_path / "d" / "points" / "summary.png").exists()
+    assert (tmp_path / "d" / "table" / "metrics.png").exists()
