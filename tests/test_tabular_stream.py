@@ -198,3 +198,29 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
             synth = s.step(data[200 * t : 200 * (t + 1)])
         results[method] = workload_errors(data, synth, d)
     assert results["proposed"].avg_we < results["baseline"].avg_we, results
+
+
+@pytest.mark.parametrize("method", ["proposed", "baseline"])
+def test_a_checkpoint_resumes_exactly(method: str) -> None:
+    d = small()
+    rows = table(d, 1600, 9)
+
+    def make() -> TabularStream:
+        return TabularStream(
+            d, 1, marginals_per_step=2, iters=20, method=method,  # type: ignore[arg-type]
+            rng=dpstream.Rng(seed=4),
+        )  # fmt: skip
+
+    a, b = make(), make()
+    for t in range(4):
+        a.step(rows[200 * t : 200 * (t + 1)])
+        b.step(rows[200 * t : 200 * (t + 1)])
+    data = b.to_bytes()
+    b = TabularStream.from_bytes(data)
+    assert (b.t, b.size) == (4, 800) and b.seeded
+    for t in range(4, 8):
+        assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
+    with pytest.raises(ValueError):
+        TabularStream.from_bytes(data[:-10])
+    with pytest.raises(ValueError):
+        TabularStream.from_bytes(b"not a stream")

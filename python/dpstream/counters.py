@@ -56,6 +56,15 @@ that are mostly zero:
   ``ε_r`` (Lemma 3.3).
 * :func:`online_epsilon` — the privacy schedule ``ε_{j,r}`` of the online
   synthesizer, equations (4.1) and (5.1), as exact rationals rounded down.
+
+Checkpoints: every counter has ``to_bytes()`` and ``from_bytes(data, *,
+rng=None)`` (and works with :func:`dpstream.save` / :func:`dpstream.load`), a
+versioned, checksummed encoding made by the Rust core. The bytes hold the
+**exact** running sums, so they are as sensitive as the raw data: keep them
+private. No generator is stored (a counter draws from a generator, it does
+not own one); a loaded counter draws from ``rng``, or from a fresh OS-seeded
+generator when ``rng`` is ``None``. With the same generator state, a loaded
+counter continues exactly as the saved one would have.
 """
 
 from __future__ import annotations
@@ -138,6 +147,7 @@ class _CoreStream(Protocol):
     @property
     def time(self) -> int: ...
     def memory_bytes(self) -> int: ...
+    def to_bytes(self) -> bytes: ...
 
 
 class _CoreScalarStream(_CoreStream, Protocol):
@@ -167,6 +177,15 @@ class _NoisyStream:
     def memory_bytes(self) -> int:
         """Bytes held by the counter (its growth is stated in the class docs)."""
         return int(self._inner.memory_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The counter's state as versioned, checksummed bytes (for :func:`dpstream.save`).
+
+        **Sensitive**: the bytes hold the exact running sums (and, for the
+        sparse counters, the exact counts and noisy thresholds): protect them
+        like the raw data. The generator is not part of them.
+        """
+        return bytes(self._inner.to_bytes())
 
     def _describe(self) -> str:
         raise NotImplementedError
@@ -265,6 +284,29 @@ class Counter(_NoisyStream):
         self._epsilon = eps
         self._seeded = bool(self._inner.seeded)
 
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None) -> Counter:
+        """Load a counter saved by :meth:`to_bytes` (or :func:`dpstream.save`).
+
+        The loaded counter draws its noise from ``rng``; with ``rng=None`` it
+        gets its own fresh OS-seeded generator (private). Given the generator
+        state the saved counter would have used next, it continues exactly:
+        the same releases as without the save. :attr:`seeded` describes the
+        new generator only: a counter saved from a seeded run still carries
+        that run's reproducible noise and is **not private** either way.
+
+        Raises:
+            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
+            ValueError: the bytes are truncated, corrupted, of another kind
+                or of a newer format version.
+        """
+        inner = _core.Counter.from_bytes(_data(data), core_rng(rng))
+        obj = cls.__new__(cls)
+        obj._inner = inner
+        obj._epsilon = Fraction(*inner.epsilon())
+        obj._seeded = bool(inner.seeded)
+        return obj
+
     @property
     def kind(self) -> KindName:
         """The mechanism."""
@@ -343,6 +385,12 @@ class Counter(_NoisyStream):
             f"Counter({self.kind!r}, epsilon={self.epsilon}, dim={self.dim}{horizon}, "
             f"time={self.time})"
         )
+
+
+def _data(data: object) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
+    return bytes(data)
 
 
 def _value(value: object, name: str = "value") -> int:
@@ -434,6 +482,24 @@ class SparseCounter(_ScalarStream):
         self._epsilon = eps
         self._seeded = bool(self._inner.seeded)
 
+    @classmethod
+    def from_bytes(
+        cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None
+    ) -> SparseCounter:
+        """Load a counter saved by :meth:`to_bytes`; the generator as in :meth:`Counter.from_bytes`.
+
+        Raises:
+            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
+            ValueError: the bytes are truncated, corrupted, of another kind
+                or of a newer format version.
+        """
+        inner = _core.SparseCounter.from_bytes(_data(data), core_rng(rng))
+        obj = cls.__new__(cls)
+        obj._inner = inner
+        obj._epsilon = Fraction(*inner.epsilon())
+        obj._seeded = bool(inner.seeded)
+        return obj
+
     @property
     def epsilon(self) -> Fraction:
         """The privacy parameter of the whole stream (exact)."""
@@ -520,6 +586,27 @@ class InhomogeneousSparseCounter(_ScalarStream):
         )
         self._time_epsilon = teps
         self._seeded = bool(self._inner.seeded)
+
+    @classmethod
+    def from_bytes(
+        cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None
+    ) -> InhomogeneousSparseCounter:
+        """Load a counter saved by :meth:`to_bytes`; the generator as in :meth:`Counter.from_bytes`.
+
+        The schedule (a table of level epsilons, or the online synthesizer's)
+        is part of the bytes.
+
+        Raises:
+            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
+            ValueError: the bytes are truncated, corrupted, of another kind
+                or of a newer format version.
+        """
+        inner = _core.InhomogeneousSparseCounter.from_bytes(_data(data), core_rng(rng))
+        obj = cls.__new__(cls)
+        obj._inner = inner
+        obj._time_epsilon = Fraction(*inner.time_epsilon())
+        obj._seeded = bool(inner.seeded)
+        return obj
 
     @classmethod
     def online(

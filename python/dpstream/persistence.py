@@ -60,8 +60,19 @@ def load(path: str | os.PathLike[str]) -> Any:
         inner = _core.LinearSketch.from_bytes(data)
         cls = CountMinSketch if inner.kind == "count-min" else CountSketch
         return cls._wrap(inner)
+    if kind == "PrivHP":
+        from dpstream.privhp import PrivHP
+
+        return PrivHP.from_bytes(data)
     if kind == "OnlineSynthesizer":
         from dpstream.online import OnlineSynthesizer
 
         return OnlineSynthesizer.from_bytes(data)
+    if kind in ("Counter", "SparseCounter", "InhomogeneousSparseCounter"):
+        from dpstream import counters
+
+        # A loaded counter draws from a fresh OS-seeded generator; use
+        # ``<class>.from_bytes(data, rng=...)`` to give it one.
+        cls = getattr(counters, kind)
+        return cls.from_bytes(data)
     raise ValueError(f"cannot load objects of kind {kind}")

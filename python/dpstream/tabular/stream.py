@@ -51,6 +51,7 @@ import io
 import json
 import math
 import numbers
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -382,7 +383,7 @@ class TabularStream:
             npz = np.load(io.BytesIO(bytes(data[len(_MAGIC) :])), allow_pickle=False)
             arrays = {k: npz[k] for k in npz.files}
             header = json.loads(arrays["header"].tobytes())
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
             raise ValueError(f"corrupt TabularStream state: {e}") from None
         if header.get("format") != _FORMAT:
             raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
@@ -392,8 +393,10 @@ class TabularStream:
         cfg = dict(header["config"])
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
-        rng = Rng._from_checkpoint_state(arrays["rng"].tobytes() if "rng" in arrays else None)
-        s = cls(domain, Fraction(cfg.pop("epsilon")), rng=rng, **cfg)
+        rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
+        s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
+        # The constructor drew the sampling seed: restore the generator after it.
+        s._rng = Rng._from_checkpoint_state(rng_state)
         s._t, s._size = int(header["t"]), int(header["size"])
         s._sample_rng.bit_generator.state = header["sample_rng"]
         n = len(s._workloads)

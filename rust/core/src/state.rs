@@ -34,6 +34,15 @@ pub enum Kind {
     Sketch = 2,
     /// An online synthesizer ([`crate::synth::OnlineSynthesizer`]) in mid-stream.
     OnlineSynthesizer = 3,
+    /// An unreleased PrivHP summary ([`crate::synth::PrivHP`]): exact counts.
+    PrivHP = 4,
+    /// A continual-release counter ([`crate::counters::Counter`]): exact sums.
+    Counter = 5,
+    /// A sparse counter ([`crate::counters::SparseCounter`]): exact counts.
+    SparseCounter = 6,
+    /// An inhomogeneous sparse counter
+    /// ([`crate::counters::InhomogeneousSparseCounter`]): exact counts.
+    InhomogeneousSparseCounter = 7,
 }
 
 impl Kind {
@@ -43,6 +52,10 @@ impl Kind {
             1 => Some(Self::TreeGenerator),
             2 => Some(Self::Sketch),
             3 => Some(Self::OnlineSynthesizer),
+            4 => Some(Self::PrivHP),
+            5 => Some(Self::Counter),
+            6 => Some(Self::SparseCounter),
+            7 => Some(Self::InhomogeneousSparseCounter),
             _ => None,
         }
     }
@@ -53,6 +66,10 @@ impl Kind {
             Self::TreeGenerator => "TreeGenerator",
             Self::Sketch => "Sketch",
             Self::OnlineSynthesizer => "OnlineSynthesizer",
+            Self::PrivHP => "PrivHP",
+            Self::Counter => "Counter",
+            Self::SparseCounter => "SparseCounter",
+            Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
         }
     }
 }

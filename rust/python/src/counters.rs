@@ -11,6 +11,7 @@ use numpy::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 fn parse_kind(kind: &str, horizon: Option<u64>) -> PyResult<CounterKind> {
     let bounded = |h: Option<u64>| {
@@ -188,6 +189,21 @@ impl PyCounter {
         Ok(self.inner.release().to_vec().into_pyarray(py).unbind())
     }
 
+    /// Checkpoint bytes (kind `Counter`). Sensitive: the exact sums.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
+    /// fresh OS-seeded generator when `rng` is `None`.
+    #[staticmethod]
+    #[pyo3(signature = (data, rng=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
+        let inner = Counter::from_bytes(data).map_err(to_py_err)?;
+        let (rng, seeded) = make_source(py, rng)?;
+        Ok(Self { inner, rng, seeded })
+    }
+
     /// `(T, dim)` increments in, `(T, dim)` releases out. All-or-nothing.
     fn run(
         &mut self,
@@ -308,6 +324,19 @@ impl PySparseCounter {
         with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
         Ok(self.inner.release())
     }
+    /// Checkpoint bytes (kind `SparseCounter`). Sensitive: the exact counts.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
+    /// fresh OS-seeded generator when `rng` is `None`.
+    #[staticmethod]
+    #[pyo3(signature = (data, rng=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
+        let inner = SparseCounter::from_bytes(data).map_err(to_py_err)?;
+        let (rng, seeded) = make_source(py, rng)?;
+        Ok(Self { inner, rng, seeded })
+    }
     /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
     fn run(
         &mut self,
@@ -420,6 +449,21 @@ impl PyInhomogeneousSparseCounter {
         let Self { inner, rng, .. } = self;
         with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
         Ok(self.inner.release())
+    }
+    /// Checkpoint bytes (kind `InhomogeneousSparseCounter`). Sensitive: the exact counts.
+    /// Refused for a schedule given as a function (none is, from Python).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = self.inner.to_bytes().map_err(to_py_err)?;
+        Ok(PyBytes::new(py, &data))
+    }
+    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
+    /// fresh OS-seeded generator when `rng` is `None`.
+    #[staticmethod]
+    #[pyo3(signature = (data, rng=None))]
+    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
+        let inner = InhomogeneousSparseCounter::from_bytes(data).map_err(to_py_err)?;
+        let (rng, seeded) = make_source(py, rng)?;
+        Ok(Self { inner, rng, seeded })
     }
     /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
     fn run(

@@ -32,6 +32,7 @@ use super::vector::{add_into, zeros};
 use super::NoiseProcess;
 use crate::error::{invalid, Result};
 use crate::noise::DiscreteLaplace;
+use crate::state::{Reader, Writer};
 
 #[derive(Clone, Debug)]
 pub(crate) struct Hybrid {
@@ -59,6 +60,56 @@ impl Hybrid {
             pending: None,
             psums: PSums::new(dim, 0)?,
         })
+    }
+}
+
+impl Hybrid {
+    /// Encode the logarithmic noise and the current epoch's p-sums (the
+    /// epoch and its samplers follow from time).
+    pub(crate) fn write_state(&self, w: &mut Writer) {
+        for z in &self.log_noise {
+            w.i64(*z);
+        }
+        self.psums.write(w);
+    }
+
+    /// Decode [`Hybrid::write_state`] output into a new counter's process
+    /// that is at `time`, whose release carries the noise `noise`.
+    pub(crate) fn read_state(
+        &mut self,
+        r: &mut Reader<'_>,
+        time: u64,
+        noise: &[i64],
+    ) -> Result<()> {
+        let bad = || {
+            invalid!(
+                "invalid dpstream state: the hybrid noise does not match the time or the release"
+            )
+        };
+        for z in self.log_noise.iter_mut() {
+            *z = r.i64()?;
+        }
+        // After step t, the current epoch is k = ⌊log2 t⌋ with a tree of k
+        // levels holding the t − 2^k items since 2^k (none before t = 1).
+        let k = time.checked_ilog2().unwrap_or(0);
+        let items = time.saturating_sub(1 << k);
+        let psums = PSums::read(r, noise.len(), k)?;
+        psums.validate(true)?;
+        let mut total = zeros(noise.len(), "the hybrid noise")?;
+        psums.noise_total(&mut total)?;
+        let mut expect = zeros(noise.len(), "the hybrid noise")?;
+        add_into(&self.log_noise, &total, &mut expect, "the hybrid noise").map_err(|_| bad())?;
+        if psums.items() != items || expect != noise {
+            return Err(bad());
+        }
+        self.epoch = if k >= 1 {
+            Some(DiscreteLaplace::new(&self.tree_share.scale(k)?)?)
+        } else {
+            None
+        };
+        self.pending = None;
+        self.psums = psums;
+        Ok(())
     }
 }
 

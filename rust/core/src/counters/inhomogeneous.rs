@@ -41,13 +41,14 @@
 //! does not fit in `u64`, a schedule error) changes nothing, the generator
 //! included.
 
+use super::encoding::{bad, read_rational, write_rational};
 use super::sparse::{SparseParams, SparseState, MAX_SPARSE_COUNT};
 use super::{check_run_lengths, run_scalar};
 use crate::error::{invalid, Error, Result};
 use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
 use crate::rng::Rng;
-use crate::state::{Reader, Writer};
+use crate::state::{self, Kind, Reader, Writer};
 use crate::synth::online_epsilon;
 use num_bigint::BigUint;
 use num_traits::ToPrimitive;
@@ -246,6 +247,18 @@ impl LevelState {
         })
     }
 
+    /// Check a decoded state against its level (what [`LevelState::read`]
+    /// leaves unchecked): the level's sum equals the counts of its
+    /// Algorithm-2 counter.
+    fn validate(&self) -> Result<()> {
+        if self.sparse.validate()? != self.sum {
+            return Err(invalid!(
+                "invalid dpstream state: the level sum does not match its counter"
+            ));
+        }
+        Ok(())
+    }
+
     /// Process the level's steps up to local step `upto` (1-based), of
     /// which only the last may be non-zero (`value`); the earlier ones are
     /// zeros and are skipped lazily with the same law. All-or-nothing for the
@@ -440,6 +453,130 @@ impl InhomogeneousSparseCounter {
         debug_assert!(p.start <= t && t < p.end);
         state.advance_to(&p, rng, t - p.start + 1, Some(value))?;
         Ok((p, state))
+    }
+
+    /// Encode the whole counter for a checkpoint
+    /// ([`Kind::InhomogeneousSparseCounter`]): `ε_time`, `r_0`, the schedule,
+    /// the time and the current level's state (layout in `counters/encoding.rs`).
+    ///
+    /// **Sensitive**: the bytes hold the exact counts (protect them like the
+    /// raw data). No generator state is stored: the counter has none.
+    ///
+    /// Fails for a [`LevelSchedule::Function`] schedule, which cannot be
+    /// encoded; [`LevelSchedule::Table`] and [`LevelSchedule::Online`] can.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut w = Writer::new();
+        write_rational(&mut w, &self.time_epsilon);
+        w.u32(self.start_level);
+        match &self.schedule {
+            LevelSchedule::Table(table) => {
+                w.u8(0);
+                w.u64(table.len() as u64);
+                for e in table {
+                    write_rational(&mut w, e);
+                }
+            }
+            LevelSchedule::Online {
+                epsilon,
+                dim,
+                depth,
+            } => {
+                w.u8(1);
+                write_rational(&mut w, epsilon);
+                w.u32(*dim);
+                w.u32(*depth);
+            }
+            LevelSchedule::Function(_) => {
+                return Err(invalid!(
+                    "an inhomogeneous sparse counter with a LevelSchedule::Function schedule \
+                     cannot be saved (a function cannot be encoded); use \
+                     LevelSchedule::Table or LevelSchedule::Online"
+                ))
+            }
+        }
+        w.u64(self.time);
+        w.i64(self.total);
+        match &self.level {
+            None => w.u8(0),
+            Some((p, s)) => {
+                w.u8(1);
+                w.u32(p.level);
+                s.write(&mut w);
+            }
+        }
+        Ok(state::encode(Kind::InhomogeneousSparseCounter, &w.finish()))
+    }
+
+    /// Decode [`InhomogeneousSparseCounter::to_bytes`] output. Fails with a
+    /// clear error on truncated, corrupted or foreign bytes and on a state
+    /// that no counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::InhomogeneousSparseCounter)?;
+        let mut r = Reader::new(payload);
+        let time_epsilon = read_rational(&mut r)?;
+        // Level r starts at ⌈2^r / ε⌉ ≥ 2^(r − bits(numerator of ε)): a level
+        // beyond this bound starts past 2^64 steps (and is refused before its
+        // 2^r is computed).
+        let max_level = time_epsilon.numer().bits().saturating_add(64);
+        let level_ok = |level: u32| u64::from(level) <= max_level;
+        let start_level = r.u32()?;
+        if !level_ok(start_level) {
+            return Err(bad(format!(
+                "the starting level {start_level} starts beyond 2^64 steps"
+            )));
+        }
+        let schedule = match r.u8()? {
+            0 => {
+                // Every encoded rational takes at least 16 bytes.
+                let n = r.count(16)?;
+                LevelSchedule::Table(
+                    (0..n)
+                        .map(|_| read_rational(&mut r))
+                        .collect::<Result<_>>()?,
+                )
+            }
+            1 => LevelSchedule::Online {
+                epsilon: read_rational(&mut r)?,
+                dim: r.u32()?,
+                depth: r.u32()?,
+            },
+            tag => return Err(bad(format!("unknown level schedule {tag}"))),
+        };
+        let mut c = Self::new(&time_epsilon, start_level, schedule).map_err(bad)?;
+        let time = r.u64()?;
+        let total = r.i64()?;
+        if !(0..=MAX_SPARSE_COUNT).contains(&total) {
+            return Err(bad("the running count is out of range"));
+        }
+        let level = match (r.u8()?, time >= c.first_time) {
+            (0, false) if total == 0 => None,
+            (1, true) => {
+                let level = r.u32()?;
+                if level < start_level || !level_ok(level) {
+                    return Err(bad(format!("time level {level} is out of range")));
+                }
+                let p = c.params(level).map_err(bad)?;
+                if !(p.start..p.end).contains(&time) {
+                    return Err(bad(format!("time {time} is not in time level {level}")));
+                }
+                let s = LevelState::read(&mut r, &p)?;
+                s.validate()?;
+                let first = nonempty_level(&time_epsilon, start_level)? == level;
+                let consistent = s.local_time() == time - p.start + 1
+                    && s.sum <= total
+                    && (!first || (s.s_tilde, s.sum) == (0, total));
+                if !consistent {
+                    return Err(bad("the level's state does not match the time"));
+                }
+                Some((p, s))
+            }
+            _ => return Err(bad("the level does not match the time")),
+        };
+        r.finish()?;
+        c.time = time;
+        c.total = total;
+        c.level = level;
+        Ok(c)
     }
 
     /// Feed `values.len()` steps and write each release to `out`. All-or-nothing.

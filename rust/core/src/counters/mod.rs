@@ -66,6 +66,15 @@
 //!   prefix), so keeping the noise instead of the noisy values changes no
 //!   released bit.
 //!
+//! # Checkpoints
+//!
+//! [`Counter::to_bytes`] / [`Counter::from_bytes`] (and the same methods of
+//! the sparse counters) save and restore a counter exactly, in the
+//! versioned, checksummed format of [`crate::state`]. The bytes hold the
+//! exact running sums: **protect them like the raw data**. A counter owns no
+//! generator, so none is stored; a restored counter stepped with the same
+//! generator continues exactly as the original would have.
+//!
 //! # Errors and atomicity
 //!
 //! [`Counter::step`] refuses an increment of the wrong length, a step past a
@@ -75,6 +84,7 @@
 //! it never triggers.
 
 mod block;
+mod encoding;
 mod hybrid;
 mod inhomogeneous;
 mod psums;

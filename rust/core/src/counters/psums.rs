@@ -67,6 +67,11 @@ impl PSums {
         self.local
     }
 
+    /// Levels the tree has room for.
+    pub(crate) fn levels(&self) -> u32 {
+        self.levels
+    }
+
     /// The level of the p-sum that the next item closes.
     pub(crate) fn next_level(&self) -> Result<u32> {
         let i = self.local.wrapping_add(1).trailing_zeros();
@@ -95,6 +100,8 @@ impl PSums {
         let Ok(i) = self.next_level() else { return };
         let i = i as usize;
         if self.noise.len() < (i + 1) * self.dim {
+            // Exact growth: the footprint is a function of the items, also after a reload.
+            self.noise.reserve_exact((i + 1) * self.dim - self.noise.len());
             self.noise.resize((i + 1) * self.dim, 0);
         }
         self.noise[..i * self.dim].fill(0);
@@ -141,13 +148,50 @@ impl PSums {
                 "invalid dpstream state: p-sums do not fit their tree"
             ));
         }
-        let noise = (0..n).map(|_| r.i64()).collect::<Result<Vec<_>>>()?;
+        let mut noise = (0..n).map(|_| r.i64()).collect::<Result<Vec<_>>>()?;
+        noise.shrink_to_fit(); // hold what the original held
         Ok(Self {
             dim,
             levels,
             noise,
             local,
         })
+    }
+
+    /// Check decoded p-sums: the rows held cover the set bits of the local
+    /// time and the rows of unset bits are zero (what [`PSums::commit`] and
+    /// [`PSums::restart`] keep); a `full` tree holds every level's row.
+    pub(crate) fn validate(&self, full: bool) -> Result<()> {
+        let dim = self.dim.max(1);
+        let rows = self.noise.len() / dim;
+        let covered = rows >= 64 || self.local >> rows == 0;
+        let full_ok = !full || self.noise.len() == self.dim.saturating_mul(self.levels as usize);
+        let zero_ok =
+            self.noise.chunks_exact(dim).enumerate().all(|(j, row)| {
+                (j < 64 && self.local >> j & 1 == 1) || row.iter().all(|z| *z == 0)
+            });
+        if !(covered && full_ok && zero_ok) {
+            return Err(invalid!(
+                "invalid dpstream state: p-sums do not match their item count"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `out = Σ` of the noise rows: the noise these p-sums put in a release
+    /// (`out` has `dim` values). Fails when it exceeds the `i64` range.
+    pub(crate) fn noise_total(&self, out: &mut [i64]) -> Result<()> {
+        let dim = self.dim.max(1);
+        for (c, o) in out.iter_mut().enumerate() {
+            let acc: i128 = self
+                .noise
+                .chunks_exact(dim)
+                .map(|row| i128::from(row[c]))
+                .sum();
+            *o = i64::try_from(acc)
+                .map_err(|_| invalid!("invalid dpstream state: p-sum noise out of range"))?;
+        }
+        Ok(())
     }
 
     /// Heap bytes held.

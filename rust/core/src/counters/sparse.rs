@@ -91,6 +91,7 @@
 //! segment count beyond `2^62`; a refused step changes nothing, the
 //! generator included.
 
+use super::encoding::{bad, read_rational, write_rational};
 use super::psums::PSums;
 use super::split::{epsilon_split, tree_levels, Share};
 use super::{check_run_lengths, run_scalar};
@@ -99,7 +100,7 @@ use crate::error::{invalid, Error, Result};
 use crate::noise::{DiscreteLaplace, TailTest};
 use crate::rational::Rational;
 use crate::rng::Rng;
-use crate::state::{Reader, Writer};
+use crate::state::{self, Kind, Reader, Writer};
 
 /// Largest exact count a sparse counter keeps (sums stay far inside `i64`).
 pub const MAX_SPARSE_COUNT: i64 = 1 << 62;
@@ -255,6 +256,31 @@ impl SparseState {
             sub_noise,
             psums,
         })
+    }
+
+    /// Check the invariants of a decoded state that [`SparseState::read`]
+    /// leaves unchecked; returns the exact sum of the values it counted.
+    pub(crate) fn validate(&self) -> Result<i64> {
+        self.psums.validate(false)?;
+        let mut noise = [0i64];
+        self.psums.noise_total(&mut noise)?;
+        let fresh = !self.started
+            && self.segments() == 0
+            && (self.open_count, self.noisy_threshold, self.closed_sum) == (0, 0, 0);
+        let ok = self.started == (self.time > 0)
+            && (self.started || fresh)
+            && noise[0] == self.sub_noise
+            && (self.segments() > 0 || self.closed_sum == 0);
+        let total = self
+            .closed_sum
+            .checked_add(self.open_count)
+            .filter(|s| *s <= MAX_SPARSE_COUNT);
+        match total {
+            Some(total) if ok => Ok(total),
+            _ => Err(invalid!(
+                "invalid dpstream state: the sparse counter's counts are inconsistent"
+            )),
+        }
     }
 
     /// Heap bytes held (the p-sums of the closed segments).
@@ -473,6 +499,45 @@ impl SparseCounter {
     ) -> Result<()> {
         let saved = rng.clone();
         f(self, rng).inspect_err(|_| *rng = saved)
+    }
+
+    /// Encode the whole counter for a checkpoint ([`Kind::SparseCounter`]):
+    /// ε, `T`, the exact total, then the state (layout in `counters/encoding.rs`).
+    ///
+    /// **Sensitive**: the bytes hold the exact counts and the noisy
+    /// threshold (protect them like the raw data). No generator state is
+    /// stored: the counter has none.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        write_rational(&mut w, &self.params.epsilon);
+        w.u64(self.params.horizon);
+        w.i64(self.total);
+        self.state.write(&mut w);
+        state::encode(Kind::SparseCounter, &w.finish())
+    }
+
+    /// Decode [`SparseCounter::to_bytes`] output. Fails with a clear error
+    /// on truncated, corrupted or foreign bytes and on a state that no
+    /// counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::SparseCounter)?;
+        let mut r = Reader::new(payload);
+        let epsilon = read_rational(&mut r)?;
+        let horizon = r.u64()?;
+        let params = SparseParams::new(&epsilon, horizon).map_err(bad)?;
+        let total = r.i64()?;
+        let state = SparseState::read(&mut r, &params)?;
+        r.finish()?;
+        if state.validate()? != total {
+            return Err(bad(
+                "the sparse counter's total does not match its segments",
+            ));
+        }
+        Ok(Self {
+            params,
+            state,
+            total,
+        })
     }
 
     /// Feed `values.len()` steps and write each step's release to `out`.

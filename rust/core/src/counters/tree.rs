@@ -12,8 +12,9 @@
 use super::psums::PSums;
 use super::split::{tree_levels, Share};
 use super::NoiseProcess;
-use crate::error::Result;
+use crate::error::{invalid, Result};
 use crate::noise::DiscreteLaplace;
+use crate::state::{Reader, Writer};
 
 #[derive(Clone, Debug)]
 pub(crate) struct Tree {
@@ -27,6 +28,33 @@ impl Tree {
             psum: DiscreteLaplace::new(&shares[0].scale(0)?)?,
             psums: PSums::new(dim, tree_levels(horizon))?,
         })
+    }
+
+    /// Encode the p-sums (the levels follow from the public horizon).
+    pub(crate) fn write_state(&self, w: &mut Writer) {
+        self.psums.write(w);
+    }
+
+    /// Decode [`Tree::write_state`] output into a new counter's process that
+    /// is at `time`, whose release carries the noise `noise`.
+    pub(crate) fn read_state(
+        &mut self,
+        r: &mut Reader<'_>,
+        time: u64,
+        noise: &[i64],
+    ) -> Result<()> {
+        let dim = noise.len();
+        let psums = PSums::read(r, dim, self.psums.levels())?;
+        psums.validate(true)?;
+        let mut total = vec![0i64; dim];
+        psums.noise_total(&mut total)?;
+        if psums.items() != time || total != noise {
+            return Err(invalid!(
+                "invalid dpstream state: the p-sums do not match the time or the release"
+            ));
+        }
+        self.psums = psums;
+        Ok(())
     }
 
     /// Noise vectors in the current release.

@@ -1,0 +1,555 @@
+//! Checkpoints of the counters: [`Counter`], [`SparseCounter`] and
+//! [`InhomogeneousSparseCounter`] encode to and decode from the versioned,
+//! checksummed format of [`crate::state`] (kinds [`Kind::Counter`],
+//! [`Kind::SparseCounter`] and [`Kind::InhomogeneousSparseCounter`]).
+//!
+//! * **Sensitive**: an encoded counter holds the *exact* running sums and
+//!   the noise of the current release (and, for the sparse counters, the
+//!   exact segment counts and noisy thresholds). Anyone who reads it learns
+//!   the raw sums: protect it like the raw data, never publish it.
+//! * **No generator**: a counter does not own its generator (every step
+//!   takes the caller's [`crate::Rng`]), so nothing about keys is stored. A
+//!   decoded counter stepped with the same generator state gives exactly the
+//!   releases the original would have given.
+//! * **Validation**: decoding checks the header and checksum
+//!   ([`crate::state::decode`]), then every field: the kind, ε, lengths
+//!   against `dim` and the tree levels, the time against the horizon, and
+//!   the noise held against the noise of the release. It never panics, and
+//!   it allocates only after checking that the payload holds the values
+//!   ([`Reader::count`]).
+//!
+//! Payload of a [`Counter`] (all integers little-endian):
+//!
+//! | field | encoding |
+//! |---|---|
+//! | kind | `u8`: 0 simple, 1 block, 2 unbounded block, 3 binary tree, 4 hybrid |
+//! | horizon | `u64`, only for block and binary tree |
+//! | ε | numerator and denominator, each a `u64` length and little-endian bytes |
+//! | `dim`, time | `u64`, `u64` |
+//! | exact sum, noise of the release | `dim` × `i64` each (the release is their sum) |
+//! | block | noise of the finished block sums, `dim` × `i64` (the schedule follows from time) |
+//! | binary tree | p-sums: items, `u64` count and `i64` noise values |
+//! | hybrid | logarithmic noise `dim` × `i64`, then the current epoch's p-sums |
+
+use super::vector::add_into;
+use super::{Counter, CounterKind, Process};
+use crate::error::{invalid, Error, Result};
+use crate::rational::Rational;
+use crate::state::{self, Kind, Reader, Writer};
+use num_bigint::BigUint;
+
+/// An error for a well-formed but invalid payload.
+pub(crate) fn bad(what: impl std::fmt::Display) -> Error {
+    invalid!("invalid dpstream state: {what}")
+}
+
+/// Append an exact rational: numerator, then denominator, each as a `u64`
+/// byte length and little-endian bytes.
+pub(crate) fn write_rational(w: &mut Writer, x: &Rational) {
+    for part in [x.numer(), x.denom()] {
+        let bytes = part.to_bytes_le();
+        w.u64(bytes.len() as u64);
+        for b in bytes {
+            w.u8(b);
+        }
+    }
+}
+
+/// Read [`write_rational`] output.
+pub(crate) fn read_rational(r: &mut Reader<'_>) -> Result<Rational> {
+    let mut big = || -> Result<BigUint> {
+        let n = r.count(1)?;
+        let bytes = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
+        Ok(BigUint::from_bytes_le(&bytes))
+    };
+    let (num, den) = (big()?, big()?);
+    Rational::new(num, den).map_err(bad)
+}
+
+impl Counter {
+    /// Encode the whole counter for a checkpoint ([`Kind::Counter`]).
+    ///
+    /// **Sensitive**: the bytes hold the exact running sums (protect them
+    /// like the raw data). No generator state is stored: the counter has
+    /// none.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        let (code, horizon) = match self.kind {
+            CounterKind::Simple => (0u8, None),
+            CounterKind::Block { horizon } => (1, Some(horizon)),
+            CounterKind::UnboundedBlock => (2, None),
+            CounterKind::BinaryTree { horizon } => (3, Some(horizon)),
+            CounterKind::Hybrid => (4, None),
+        };
+        w.u8(code);
+        if let Some(h) = horizon {
+            w.u64(h);
+        }
+        write_rational(&mut w, &self.epsilon);
+        w.u64(self.dim as u64);
+        w.u64(self.time);
+        for v in self.sum.iter().chain(&self.noise) {
+            w.i64(*v);
+        }
+        match &self.process {
+            Process::Simple(_) => {}
+            Process::Block(p) => p.write_state(&mut w),
+            Process::Tree(p) => p.write_state(&mut w),
+            Process::Hybrid(p) => p.write_state(&mut w),
+        }
+        state::encode(Kind::Counter, &w.finish())
+    }
+
+    /// Decode [`Counter::to_bytes`] output. Fails with a clear error on
+    /// truncated, corrupted or foreign bytes and on a payload that no
+    /// counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::Counter)?;
+        let mut r = Reader::new(payload);
+        let kind = match r.u8()? {
+            0 => CounterKind::Simple,
+            1 => CounterKind::Block { horizon: r.u64()? },
+            2 => CounterKind::UnboundedBlock,
+            3 => CounterKind::BinaryTree { horizon: r.u64()? },
+            4 => CounterKind::Hybrid,
+            code => return Err(bad(format!("unknown counter kind {code}"))),
+        };
+        let epsilon = read_rational(&mut r)?;
+        // The payload holds `dim` sums and `dim` noise values (16 bytes per
+        // coordinate), so a corrupt `dim` cannot make the buffers large.
+        let dim = r.count(16)?;
+        let time = r.u64()?;
+        let mut c = Counter::new(kind, &epsilon, dim).map_err(bad)?;
+        if time > kind.horizon().unwrap_or(u64::MAX) {
+            return Err(bad(format!(
+                "time {time} is past the counter's horizon of {} steps",
+                kind.horizon().unwrap_or(u64::MAX)
+            )));
+        }
+        for v in c.sum.iter_mut().chain(c.noise.iter_mut()) {
+            *v = r.i64()?;
+        }
+        if time == 0 && c.sum.iter().chain(&c.noise).any(|v| *v != 0) {
+            return Err(bad("a counter at time 0 holds non-zero sums"));
+        }
+        add_into(&c.sum, &c.noise, &mut c.release, "release")
+            .map_err(|_| bad("the release exceeds the int64 range"))?;
+        let Counter { process, noise, .. } = &mut c;
+        match process {
+            Process::Simple(_) => {}
+            Process::Block(p) => p.read_state(&mut r, time, noise)?,
+            Process::Tree(p) => p.read_state(&mut r, time, noise)?,
+            Process::Hybrid(p) => p.read_state(&mut r, time, noise)?,
+        }
+        r.finish()?;
+        c.time = time;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{
+        InhomogeneousSparseCounter, LevelSchedule, SparseCounter, MAX_SPARSE_COUNT,
+    };
+    use super::*;
+    use crate::rng::Rng;
+    use std::sync::Arc;
+
+    fn q(n: u32, d: u32) -> Rational {
+        Rational::new(n, d).unwrap()
+    }
+
+    const KINDS: [CounterKind; 5] = [
+        CounterKind::Simple,
+        CounterKind::Block { horizon: 60 },
+        CounterKind::UnboundedBlock,
+        CounterKind::BinaryTree { horizon: 60 },
+        CounterKind::Hybrid,
+    ];
+
+    /// A deterministic increment for step `t`, coordinate `c`.
+    fn inc(t: u64, c: usize) -> i64 {
+        ((t * 7 + c as u64 * 3) % 5) as i64 - 2
+    }
+
+    fn step(c: &mut Counter, rng: &mut Rng) {
+        let row: Vec<i64> = (0..c.dim()).map(|k| inc(c.time(), k)).collect();
+        c.step(rng, &row).unwrap();
+    }
+
+    /// The payload of `bytes`, changed by `f`, in a valid envelope.
+    fn reencode(bytes: &[u8], kind: Kind, f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut payload = state::decode(bytes, kind).unwrap().to_vec();
+        f(&mut payload);
+        state::encode(kind, &payload)
+    }
+
+    #[test]
+    fn every_counter_continues_exactly_after_save_and_load() {
+        for kind in KINDS {
+            for dim in [1usize, 3] {
+                // Save at every time up to 40 (block ends, powers of two,
+                // interval ends of the unbounded block counter) and continue.
+                for at in 0..=40u64 {
+                    let mut rng = Rng::seed_from_u64(at + 100 * dim as u64);
+                    let mut c = Counter::new(kind, &q(1, 2), dim).unwrap();
+                    for _ in 0..at {
+                        step(&mut c, &mut rng);
+                    }
+                    let bytes = c.to_bytes();
+                    let mut d = Counter::from_bytes(&bytes).unwrap();
+                    assert_eq!(d.to_bytes(), bytes, "{kind:?} at {at}");
+                    assert_eq!(format!("{d:?}"), format!("{c:?}"));
+                    assert_eq!(d.release(), c.release());
+                    assert_eq!(d.memory_bytes(), c.memory_bytes(), "{kind:?} at {at}");
+                    let mut rng2 = rng.clone();
+                    for _ in at..60 {
+                        step(&mut c, &mut rng);
+                        step(&mut d, &mut rng2);
+                        assert_eq!(d.release(), c.release(), "{kind:?} saved at {at}");
+                    }
+                    assert_eq!(d.to_bytes(), c.to_bytes());
+                    assert_eq!(rng.next_u64(), rng2.next_u64());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unbounded_counters_continue_exactly_late_in_the_stream() {
+        for kind in [CounterKind::UnboundedBlock, CounterKind::Hybrid] {
+            for at in [127u64, 128, 129, 1000, 1015] {
+                let mut rng = Rng::seed_from_u64(at);
+                let mut c = Counter::new(kind, &q(1, 3), 2).unwrap();
+                for _ in 0..at {
+                    step(&mut c, &mut rng);
+                }
+                let mut d = Counter::from_bytes(&c.to_bytes()).unwrap();
+                let mut rng2 = rng.clone();
+                for _ in 0..300 {
+                    step(&mut c, &mut rng);
+                    step(&mut d, &mut rng2);
+                    assert_eq!(d.release(), c.release(), "{kind:?} saved at {at}");
+                }
+                assert_eq!(d.memory_bytes(), c.memory_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_bounded_counter_stays_full() {
+        let mut rng = Rng::seed_from_u64(1);
+        let mut c = Counter::new(CounterKind::BinaryTree { horizon: 7 }, &q(1, 1), 2).unwrap();
+        for _ in 0..7 {
+            step(&mut c, &mut rng);
+        }
+        let mut d = Counter::from_bytes(&c.to_bytes()).unwrap();
+        assert_eq!(d.remaining(), 0);
+        assert!(d.step(&mut rng, &[0, 0]).is_err());
+    }
+
+    #[test]
+    fn corrupted_truncated_and_foreign_bytes_are_refused() {
+        let mut rng = Rng::seed_from_u64(2);
+        let mut c = Counter::new(CounterKind::Hybrid, &q(1, 1), 2).unwrap();
+        for _ in 0..13 {
+            step(&mut c, &mut rng);
+        }
+        let bytes = c.to_bytes();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(Counter::from_bytes(&bad).is_err(), "flip at {i}");
+            assert!(Counter::from_bytes(&bytes[..i]).is_err(), "cut at {i}");
+        }
+        let sparse = SparseCounter::new(&q(1, 1), 10).unwrap().to_bytes();
+        let err = Counter::from_bytes(&sparse).unwrap_err().to_string();
+        assert!(
+            err.contains("expected a Counter, found a SparseCounter"),
+            "{err}"
+        );
+        assert!(SparseCounter::from_bytes(&bytes).is_err());
+        assert!(InhomogeneousSparseCounter::from_bytes(&bytes).is_err());
+        // Well-formed envelopes around invalid payloads.
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("trailing", reencode(&bytes, Kind::Counter, |p| p.push(0))),
+            ("kind", reencode(&bytes, Kind::Counter, |p| p[0] = 9)),
+            (
+                "short",
+                reencode(&bytes, Kind::Counter, |p| p.truncate(p.len() - 1)),
+            ),
+        ];
+        for (what, b) in cases {
+            let err = Counter::from_bytes(&b).unwrap_err().to_string();
+            assert!(err.contains("invalid dpstream state"), "{what}: {err}");
+        }
+    }
+
+    /// The payload fields of a `dim`-counter of `kind` at byte offsets.
+    fn offsets(kind: CounterKind) -> (usize, usize) {
+        // kind, [horizon], ε = 1 (two 1-byte parts), dim, time.
+        let head = 1 + if kind.horizon().is_some() { 8 } else { 0 } + 2 * 9;
+        (head, head + 8)
+    }
+
+    #[test]
+    fn inconsistent_payloads_are_refused() {
+        for kind in KINDS {
+            let mut rng = Rng::seed_from_u64(3);
+            let mut c = Counter::new(kind, &q(1, 1), 2).unwrap();
+            for _ in 0..16 {
+                step(&mut c, &mut rng);
+            }
+            let bytes = c.to_bytes();
+            let (dim_at, time_at) = offsets(kind);
+            let set = |at: usize, v: u64| {
+                reencode(&bytes, Kind::Counter, |p| {
+                    p[at..at + 8].copy_from_slice(&v.to_le_bytes())
+                })
+            };
+            // A huge dim cannot allocate; a different dim misreads the rest.
+            for dim in [0, 1, 3, u64::MAX] {
+                assert!(
+                    Counter::from_bytes(&set(dim_at, dim)).is_err(),
+                    "{kind:?} dim {dim}"
+                );
+            }
+            if kind.horizon().is_some() {
+                assert!(Counter::from_bytes(&set(time_at, 61)).is_err(), "{kind:?}");
+            }
+            assert!(Counter::from_bytes(&set(time_at, 0)).is_err(), "{kind:?}");
+            // Changing one noise value of the release: the noise held by the
+            // tree, hybrid and (at a block end) block processes disagrees.
+            let noise_at = time_at + 8 + 2 * 8;
+            let tweaked = reencode(&bytes, Kind::Counter, |p| p[noise_at] ^= 1);
+            let loaded = Counter::from_bytes(&tweaked);
+            match kind {
+                CounterKind::BinaryTree { .. } | CounterKind::Hybrid => {
+                    assert!(loaded.is_err(), "{kind:?}");
+                }
+                CounterKind::Block { .. } => assert!(loaded.is_err(), "block end at 16"),
+                _ => {}
+            }
+            // A time that the tree's items contradict.
+            if let CounterKind::BinaryTree { .. } | CounterKind::Hybrid = kind {
+                assert!(Counter::from_bytes(&set(time_at, 11)).is_err(), "{kind:?}");
+            }
+        }
+    }
+
+    /// Flipping any payload byte under a valid checksum never panics, and a
+    /// counter that still decodes still steps without panicking.
+    #[test]
+    fn no_payload_panics() {
+        for kind in KINDS {
+            let mut rng = Rng::seed_from_u64(4);
+            let mut c = Counter::new(kind, &q(1, 1), 2).unwrap();
+            for _ in 0..11 {
+                step(&mut c, &mut rng);
+            }
+            let bytes = c.to_bytes();
+            let n = state::decode(&bytes, Kind::Counter).unwrap().len();
+            for i in 0..n {
+                for x in [0x01u8, 0x80, 0xff] {
+                    let b = reencode(&bytes, Kind::Counter, |p| p[i] ^= x);
+                    if let Ok(mut d) = Counter::from_bytes(&b) {
+                        for _ in 0..20 {
+                            let _ = d.step(&mut rng, &[1, -1]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_counter_continues_exactly() {
+        for at in [0u64, 1, 2, 5, 50, 137, 199, 200] {
+            let mut rng = Rng::seed_from_u64(at);
+            let mut c = SparseCounter::new(&q(1, 1), 200).unwrap();
+            for t in 0..at {
+                c.step(&mut rng, (t % 3 == 0).into()).unwrap();
+            }
+            let bytes = c.to_bytes();
+            let mut d = SparseCounter::from_bytes(&bytes).unwrap();
+            assert_eq!(d.to_bytes(), bytes);
+            assert_eq!(format!("{d:?}"), format!("{c:?}"));
+            assert_eq!((d.release(), d.segments()), (c.release(), c.segments()));
+            let mut rng2 = rng.clone();
+            for t in at..200 {
+                let v = (t % 3 == 0).into();
+                c.step(&mut rng, v).unwrap();
+                d.step(&mut rng2, v).unwrap();
+                assert_eq!(d.release(), c.release(), "saved at {at}");
+            }
+            assert!(d.step(&mut rng2, 0).is_err());
+            assert_eq!(d.to_bytes(), c.to_bytes());
+        }
+        // Skipped zeros and the running-count check survive a reload.
+        let mut rng = Rng::seed_from_u64(9);
+        let mut c = SparseCounter::new(&q(1, 1), 1000).unwrap();
+        c.step(&mut rng, MAX_SPARSE_COUNT - 1).unwrap();
+        c.skip(&mut rng, 500).unwrap();
+        let mut d = SparseCounter::from_bytes(&c.to_bytes()).unwrap();
+        assert!(d.step(&mut rng, 2).is_err());
+        d.step(&mut rng, 1).unwrap();
+    }
+
+    #[test]
+    fn sparse_counter_refuses_bad_bytes() {
+        let mut rng = Rng::seed_from_u64(5);
+        let mut c = SparseCounter::new(&q(1, 2), 300).unwrap();
+        for _ in 0..250 {
+            c.step(&mut rng, 1).unwrap();
+        }
+        assert!(c.segments() > 1);
+        let bytes = c.to_bytes();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x04;
+            assert!(SparseCounter::from_bytes(&bad).is_err(), "flip at {i}");
+            assert!(
+                SparseCounter::from_bytes(&bytes[..i]).is_err(),
+                "cut at {i}"
+            );
+        }
+        // ε = 1/2 (two 1-byte parts), horizon, total.
+        let total_at = 2 * 9 + 8;
+        let set = |at: usize, v: i64| {
+            reencode(&bytes, Kind::SparseCounter, |p| {
+                p[at..at + 8].copy_from_slice(&v.to_le_bytes())
+            })
+        };
+        for (what, at, v) in [
+            ("horizon", total_at - 8, 10),
+            ("horizon 0", total_at - 8, 0),
+            ("total", total_at, 249),
+            ("total", total_at, -1),
+            ("time", total_at + 8, 301),
+            ("time 0", total_at + 8, 0),
+            ("open count", total_at + 17, -5),
+            ("sub noise", total_at + 17 + 24, 12345),
+        ] {
+            let err = SparseCounter::from_bytes(&set(at, v)).map(|_| ());
+            assert!(err.is_err(), "{what}");
+        }
+        let n = state::decode(&bytes, Kind::SparseCounter).unwrap().len();
+        for i in 0..n {
+            for x in [0x01u8, 0x80] {
+                let b = reencode(&bytes, Kind::SparseCounter, |p| p[i] ^= x);
+                if let Ok(mut d) = SparseCounter::from_bytes(&b) {
+                    let _ = d.skip(&mut rng, d.remaining());
+                }
+            }
+        }
+    }
+
+    fn table() -> LevelSchedule {
+        LevelSchedule::Table(vec![q(1, 1), q(1, 2), q(2, 3), q(1, 1), q(1, 1), q(1, 1)])
+    }
+
+    fn online() -> LevelSchedule {
+        LevelSchedule::Online {
+            epsilon: q(1, 1),
+            dim: 2,
+            depth: 1,
+        }
+    }
+
+    #[test]
+    fn inhomogeneous_counter_continues_exactly() {
+        for schedule in [table(), online()] {
+            // ε_time = 1/2: levels start at 2, 4, 8, 16, 32, 64, 128; r_0 = 1.
+            let make = || InhomogeneousSparseCounter::new(&q(1, 2), 1, schedule.clone()).unwrap();
+            for at in [0u64, 1, 3, 4, 7, 8, 31, 32, 33, 100] {
+                let mut rng = Rng::seed_from_u64(at);
+                let mut c = make();
+                for t in 0..at {
+                    c.step(&mut rng, i64::from(t % 2 == 1)).unwrap();
+                }
+                let bytes = c.to_bytes().unwrap();
+                let mut d = InhomogeneousSparseCounter::from_bytes(&bytes).unwrap();
+                assert_eq!(d.to_bytes().unwrap(), bytes);
+                assert_eq!(format!("{d:?}"), format!("{c:?}"));
+                assert_eq!(d.release(), c.release());
+                let mut rng2 = rng.clone();
+                for t in at..127 {
+                    let v = i64::from(t % 2 == 1);
+                    c.step(&mut rng, v).unwrap();
+                    d.step(&mut rng2, v).unwrap();
+                    assert_eq!(d.release(), c.release(), "saved at {at}");
+                }
+                assert_eq!(d.to_bytes().unwrap(), c.to_bytes().unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn inhomogeneous_counter_refuses_functions_and_bad_bytes() {
+        let f = LevelSchedule::Function(Arc::new(|_| Rational::new(1u32, 1u32)));
+        let c = InhomogeneousSparseCounter::new(&q(1, 1), 0, f).unwrap();
+        let err = c.to_bytes().unwrap_err().to_string();
+        assert!(err.contains("LevelSchedule::Function"), "{err}");
+
+        let mut rng = Rng::seed_from_u64(6);
+        let mut c = InhomogeneousSparseCounter::new(&q(1, 2), 1, table()).unwrap();
+        for _ in 0..40 {
+            c.step(&mut rng, 1).unwrap();
+        }
+        let bytes = c.to_bytes().unwrap();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x02;
+            assert!(
+                InhomogeneousSparseCounter::from_bytes(&bad).is_err(),
+                "flip at {i}"
+            );
+            let cut = &bytes[..i];
+            assert!(
+                InhomogeneousSparseCounter::from_bytes(cut).is_err(),
+                "cut at {i}"
+            );
+        }
+        // ε_time (two 1-byte parts), r_0, table tag, count, 6 rationals of 18 bytes.
+        let start_at = 2 * 9;
+        let time_at = start_at + 4 + 1 + 8 + 6 * 18;
+        let level_at = time_at + 8 + 8 + 1;
+        let kind = Kind::InhomogeneousSparseCounter;
+        let put = |at: usize, v: &[u8]| {
+            reencode(&bytes, kind, |p| p[at..at + v.len()].copy_from_slice(v))
+        };
+        for (what, b) in [
+            ("start level", put(start_at, &u32::MAX.to_le_bytes())),
+            (
+                "start level after the time",
+                put(start_at, &5u32.to_le_bytes()),
+            ),
+            ("time in another level", put(time_at, &70u64.to_le_bytes())),
+            ("time before t_r0", put(time_at, &1u64.to_le_bytes())),
+            ("level", put(level_at, &3u32.to_le_bytes())),
+            ("level 5", put(level_at, &5u32.to_le_bytes())),
+            ("level huge", put(level_at, &u32::MAX.to_le_bytes())),
+            (
+                "total below the level sum",
+                put(time_at + 8, &5i64.to_le_bytes()),
+            ),
+            ("total negative", put(time_at + 8, &(-1i64).to_le_bytes())),
+            ("schedule tag", put(start_at + 4, &[7])),
+        ] {
+            let r = InhomogeneousSparseCounter::from_bytes(&b).map(|_| ());
+            assert!(r.is_err(), "{what}");
+        }
+        let n = state::decode(&bytes, kind).unwrap().len();
+        for i in 0..n {
+            for x in [0x01u8, 0x80] {
+                let b = reencode(&bytes, kind, |p| p[i] ^= x);
+                if let Ok(mut d) = InhomogeneousSparseCounter::from_bytes(&b) {
+                    for _ in 0..30 {
+                        let _ = d.step(&mut rng, 1);
+                    }
+                }
+            }
+        }
+    }
+}

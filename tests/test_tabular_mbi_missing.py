@@ -1,0 +1,38 @@
+"""Without the optional ``mbi`` package, ``estimator="mbi"`` says how to install it.
+
+Runs only where mbi is *not* installed (the project's .venv); with mbi,
+``test_tabular_mbi.py`` runs instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+from dpstream.tabular import Domain, Measurement, TabularStream
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mbi") is not None, reason="mbi is installed"
+)
+
+
+def test_the_stream_refuses_mbi_at_construction_with_install_advice() -> None:
+    d = Domain({"a": 3, "b": 2})
+    with pytest.raises(ImportError, match=r"pip install mbi") as info:
+        TabularStream(d, 1, marginals_per_step=1, estimator="mbi")
+    assert "jax" in str(info.value) and "estimator='pgm'" in str(info.value)
+    # The other estimators are unaffected.
+    TabularStream(d, 1, marginals_per_step=1, estimator="pgm")
+
+
+def test_the_adapter_imports_and_fails_only_when_fitting() -> None:
+    from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
+
+    with pytest.raises(ImportError, match=r"pip install mbi"):
+        load_mbi()
+    with pytest.raises(ImportError, match=r"pip install mbi"):
+        estimate_mbi((2, 2), [Measurement((0, 1), np.ones(4), 1.0)], 4.0)
+    # Bad arguments are still refused first, with the usual ValueError.
+    with pytest.raises(ValueError, match="iters"):
+        estimate_mbi((2, 2), [], 4.0, iters=-1)
