@@ -35,6 +35,8 @@ bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
 	$(BIN)/python benches/bench_online.py
+	$(BIN)/python benches/bench_tabular.py
+	$(BIN)/python benches/bench_distributed.py
 
 develop: $(EXT)
 
@@ -45,7 +47,8 @@ $(DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" \
 		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9" "pandas>=2" "pandas-stubs>=2" \
-		"tqdm>=4.60" "pyarrow>=14" "polars>=0.20" "matplotlib>=3.7"
+		"tqdm>=4.60" "pyarrow>=14" "polars>=0.20" "matplotlib>=3.7" \
+		"dask[distributed]>=2024.1"
 	touch $@
 
 $(BENCH_DEPS): $(DEPS) Makefile

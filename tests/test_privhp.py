@@ -438,8 +438,11 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
     assert loaded.to_bytes() == data
     assert path.read_bytes() == data
     assert [p.name for p in tmp_path.iterdir()] == ["gen.dpst"]
-    with pytest.raises(TypeError, match="cannot be saved"):
-        dpstream.save(PrivHP(1, 2, **BASE), tmp_path / "summary.dpst")
+    spent = PrivHP(1, 2, **BASE)
+    spent.release()
+    with pytest.raises(ValueError, match="has been released"):
+        dpstream.save(spent, tmp_path / "summary.dpst")  # unreleased summaries: see below
+    assert [p.name for p in tmp_path.iterdir()] == ["gen.dpst"]
 
 
 def test_corrupted_generator_bytes_raise(tmp_path: Path) -> None:
@@ -654,3 +657,133 @@ def test_one_and_two_threads_release_the_same() -> None:
         p.threads = 3
     with pytest.raises(TypeError, match="threads must be an int"):
         p.threads = 1.0  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------------------------
+# Encoding of unreleased summaries (checkpoints, pickling, shipping between machines)
+# ---------------------------------------------------------------------------------------
+
+
+def _summary(n: int = 3000, *, sketch: str = "count-min", seed: int = 70) -> PrivHP:
+    p = PrivHP(
+        Fraction(2, 3), 2, k=8, width=32, rows=2, depth=10, sketch=sketch, rng=Rng(seed=seed)
+    )
+    if n:
+        p.update(uniform(n, 2, seed + 1))
+    return p
+
+
+@pytest.mark.parametrize("sketch", ["count-min", "count"])
+@pytest.mark.parametrize("n", [0, 1, 3000])
+def test_summary_bytes_round_trip_and_continue(sketch: str, n: int, tmp_path: Path) -> None:
+    p = _summary(n, sketch=sketch)
+    data = p.to_bytes()
+    assert data[:8] == b"DPSTREAM" and dpstream._core.state_kind(data) == "PrivHP"
+    back = PrivHP.from_bytes(data)
+    assert back.to_bytes() == data
+    assert (back.epsilon, back.dim, back.k, back.width, back.rows, back.depth) == (
+        p.epsilon,
+        p.dim,
+        p.k,
+        p.width,
+        p.rows,
+        p.depth,
+    )
+    assert (back.sigmas, back.points_seen, back.released) == (p.sigmas, n, False)
+    assert back.memory_bytes() == p.memory_bytes()
+    assert "NOT PRIVATE" not in repr(back)
+    path = tmp_path / "summary.dpst"
+    dpstream.save(p, path)
+    loaded = dpstream.load(path)
+    assert isinstance(loaded, PrivHP) and loaded.to_bytes() == data
+    more = uniform(500, 2, 99)
+    for s in (p, back, loaded):
+        s.update(more)
+    gens = [s.release(rng=Rng(seed=5)).to_bytes() for s in (p, back, loaded)]
+    assert gens[0] == gens[1] == gens[2]
+
+
+def test_merging_decoded_summaries_equals_one_summary() -> None:
+    x = uniform(7000, 2, 80)
+    template = _summary(0)
+    parts = []
+    for chunk in np.array_split(x, 4):
+        s = PrivHP.from_bytes(template.to_bytes())
+        s.update(chunk)
+        parts.append(s.to_bytes())
+    merged = PrivHP.from_bytes(parts[0])
+    for b in parts[1:]:
+        merged.merge(PrivHP.from_bytes(b))
+    whole = PrivHP.from_bytes(template.to_bytes())
+    whole.update(x)
+    assert merged.to_bytes() == whole.to_bytes()
+    assert template.points_seen == 0
+
+
+def test_summaries_pickle_and_copy_but_rng_does_not() -> None:
+    import copy
+    import pickle
+
+    p = _summary()
+    data = p.to_bytes()
+    for clone in (pickle.loads(pickle.dumps(p)), copy.copy(p), copy.deepcopy(p)):
+        assert isinstance(clone, PrivHP) and clone is not p
+        assert clone.to_bytes() == data
+    clone.update(uniform(10, 2, 1))
+    assert p.points_seen == 3000  # copies are independent
+    with pytest.raises(TypeError, match="cannot be copied or pickled"):
+        pickle.dumps(Rng(seed=1))
+    with pytest.raises(TypeError, match="cannot be copied or pickled"):
+        pickle.dumps((p, Rng()))
+    p.release()
+    with pytest.raises(ValueError, match=r"has been released.*TreeGenerator"):
+        pickle.dumps(p)
+    with pytest.raises(ValueError, match="has been released"):
+        p.to_bytes()
+
+
+def test_corrupted_summary_bytes_raise() -> None:
+    data = PrivHP(1, 2, k=2, width=4, depth=3, rng=Rng(seed=1)).to_bytes()
+    for i in range(len(data)):
+        with pytest.raises(ValueError, match="invalid dpstream state"):
+            PrivHP.from_bytes(data[:i])
+        flipped = bytearray(data)
+        flipped[i] ^= 0x04
+        with pytest.raises(ValueError, match="invalid dpstream state"):
+            PrivHP.from_bytes(bytes(flipped))
+    with pytest.raises(ValueError, match="expected a PrivHP, found a TreeGenerator"):
+        PrivHP.from_bytes(_small_generator().to_bytes())
+    with pytest.raises(TypeError, match="data must be bytes"):
+        PrivHP.from_bytes("DPSTREAM")  # type: ignore[arg-type]
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4))
+def test_valid_checksums_over_bad_summary_payloads_never_crash(edits) -> None:
+    """A mangled payload under a valid checksum decodes to a consistent summary or
+    raises ValueError: never a crash, a hang or a huge allocation."""
+    data = bytearray(_summary(200, sketch="count").to_bytes()[:-4])
+    for pos, value in edits:
+        data[20 + pos % (len(data) - 20)] = value
+    body = bytes(data)
+    try:
+        p = PrivHP.from_bytes(body + zlib.crc32(body).to_bytes(4, "little"))
+    except ValueError as e:
+        assert str(e).startswith("invalid dpstream state")
+        return
+    p.update(uniform(10, p.dim, 3))
+    g = p.release(rng=Rng(seed=1))
+    assert g.total >= 0
+
+
+def test_update_accepts_misaligned_buffers() -> None:
+    """C-contiguous but misaligned float64 data (e.g. a pickle-5 buffer from another
+    process) is counted like an aligned copy."""
+    x = uniform(100, 2, 90)
+    raw = bytearray(x.nbytes + 1)
+    raw[1:] = x.tobytes()
+    view = np.frombuffer(raw, dtype=np.float64, offset=1).reshape(100, 2)
+    assert not view.flags.aligned and view.flags.c_contiguous
+    a, b = _summary(0), _summary(0)
+    a.update(view)
+    b.update(x)
+    assert a.to_bytes() == b.to_bytes()

@@ -25,7 +25,9 @@ def points_array(points: object, dim: int, name: str = "points") -> npt.NDArray[
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2 or arr.shape[1] != dim:
         raise ValueError(f"{name} must have shape (n, {dim}), got {arr.shape}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
+    # Aligned too: arrays shipped between processes (e.g. by Dask) can arrive
+    # contiguous but misaligned, which the core's zero-copy view refuses.
+    return np.require(arr, dtype=np.float64, requirements=["C", "A"])
 
 
 def int_param(value: object, name: str, *, low: int = 0, high: int = 2**63 - 1) -> int:

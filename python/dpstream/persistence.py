@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from dpstream import _core
+from dpstream._files import atomic_write
 
 __all__ = ["load", "save"]
 
@@ -17,28 +17,14 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
 
     The bytes go to a temporary file in the same directory, are flushed and
     fsynced, and the file is renamed over ``path``: a crash leaves either the
-    old file or the new one, never half of one.
+    old file or the new one, never half of one. State of an object in
+    mid-stream (a summary, a counter, a synthesizer) holds exact counts:
+    protect such a file like the raw data.
     """
     to_bytes = getattr(obj, "to_bytes", None)
     if to_bytes is None:
         raise TypeError(f"{type(obj).__name__} cannot be saved (it has no to_bytes method)")
-    data = bytes(to_bytes())
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent or ".", os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(path, bytes(to_bytes()))
 
 
 def load(path: str | os.PathLike[str]) -> Any:
@@ -49,6 +35,10 @@ def load(path: str | os.PathLike[str]) -> Any:
             a newer format version.
     """
     data = Path(path).read_bytes()
+    if data.startswith(b"DPSTREAM-TABULAR"):
+        from dpstream.tabular import TabularStream
+
+        return TabularStream.from_bytes(data)
     kind = _core.state_kind(data)
     if kind == "TreeGenerator":
         from dpstream.privhp import TreeGenerator

@@ -21,6 +21,12 @@ Privacy model:
 * Noise is added once, at :meth:`PrivHP.release`; afterwards the summary
   refuses more points (a second release of a longer stream would need a
   continual-release mechanism).
+
+Before its release a summary holds **exact** counts: its encoding
+(:meth:`PrivHP.to_bytes`, :func:`dpstream.save`, pickling) is not private and
+must be protected like the raw data. Summaries built with the same hash keys
+merge exactly (:meth:`PrivHP.merge`, :mod:`dpstream.distributed`), so noise is
+added once, to the merged summary.
 """
 
 from __future__ import annotations
@@ -271,7 +277,10 @@ class PrivHP:
         batch is validated first: a NaN, infinite or out-of-range value raises
         ``ValueError`` naming it, and nothing is counted.
         """
-        self._inner.update(points_array(points, self.dim))
+        # Buffers received from another process (pickle protocol 5, as Dask sends
+        # them) can be C-contiguous but misaligned; the core needs aligned float64.
+        arr = np.require(points_array(points, self.dim), requirements=["C", "A"])
+        self._inner.update(arr)
 
     def merge(self, other: PrivHP) -> None:
         """Add another unreleased summary with identical parameters and hash keys
@@ -296,9 +305,57 @@ class PrivHP:
 
     generator = release
 
+    def to_bytes(self) -> bytes:
+        """The unreleased summary as versioned, checksummed bytes (readable by Rust and
+        Python): parameters, the public hash keys and the **exact** counts.
+
+        For checkpoints (:func:`dpstream.save`) and for moving summaries between
+        machines (:mod:`dpstream.distributed`): :meth:`from_bytes` gives a summary
+        that continues exactly, can be merged with its siblings and released once.
+
+        **Not private**: the bytes hold exact counts (for instance the exact number
+        of points in every cell of the top ``floor(log2 k)`` levels). Protect them
+        like the raw data; only :meth:`release` output is private. Each summary
+        decoded from the same bytes that is released spends its own ε.
+
+        Raises:
+            ValueError: the summary has been released (its exact counts are gone;
+                save the :class:`TreeGenerator` instead).
+        """
+        return bytes(self._inner.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PrivHP:
+        """Decode :meth:`to_bytes` output into an unreleased summary.
+
+        Raises:
+            ValueError: truncated, corrupted or foreign data, or counts that no
+                stream could have produced (the message starts with
+                ``invalid dpstream state``).
+        """
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        inner = _core.PrivHP.from_bytes(bytes(data))
+        self = cls.__new__(cls)
+        num, den = inner.epsilon()
+        self._inner = inner
+        self._epsilon = Fraction(num, den)
+        self._noise_seeded = False
+        return self
+
+    def __reduce__(self) -> tuple[object, tuple[bytes]]:
+        # Pickling (e.g. by Dask) goes through to_bytes: the pickle holds exact
+        # counts (protect it like the data) and released summaries are refused.
+        return (_privhp_from_bytes, (self.to_bytes(),))
+
     def __repr__(self) -> str:
         seeded = "  # seeded noise: NOT PRIVATE" if self._noise_seeded else ""
         return (
             f"PrivHP(epsilon={self._epsilon}, dim={self.dim}, k={self.k}, width={self.width}, "
             f"rows={self.rows}, depth={self.depth}){seeded}"
         )
+
+
+def _privhp_from_bytes(data: bytes) -> PrivHP:
+    """Unpickle a :class:`PrivHP` (see ``PrivHP.__reduce__``)."""
+    return PrivHP.from_bytes(data)

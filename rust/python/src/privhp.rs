@@ -126,6 +126,25 @@ impl PyPrivHP {
         self.inner.memory_bytes()
     }
 
+    /// `(numerator, denominator)` of ε.
+    fn epsilon(&self) -> (BigUint, BigUint) {
+        let e = &self.inner.config().epsilon;
+        (e.numer().clone(), e.denom().clone())
+    }
+
+    /// The exact, unreleased summary's encoding (sensitive); encoded with the GIL released.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let inner = &self.inner;
+        let data = py.detach(|| inner.to_bytes()).map_err(to_py_err)?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let inner = py.detach(|| PrivHP::from_bytes(data)).map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
     /// Per-level budget σ_0..σ_depth as (numerator, denominator) pairs.
     fn sigmas(&self) -> Vec<(BigUint, BigUint)> {
         self.inner

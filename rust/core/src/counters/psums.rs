@@ -101,7 +101,8 @@ impl PSums {
         let i = i as usize;
         if self.noise.len() < (i + 1) * self.dim {
             // Exact growth: the footprint is a function of the items, also after a reload.
-            self.noise.reserve_exact((i + 1) * self.dim - self.noise.len());
+            self.noise
+                .reserve_exact((i + 1) * self.dim - self.noise.len());
             self.noise.resize((i + 1) * self.dim, 0);
         }
         self.noise[..i * self.dim].fill(0);

@@ -20,6 +20,9 @@
 //!   it also lets exact summaries be merged before release. After a release
 //!   the object refuses further points: a second release of a grown stream
 //!   would need a continual-release mechanism (Appendix A), not this one.
+//! * [`PrivHP::to_bytes`] encodes an *unreleased* summary with its exact
+//!   counts (for checkpoints and for merging summaries built on several
+//!   machines): it is not private and must be protected like the raw data.
 //!
 //! ## Memory
 //! Everything is allocated in [`PrivHP::new`]: the `2^{L_k+1} − 1` exact
@@ -35,7 +38,9 @@ use crate::partition::consistency::{enforce_consistency, enforce_tree};
 use crate::partition::path::{encode_points, validate_points, MAX_DEPTH};
 use crate::rational::Rational;
 use crate::rng::Rng;
-use crate::sketch::{LinearSketch, SketchKind};
+use crate::sketch::{LinearSketch, RowHash, SketchKind};
+use crate::state::{self, Kind, Reader, Writer};
+use num_bigint::BigUint;
 
 /// Points encoded per chunk during an update (each counting thread has a
 /// path buffer of this many entries); small summaries use `SMALL_CHUNK`, so
@@ -227,18 +232,7 @@ impl PrivHP {
     pub fn new(cfg: PrivHPConfig, rng: &mut Rng) -> Result<Self> {
         cfg.validate()?;
         let l_k = cfg.exact_levels();
-        let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
-        sigmas.shrink_to_fit();
-        // Refuse now, not at release, a budget whose noise scales are out of range.
-        for (l, sigma) in sigmas.iter().enumerate() {
-            let sensitivity = if l as u32 <= l_k {
-                1u64
-            } else {
-                cfg.rows as u64
-            };
-            DiscreteLaplace::new(&Rational::new(sensitivity, 1u32)?.div(sigma)?)
-                .map_err(|e| invalid!("epsilon is too small for depth {}: {e}", cfg.depth))?;
-        }
+        let sigmas = checked_sigmas(&cfg)?;
         let mut sketches = (l_k + 1..=cfg.depth)
             .map(|_| LinearSketch::new(cfg.sketch, cfg.rows, cfg.width, rng))
             .collect::<Result<Vec<_>>>()?;
@@ -252,7 +246,7 @@ impl PrivHP {
             cfg,
             points: 0,
             released: None,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
+            threads: default_threads(),
         })
     }
 
@@ -372,15 +366,21 @@ impl PrivHP {
                 "cannot merge PrivHP summaries with different parameters"
             ));
         }
+        let points = self
+            .points
+            .checked_add(other.points)
+            .filter(|&n| n <= MAX_POINTS)
+            .ok_or_else(|| invalid!("the merged stream would be longer than 2^62 points"))?;
         let mut sketches = self.sketches.clone();
         for (a, b) in sketches.iter_mut().zip(&other.sketches) {
             a.merge(b)?;
         }
         self.sketches = sketches;
+        // Cannot overflow: every tree count is at most its summary's point count.
         for (a, b) in self.tree.iter_mut().zip(&other.tree) {
             *a += b;
         }
-        self.points += other.points;
+        self.points = points;
         Ok(())
     }
 
@@ -410,6 +410,292 @@ impl PrivHP {
         self.released = Some(generator.clone());
         Ok(generator)
     }
+}
+
+/// # Encoding of an unreleased summary
+///
+/// [`PrivHP::to_bytes`] writes the [`crate::state`] format, kind
+/// [`Kind::PrivHP`], for checkpoints and for shipping summaries between
+/// machines (build on each, [`PrivHP::merge`], release once). Payload, all
+/// integers little-endian:
+///
+/// | field | encoding |
+/// |---|---|
+/// | state | `u8`: 0 = exact, unreleased (the only one written) |
+/// | ε numerator, denominator | each `u64` byte length + little-endian bytes |
+/// | dim, k, width, rows | `u64` each |
+/// | depth | `u32` |
+/// | sketch kind, budget rule | `u8` each (count-min 0, count 1; optimal 0, uniform 1) |
+/// | points seen | `u64` |
+/// | exact tree | `u64` length `2^{L_k+1} − 1`, then `i64` counts in heap order |
+/// | sketches | `u64` number `depth − L_k`; each: `rows` × 4 `u128` hash parameters, `u64` cell count `rows·width`, `i64` cells row-major |
+///
+/// **The encoding holds exact counts**: it is not a private release and must
+/// be protected like the raw data (it reveals, for instance, the exact number
+/// of points in every cell of the top `L_k` levels). Only
+/// [`PrivHP::release`] output is private. A released summary is refused: its
+/// exact counts are gone and its [`TreeGenerator`] is what to save.
+impl PrivHP {
+    /// The versioned, checksummed encoding of this unreleased summary:
+    /// parameters, public hash keys and **exact** counts (sensitive: protect
+    /// it like the raw data). Errors if the summary has been released. The
+    /// thread setting is not encoded. Needs about twice the summary's size
+    /// transiently.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        if self.released.is_some() {
+            return Err(invalid!(
+                "this PrivHP has been released: its exact counts were replaced by noisy ones; \
+                 save the TreeGenerator that release() returned instead"
+            ));
+        }
+        let cfg = &self.cfg;
+        let mut w = Writer::new();
+        w.u8(0);
+        write_big(&mut w, cfg.epsilon.numer());
+        write_big(&mut w, cfg.epsilon.denom());
+        for v in [cfg.dim, cfg.k, cfg.width, cfg.rows] {
+            w.u64(v as u64);
+        }
+        w.u32(cfg.depth);
+        w.u8(match cfg.sketch {
+            SketchKind::CountMin => 0,
+            SketchKind::Count => 1,
+        });
+        w.u8(match cfg.budget {
+            BudgetRule::Optimal => 0,
+            BudgetRule::Uniform => 1,
+        });
+        w.u64(self.points);
+        w.u64(self.tree.len() as u64);
+        for &c in &self.tree {
+            w.i64(c);
+        }
+        w.u64(self.sketches.len() as u64);
+        for sketch in &self.sketches {
+            for h in sketch.hashes() {
+                let (a, b, sa, sb) = h.parts();
+                for v in [a, b, sa, sb] {
+                    w.u128(v);
+                }
+            }
+            w.u64(sketch.cells().len() as u64);
+            for &c in sketch.cells() {
+                w.i64(c);
+            }
+        }
+        Ok(state::encode(Kind::PrivHP, &w.finish()))
+    }
+
+    /// Decode [`PrivHP::to_bytes`] output into an unreleased summary that
+    /// continues exactly where the encoded one stopped (same parameters, hash
+    /// keys and counts; it can be updated, merged and released).
+    ///
+    /// Everything is validated: header, checksum, the parameters
+    /// ([`PrivHPConfig::validate`] and the noise range check of
+    /// [`PrivHP::new`]), every length against the configuration, and the
+    /// invariants of an exact summary (the root counts every point, each tree
+    /// count is the sum of its children, count-min rows are non-negative and
+    /// sum to the point count, count-sketch rows have `Σ|cell| ≤ points` with
+    /// the parity of `points`). Corrupt or foreign input gives an error, never
+    /// a panic, and nothing larger than the input is allocated.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::PrivHP)?;
+        decode_summary(payload).map_err(|e| {
+            let msg = e.to_string();
+            if msg.starts_with("invalid dpstream state") {
+                invalid!("{msg}")
+            } else {
+                invalid!("invalid dpstream state: {msg}")
+            }
+        })
+    }
+}
+
+fn write_big(w: &mut Writer, v: &BigUint) {
+    let bytes = v.to_bytes_le();
+    w.u64(bytes.len() as u64);
+    for b in bytes {
+        w.u8(b);
+    }
+}
+
+fn read_big(r: &mut Reader<'_>) -> Result<BigUint> {
+    let n = r.count(1)?;
+    let bytes = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
+    Ok(BigUint::from_bytes_le(&bytes))
+}
+
+/// A `u64` field as a `usize` no larger than `max` (checked again by `validate`).
+fn read_size(r: &mut Reader<'_>, name: &str, max: usize) -> Result<usize> {
+    let v = r.u64()?;
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v <= max)
+        .ok_or_else(|| invalid!("{name} = {v} is out of range"))
+}
+
+fn decode_summary(payload: &[u8]) -> Result<PrivHP> {
+    let mut r = Reader::new(payload);
+    match r.u8()? {
+        0 => {}
+        s => {
+            return Err(invalid!(
+                "unknown PrivHP state {s} (only exact summaries are encoded)"
+            ))
+        }
+    }
+    let (num, den) = (read_big(&mut r)?, read_big(&mut r)?);
+    let epsilon = Rational::new(num, den)?;
+    let dim = read_size(&mut r, "dim", 1 << 16)?;
+    let k = read_size(&mut r, "k", 1 << 24)?;
+    let width = read_size(&mut r, "width", 1 << 30)?;
+    let rows = read_size(&mut r, "rows", 64)?;
+    let depth = r.u32()?;
+    let sketch = match r.u8()? {
+        0 => SketchKind::CountMin,
+        1 => SketchKind::Count,
+        v => return Err(invalid!("unknown sketch kind {v}")),
+    };
+    let budget = match r.u8()? {
+        0 => BudgetRule::Optimal,
+        1 => BudgetRule::Uniform,
+        v => return Err(invalid!("unknown budget rule {v}")),
+    };
+    let cfg = PrivHPConfig {
+        epsilon,
+        dim,
+        k,
+        width,
+        rows,
+        depth,
+        sketch,
+        budget,
+    };
+    cfg.validate()?;
+    let sigmas = checked_sigmas(&cfg)?;
+    let l_k = cfg.exact_levels();
+    let points = r.u64()?;
+    if points > MAX_POINTS {
+        return Err(invalid!("{points} points is more than the 2^62 limit"));
+    }
+    let total = i64::try_from(points).map_err(|_| invalid!("point count out of range"))?;
+
+    // The exact tree: lengths are checked against the payload before allocating.
+    let tree_len = (1usize << (l_k + 1)) - 1;
+    let n = r.count(8)?;
+    if n != tree_len {
+        return Err(invalid!(
+            "{n} tree counts where depth {l_k} needs {tree_len}"
+        ));
+    }
+    let mut tree = Vec::with_capacity(tree_len);
+    for _ in 0..tree_len {
+        tree.push(r.i64()?);
+    }
+    if tree[0] != total {
+        return Err(invalid!(
+            "the root counts {} points but the summary has seen {points}",
+            tree[0]
+        ));
+    }
+    for (i, &c) in tree.iter().enumerate() {
+        if c < 0 {
+            return Err(invalid!("tree count {i} is negative"));
+        }
+        if 2 * i + 2 < tree_len && tree[2 * i + 1].checked_add(tree[2 * i + 2]) != Some(c) {
+            return Err(invalid!("tree count {i} is not the sum of its children"));
+        }
+    }
+
+    let levels = (cfg.depth - l_k) as usize;
+    // Each encoded sketch takes at least its hashes and its cell count.
+    let n = r.count(rows * 64 + 8)?;
+    if n != levels {
+        return Err(invalid!(
+            "{n} sketches where depth {} needs {levels}",
+            cfg.depth
+        ));
+    }
+    let mut sketches = Vec::with_capacity(levels);
+    for level in l_k + 1..=cfg.depth {
+        let mut hashes = Vec::with_capacity(rows);
+        for _ in 0..rows {
+            let (a, b, sa, sb) = (r.u128()?, r.u128()?, r.u128()?, r.u128()?);
+            hashes.push(RowHash::from_parts(a, b, sa, sb));
+        }
+        let n = r.count(8)?;
+        if n != rows * width {
+            return Err(invalid!(
+                "level {level}: {n} sketch cells where {rows} × {width} are needed"
+            ));
+        }
+        let mut cells = Vec::with_capacity(n);
+        for _ in 0..n {
+            cells.push(r.i64()?);
+        }
+        for (row, cells) in cells.chunks_exact(width).enumerate() {
+            check_sketch_row(sketch, cells, points)
+                .map_err(|e| invalid!("level {level}, sketch row {row}: {e}"))?;
+        }
+        sketches.push(LinearSketch::from_parts(
+            sketch, rows, width, hashes, cells,
+        )?);
+    }
+    r.finish()?;
+    Ok(PrivHP {
+        tree,
+        sketches,
+        paths: vec![0; 2 * cfg.chunk_len()],
+        sigmas,
+        l_k,
+        cfg,
+        points,
+        released: None,
+        threads: default_threads(),
+    })
+}
+
+/// The invariants of one row of an exact sketch that has counted `points`
+/// unit updates: count-min cells are non-negative and sum to `points`;
+/// count-sketch cells (each update adds ±1) have `Σ|c| ≤ points` and
+/// `Σ c ≡ points (mod 2)`.
+fn check_sketch_row(kind: SketchKind, cells: &[i64], points: u64) -> Result<()> {
+    let (sum, abs): (i128, i128) = cells.iter().fold((0, 0), |(s, a), &c| {
+        (s + i128::from(c), a + i128::from(c).abs())
+    });
+    let n = i128::from(points);
+    let ok = match kind {
+        SketchKind::CountMin => cells.iter().all(|&c| c >= 0) && sum == n,
+        SketchKind::Count => abs <= n && (sum - n).rem_euclid(2) == 0,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid!("cells do not match {points} counted points"))
+    }
+}
+
+/// `σ_0 … σ_depth` for a valid configuration, refusing a budget whose noise
+/// scales are out of the sampler's range (at construction, not at release).
+fn checked_sigmas(cfg: &PrivHPConfig) -> Result<Vec<Rational>> {
+    let l_k = cfg.exact_levels();
+    let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
+    sigmas.shrink_to_fit();
+    for (l, sigma) in sigmas.iter().enumerate() {
+        let sensitivity = if l as u32 <= l_k {
+            1u64
+        } else {
+            cfg.rows as u64
+        };
+        DiscreteLaplace::new(&Rational::new(sensitivity, 1u32)?.div(sigma)?)
+            .map_err(|e| invalid!("epsilon is too small for depth {}: {e}", cfg.depth))?;
+    }
+    Ok(sigmas)
+}
+
+/// Counting threads by default: 2 where the machine has two cores, else 1.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
 /// Encode `points` chunk by chunk into `buffer` and hand each chunk's paths to `count`.
@@ -691,5 +977,214 @@ mod tests {
         assert_eq!(a.sketches, whole.sketches);
         let other = PrivHP::new(c, &mut rng).unwrap(); // different hashes
         assert!(a.merge(&other).is_err());
+    }
+
+    /// A summary of `n` uniform points (hashes from seed `seed`).
+    fn filled(c: &PrivHPConfig, seed: u64, n: usize) -> PrivHP {
+        let mut rng = Rng::seed_from_u64(seed);
+        let mut p = PrivHP::new(c.clone(), &mut rng).unwrap();
+        p.update(&uniform_points(&mut rng, n, c.dim)).unwrap();
+        p
+    }
+
+    fn assert_same_state(a: &PrivHP, b: &PrivHP) {
+        assert_eq!(a.cfg, b.cfg);
+        assert_eq!(a.sigmas, b.sigmas);
+        assert_eq!(a.tree, b.tree);
+        assert_eq!(a.sketches, b.sketches);
+        assert_eq!(a.points, b.points);
+        assert_eq!(a.memory_bytes(), b.memory_bytes());
+    }
+
+    #[test]
+    fn summaries_round_trip_and_continue_exactly() {
+        for (sketch, budget, rows) in [
+            (SketchKind::CountMin, BudgetRule::Optimal, 2),
+            (SketchKind::Count, BudgetRule::Uniform, 3),
+        ] {
+            let mut c = cfg(2, 8, 12);
+            c.sketch = sketch;
+            c.budget = budget;
+            c.rows = rows;
+            c.epsilon = Rational::new(3u32, 7u32).unwrap();
+            for n in [0, 1, 5000] {
+                let p = filled(&c, 21, n);
+                let bytes = p.to_bytes().unwrap();
+                assert_eq!(state::peek_kind(&bytes).unwrap(), Kind::PrivHP);
+                let mut back = PrivHP::from_bytes(&bytes).unwrap();
+                assert_same_state(&back, &p);
+                assert_eq!(back.memory_bytes(), c.footprint());
+                assert_eq!(back.to_bytes().unwrap(), bytes);
+                // The decoded summary goes on exactly like the original.
+                let mut orig = p.clone();
+                let more = uniform_points(&mut Rng::seed_from_u64(22), 300, 2);
+                orig.update(&more).unwrap();
+                back.update(&more).unwrap();
+                assert_same_state(&back, &orig);
+                let g1 = orig.release(&mut Rng::seed_from_u64(23)).unwrap();
+                let g2 = back.release(&mut Rng::seed_from_u64(23)).unwrap();
+                assert_eq!(g1, g2);
+            }
+        }
+    }
+
+    #[test]
+    fn merging_decoded_summaries_equals_merging_the_originals() {
+        let c = cfg(2, 8, 11);
+        let mut rng = Rng::seed_from_u64(30);
+        let template = PrivHP::new(c, &mut rng).unwrap();
+        let pts = uniform_points(&mut rng, 9000, 2);
+        let parts: Vec<PrivHP> = pts
+            .chunks(2 * 3000)
+            .map(|chunk| {
+                let mut p = PrivHP::from_bytes(&template.to_bytes().unwrap()).unwrap();
+                p.update(chunk).unwrap();
+                p
+            })
+            .collect();
+        let mut direct = parts[0].clone();
+        direct.merge(&parts[1]).unwrap();
+        direct.merge(&parts[2]).unwrap();
+        let mut shipped = PrivHP::from_bytes(&parts[0].to_bytes().unwrap()).unwrap();
+        for p in &parts[1..] {
+            shipped
+                .merge(&PrivHP::from_bytes(&p.to_bytes().unwrap()).unwrap())
+                .unwrap();
+        }
+        let mut whole = template.clone();
+        whole.update(&pts).unwrap();
+        assert_same_state(&shipped, &direct);
+        assert_same_state(&shipped, &whole);
+        assert_eq!(shipped.to_bytes().unwrap(), whole.to_bytes().unwrap());
+    }
+
+    #[test]
+    fn released_summaries_are_not_encoded() {
+        let mut p = filled(&cfg(2, 4, 8), 40, 100);
+        p.release(&mut Rng::seed_from_u64(41)).unwrap();
+        let err = p.to_bytes().unwrap_err().to_string();
+        assert!(
+            err.contains("released") && err.contains("TreeGenerator"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn merges_past_the_point_limit_are_refused() {
+        let mut a = filled(&cfg(1, 2, 4), 42, 3);
+        let mut b = a.clone();
+        a.points = MAX_POINTS - 1;
+        b.points = 2;
+        let err = a.merge(&b).unwrap_err().to_string();
+        assert!(err.contains("2^62"), "{err}");
+        assert_eq!(a.points, MAX_POINTS - 1);
+    }
+
+    #[test]
+    fn every_truncation_and_flip_is_refused() {
+        let bytes = filled(&cfg(2, 4, 7), 50, 200).to_bytes().unwrap();
+        for i in 0..bytes.len() {
+            assert!(PrivHP::from_bytes(&bytes[..i]).is_err(), "truncated to {i}");
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            let err = PrivHP::from_bytes(&bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid dpstream state"),
+                "flip at {i}: {err}"
+            );
+        }
+        let generator = filled(&cfg(2, 4, 7), 50, 200)
+            .release(&mut Rng::seed_from_u64(1))
+            .unwrap()
+            .to_bytes();
+        let err = PrivHP::from_bytes(&generator).unwrap_err().to_string();
+        assert!(
+            err.contains("expected a PrivHP, found a TreeGenerator"),
+            "{err}"
+        );
+    }
+
+    /// An edit of an encoded payload.
+    type Edit = Box<dyn Fn(&mut Vec<u8>)>;
+
+    /// The payload of `p`'s encoding, edited by `edit`, under a valid checksum.
+    fn reencoded(p: &PrivHP, edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let bytes = p.to_bytes().unwrap();
+        let mut payload = state::decode(&bytes, Kind::PrivHP).unwrap().to_vec();
+        edit(&mut payload);
+        state::encode(Kind::PrivHP, &payload)
+    }
+
+    #[test]
+    fn valid_checksums_over_bad_payloads_are_refused() {
+        let c = cfg(2, 4, 7); // ε = 1: numerator and denominator are one byte each
+        let p = filled(&c, 60, 500);
+        let set_u64 = |payload: &mut Vec<u8>, at: usize, v: u64| {
+            payload[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        };
+        // Offsets: state 0, ε 1..19, dim 19, k 27, width 35, rows 43, depth 51,
+        // sketch 55, budget 56, points 57, tree length 65, first count 73.
+        let cases: Vec<(Edit, &str)> = vec![
+            (Box::new(|b| b[0] = 1), "unknown PrivHP state"),
+            (Box::new(|b| b[55] = 7), "unknown sketch kind"),
+            (Box::new(|b| b[56] = 2), "unknown budget rule"),
+            (Box::new(move |b| set_u64(b, 19, 0)), "dim"),
+            (Box::new(move |b| set_u64(b, 43, 65)), "rows"),
+            (Box::new(|b| b[51] = 61), "depth"),
+            // A configuration asking for 5 GiB of cells in a small payload:
+            // refused by the length check, before any allocation.
+            (
+                Box::new(move |b| set_u64(b, 35, 1 << 27)),
+                "128 sketch cells where 2 × 134217728",
+            ),
+            (
+                Box::new(move |b| {
+                    set_u64(b, 35, 1 << 27);
+                    set_u64(b, 73 + 7 * 8 + 8 + 2 * 64, 1 << 28);
+                }),
+                "exceeds the payload",
+            ),
+            (Box::new(move |b| set_u64(b, 57, 501)), "root counts 500"),
+            (Box::new(move |b| set_u64(b, 57, u64::MAX)), "2^62"),
+            (Box::new(move |b| set_u64(b, 65, 6)), "tree counts"),
+            (Box::new(move |b| set_u64(b, 81, 0)), "sum of its children"),
+            (
+                Box::new(move |b| {
+                    // First sketch cell after the tree (7 counts) and the sketch count.
+                    let at = 73 + 7 * 8 + 8 + 2 * 64 + 8;
+                    let v = i64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+                    b[at..at + 8].copy_from_slice(&(v + 1).to_le_bytes());
+                }),
+                "sketch row 0",
+            ),
+            (Box::new(|b| b.push(0)), "trailing bytes"),
+        ];
+        for (edit, message) in cases {
+            let err = PrivHP::from_bytes(&reencoded(&p, edit))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("invalid dpstream state"), "{err}");
+            assert!(err.contains(message), "{message}: {err}");
+        }
+        // Random edits under a valid checksum never panic; whatever decodes
+        // satisfies the invariants and re-encodes to the same bytes.
+        let mut rng = Rng::seed_from_u64(61);
+        for sketch in [SketchKind::CountMin, SketchKind::Count] {
+            let mut c = c.clone();
+            c.sketch = sketch;
+            let p = filled(&c, 62, 300);
+            for _ in 0..2000 {
+                let bytes = reencoded(&p, |b| {
+                    for _ in 0..=rng.below_u64(3) {
+                        let at = rng.below_u64(b.len() as u64) as usize;
+                        b[at] = rng.next_u64() as u8;
+                    }
+                });
+                if let Ok(q) = PrivHP::from_bytes(&bytes) {
+                    assert_eq!(q.to_bytes().unwrap(), bytes);
+                    assert_eq!(q.tree[0] as u64, q.points);
+                }
+            }
+        }
     }
 }
