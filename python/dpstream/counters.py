@@ -174,6 +174,22 @@ class _NoisyStream:
         """True if the noise comes from a seeded generator: reproducible, **not private**."""
         return self._seeded
 
+    def _stream_epsilon(self) -> Fraction:
+        eps: Fraction = getattr(self, "epsilon")  # noqa: B009 - subclasses define it
+        return eps
+
+    @property
+    def epsilon_spent(self) -> Fraction:
+        """ε spent: the stream's ε from the first step on (every release of the stream
+        is covered by it), 0 before."""
+        return self._stream_epsilon() if self.time > 0 else Fraction(0)
+
+    @property
+    def epsilon_remaining(self) -> Fraction:
+        """ε not yet spent: the stream's ε before the first step, 0 after (later
+        releases are inside the continual-release guarantee, not extra spending)."""
+        return self._stream_epsilon() - self.epsilon_spent
+
     def memory_bytes(self) -> int:
         """Bytes held by the counter (its growth is stated in the class docs)."""
         return int(self._inner.memory_bytes())
@@ -653,6 +669,13 @@ class InhomogeneousSparseCounter(_ScalarStream):
             raise ValueError("level must be below 2**32")
         n, d = self._inner.level_epsilon(lv)
         return Fraction(n, d)
+
+    def _stream_epsilon(self) -> Fraction:
+        # Lemma 3.3: a change at a step of level r costs ε_r; the stream's guarantee is
+        # the largest ε_r of the levels it has reached (0 before t_{r_0}).
+        if self.level is None:
+            return Fraction(0)
+        return max(self.level_epsilon(r) for r in range(self.start_level, self.level + 1))
 
     def _describe(self) -> str:
         return (

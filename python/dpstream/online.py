@@ -86,13 +86,14 @@ class OnlineSynthesizer:
     uninterrupted run.
     """
 
-    __slots__ = ("_epsilon", "_inner")
+    __slots__ = ("_epsilon", "_inner", "_released")
 
     def __init__(self, epsilon: RealLike, dim: int, *, rng: Rng | None = None) -> None:
         eps = exact_fraction(epsilon, "epsilon")
         d = int_param(dim, "dim", low=1, high=MAX_DIM)
         self._inner = _core.OnlineSynthesizer(eps.numerator, eps.denominator, d, core_rng(rng))
         self._epsilon = eps
+        self._released = False
 
     @classmethod
     def _wrap(cls, inner: _core.OnlineSynthesizer) -> OnlineSynthesizer:
@@ -100,6 +101,8 @@ class OnlineSynthesizer:
         obj._inner = inner
         num, den = inner.epsilon()
         obj._epsilon = Fraction(num, den)
+        # Whether the saved object had released is not recorded: assume it had.
+        obj._released = int(inner.time) > 0
         return obj
 
     @property
@@ -133,6 +136,17 @@ class OnlineSynthesizer:
     def seeded(self) -> bool:
         """True if the noise comes from a seeded generator: reproducible, **not private**."""
         return bool(self._inner.seeded)
+
+    @property
+    def epsilon_spent(self) -> Fraction:
+        """ε spent: ε from the first :meth:`release` on (all releases of the stream, at
+        any times, are covered by it together), 0 before."""
+        return self.epsilon if self._released else Fraction(0)
+
+    @property
+    def epsilon_remaining(self) -> Fraction:
+        """ε not yet spent (ε before the first release, 0 after)."""
+        return self.epsilon - self.epsilon_spent
 
     def memory_bytes(self) -> int:
         """Bytes held by the synthesizer.
@@ -175,7 +189,9 @@ class OnlineSynthesizer:
         synthesizer's generator, so it advances the seeded stream of a seeded one.
         """
         m = None if size is None else int_param(size, "size", high=2**63 - 1)
-        return self._inner.release(m)
+        out = self._inner.release(m)
+        self._released = True
+        return out
 
     def cells(
         self,
@@ -187,7 +203,9 @@ class OnlineSynthesizer:
         consistent, non-negative private counts, which sum to ``t`` (ε-DP together
         with every other output).
         """
-        return self._inner.cells()
+        cells = self._inner.cells()
+        self._released = True
+        return cells
 
     def to_bytes(self) -> bytes:
         """Versioned, checksummed checkpoint (kind ``"OnlineSynthesizer"``).

@@ -41,6 +41,7 @@ from dpstream import _core
 from dpstream._arrays import int_param, points_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
+from dpstream.budget import BudgetExceededError
 
 __all__ = ["PrivHP", "TreeGenerator"]
 
@@ -262,6 +263,16 @@ class PrivHP:
         return int(self._inner.points_seen)
 
     @property
+    def epsilon_spent(self) -> Fraction:
+        """ε spent: 0 before :meth:`release`, ε after (a second call spends nothing)."""
+        return self._epsilon if self.released else Fraction(0)
+
+    @property
+    def epsilon_remaining(self) -> Fraction:
+        """ε still available to this one-shot summary (ε before the release, 0 after)."""
+        return self._epsilon - self.epsilon_spent
+
+    @property
     def released(self) -> bool:
         """Whether :meth:`release` has been called."""
         return bool(self._inner.released)
@@ -287,6 +298,11 @@ class PrivHP:
         (a copy made before either saw data, e.g. on another machine)."""
         if not isinstance(other, PrivHP):
             raise TypeError(f"can only merge a PrivHP, got {type(other).__name__}")
+        if self.released or other.released:
+            raise BudgetExceededError(
+                "a released PrivHP summary cannot be merged: its ε is spent; merge the exact "
+                "summaries first and release once"
+            )
         self._inner.merge(other._inner)
 
     def release(self, *, rng: Rng | None = None) -> TreeGenerator:

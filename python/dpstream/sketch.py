@@ -15,6 +15,7 @@ can be queried and saved, but not updated, merged or released again.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Literal
 
 import numpy as np
@@ -24,6 +25,7 @@ from dpstream import _core
 from dpstream._arrays import int64_array, int_param, uint64_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
+from dpstream.budget import BudgetExceededError, Ledger
 
 __all__ = ["CountMinSketch", "CountSketch"]
 
@@ -31,20 +33,45 @@ __all__ = ["CountMinSketch", "CountSketch"]
 class _Sketch:
     _kind: Literal["count-min", "count"]
 
-    def __init__(self, rows: int, width: int, *, rng: Rng | None = None) -> None:
+    def __init__(
+        self,
+        rows: int,
+        width: int,
+        *,
+        budget: RealLike | None = None,
+        rng: Rng | None = None,
+    ) -> None:
         r = int_param(rows, "rows", low=1, high=64)
         w = int_param(width, "width", low=1, high=2**30)
+        total = None if budget is None else exact_fraction(budget, "budget")
         # The construction generator only keys the hash functions, which are
         # public: seeding it costs no privacy. Only the release's noise matters.
         self._inner = _core.LinearSketch(self._kind, r, w, core_rng(rng))
         self._noise_seeded = False
+        self._ledger = Ledger(total)
 
     @classmethod
-    def _wrap(cls, inner: _core.LinearSketch, noise_seeded: bool = False) -> _Sketch:
+    def _wrap(
+        cls, inner: _core.LinearSketch, noise_seeded: bool = False, spent: Fraction | None = None
+    ) -> _Sketch:
         obj = cls.__new__(cls)
         obj._inner = inner
         obj._noise_seeded = noise_seeded
+        obj._ledger = Ledger(spent)
+        if spent is not None:
+            obj._ledger.charge(spent, "release")
         return obj
+
+    @property
+    def epsilon_spent(self) -> Fraction:
+        """ε spent by the releases made from this sketch (a released copy: its own ε;
+        unknown for a released sketch loaded from a file, reported as 0)."""
+        return self._ledger.spent
+
+    @property
+    def epsilon_remaining(self) -> Fraction | None:
+        """ε left of ``budget`` (``None`` when no budget was configured)."""
+        return self._ledger.remaining
 
     @property
     def rows(self) -> int:
@@ -85,10 +112,18 @@ class _Sketch:
         self._inner.merge(other._inner)
 
     def release(self, epsilon: RealLike, *, rng: Rng | None = None) -> _Sketch:
-        """An ε-DP copy: discrete Laplace noise of scale ``rows / epsilon`` on every cell."""
+        """An ε-DP copy: discrete Laplace noise of scale ``rows / epsilon`` on every cell.
+
+        Spends ε from this sketch's ledger; refused (:class:`dpstream.budget.BudgetExceededError`)
+        if that passes the configured ``budget`` or if this sketch is itself a release.
+        """
         eps = exact_fraction(epsilon, "epsilon")
+        if self.released:
+            raise BudgetExceededError("a released sketch cannot be released again")
+        self._ledger.check(eps, "this release")
         inner = self._inner.release(eps.numerator, eps.denominator, core_rng(rng))
-        return self._wrap(inner, noise_seeded=rng is not None and rng.seeded)
+        self._ledger.charge(eps, "this release")
+        return self._wrap(inner, noise_seeded=rng is not None and rng.seeded, spent=eps)
 
     def hashes(self) -> list[tuple[int, int, int, int]]:
         """Public hash parameters ``(a, b, sa, sb)`` per row: the bucket of key

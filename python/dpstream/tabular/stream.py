@@ -262,6 +262,17 @@ class TabularStream:
         """True if the noise generator is seeded: reproducible, **not private**."""
         return self._rng.seeded
 
+    @property
+    def epsilon_spent(self) -> Fraction:
+        """ε spent: the stream's ε from the first step on (every step's table is
+        covered by it), 0 before."""
+        return self._epsilon if self._t > 0 else Fraction(0)
+
+    @property
+    def epsilon_remaining(self) -> Fraction:
+        """ε not yet spent (ε before the first step, 0 after)."""
+        return self._epsilon - self.epsilon_spent
+
     def __repr__(self) -> str:
         text = (
             f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
