@@ -33,7 +33,7 @@ def test_sketch_releases_spend_and_a_budget_is_enforced() -> None:
     with pytest.raises(BudgetExceededError):
         s.release(Fraction(1, 100))
     assert s.epsilon_spent == 1  # the refused release spent nothing
-    with pytest.raises(BudgetExceededError, match="released sketch"):
+    with pytest.raises(BudgetExceededError, match="private release"):
         r.release(1)
     free = CountMinSketch(1, 8)
     free.release(2)

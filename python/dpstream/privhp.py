@@ -300,7 +300,7 @@ class PrivHP:
             raise TypeError(f"can only merge a PrivHP, got {type(other).__name__}")
         if self.released or other.released:
             raise BudgetExceededError(
-                "a released PrivHP summary cannot be merged: its ε is spent; merge the exact "
+                "released summaries cannot be merged (their ε is spent): merge the exact "
                 "summaries first and release once"
             )
         self._inner.merge(other._inner)

@@ -119,7 +119,9 @@ class _Sketch:
         """
         eps = exact_fraction(epsilon, "epsilon")
         if self.released:
-            raise BudgetExceededError("a released sketch cannot be released again")
+            raise BudgetExceededError(
+                "this sketch is a private release: it cannot be released again"
+            )
         self._ledger.check(eps, "this release")
         inner = self._inner.release(eps.numerator, eps.denominator, core_rng(rng))
         self._ledger.charge(eps, "this release")
