@@ -5,7 +5,7 @@ core ``dpstream._core``; this package validates input, converts it, and
 presents the results. See the README for the privacy model.
 """
 
-from dpstream import counters, metrics, noise, partition, sketch, streams
+from dpstream import audit, counters, metrics, noise, partition, sketch, streams
 from dpstream._core import __version__
 from dpstream._rng import Rng
 from dpstream.online import OnlineSynthesizer
@@ -18,6 +18,7 @@ __all__ = [
     "Rng",
     "TreeGenerator",
     "__version__",
+    "audit",
     "counters",
     "load",
     "metrics",

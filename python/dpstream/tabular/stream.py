@@ -29,7 +29,8 @@ Privacy (Theorem 6.1):
   **public** batch sizes: the time index, the number of inserted and
   deleted records of every batch (hence the table's size, which the output
   has) and the domain are treated as public and are not protected. Only the
-  records' values are.
+  records' values are. Replacing one record's value is two such changes
+  (remove and add), so it is covered with ``2ε`` (group privacy).
 * **Split**: ``ε/2`` to selection (``k`` selections of ``ε/2k`` per step; a
   selection at time ``t`` reads only ``∇f_t`` and earlier releases) and
   ``ε/2`` to measurement (a record enters only the ``k`` counters selected at
@@ -388,6 +389,17 @@ class TabularStream:
     @classmethod
     def from_bytes(cls, data: bytes) -> TabularStream:
         """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        try:
+            return cls._decode(data)
+        except (KeyError, TypeError, AttributeError, IndexError, NotImplementedError) as e:
+            # A damaged container (zip features, member names) or header fields of the
+            # wrong type or shape: corrupt data, like any other.
+            raise ValueError(f"corrupt TabularStream state: {type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _decode(cls, data: bytes | bytearray | memoryview) -> TabularStream:
         if not bytes(data[: len(_MAGIC)]) == _MAGIC:
             raise ValueError("not a dpstream TabularStream state")
         try:

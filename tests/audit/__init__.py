@@ -1,0 +1,1 @@
+"""Privacy audits of every mechanism with :func:`dpstream.audit.audit` (DESIGN rule 5)."""
