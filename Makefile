@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
 EXT := $(VENV)/.extension-built
 BENCH_DEPS := $(VENV)/.bench-deps-installed
-RUST_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
+# rust/fuzz is a separate (nightly) crate: not part of the extension.
+RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -name Cargo.toml \) -print) \
+	Cargo.toml pyproject.toml
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 

@@ -12,6 +12,11 @@ pub enum Error {
     /// rather than truncating the distribution silently.
     #[error("{0}")]
     Overflow(String),
+    /// Memory for a structure or an output could not be allocated (the
+    /// message names what and how much); nothing was changed. Python sees a
+    /// `MemoryError`.
+    #[error("{0}")]
+    OutOfMemory(String),
     /// The operating system could not provide entropy for seeding.
     #[error("operating-system entropy unavailable: {0}")]
     Entropy(String),

@@ -119,6 +119,12 @@ fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
         return Err(corrupt("not a dpstream file (bad magic bytes)"));
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+    if version > FORMAT_VERSION {
+        return Err(corrupt(format!(
+            "written in a newer format (format version {version}) than this build reads \
+             (version {FORMAT_VERSION}); upgrade dpstream to load it"
+        )));
+    }
     if version != FORMAT_VERSION {
         return Err(corrupt(format!(
             "format version {version} is not supported by this build (which reads version {FORMAT_VERSION})"
@@ -130,10 +136,12 @@ fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
     let mut len_bytes = [0u8; 8];
     len_bytes.copy_from_slice(&bytes[12..20]);
     let len = u64::from_le_bytes(len_bytes);
-    let expected_total = (HEADER_LEN + CRC_LEN) as u64 + len;
-    if expected_total != bytes.len() as u64 {
+    // Checked: a corrupt length near 2^64 must not wrap around.
+    let expected_total = len.checked_add((HEADER_LEN + CRC_LEN) as u64);
+    if expected_total != Some(bytes.len() as u64) {
         return Err(corrupt(format!(
-            "length mismatch: header says {expected_total} bytes, got {}",
+            "length mismatch: header says a {len}-byte payload ({} bytes in all), got {} bytes",
+            expected_total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string()),
             bytes.len()
         )));
     }
@@ -298,7 +306,11 @@ mod tests {
         let mut newer = bytes.clone();
         newer[8] = 2;
         let err = decode(&newer, Kind::Sketch).unwrap_err().to_string();
-        assert!(err.contains("version 2"), "{err}");
+        assert!(err.contains("newer format (format version 2)"), "{err}");
+        let mut older = bytes.clone();
+        older[8] = 0;
+        let err = decode(&older, Kind::Sketch).unwrap_err().to_string();
+        assert!(err.contains("format version 0 is not supported"), "{err}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub(crate) fn to_py_err(e: Error) -> PyErr {
     match e {
         Error::InvalidParameter(m) => PyValueError::new_err(m),
         Error::Overflow(m) => PyOverflowError::new_err(m),
+        Error::OutOfMemory(m) => PyMemoryError::new_err(m),
         Error::Entropy(m) => PyRuntimeError::new_err(m),
     }
 }

@@ -102,16 +102,18 @@ impl LevelSchedule {
     /// `ε_r` for a counter that starts at level `r_0`.
     pub fn epsilon(&self, start_level: u32, level: u32) -> Result<Rational> {
         let e = match self {
-            Self::Table(t) => t
-                .get((level - start_level) as usize)
+            // Checked: an empty table or a level below r_0 (from decoded
+            // state) must not underflow (found by fuzzing).
+            Self::Table(t) => level
+                .checked_sub(start_level)
+                .and_then(|i| t.get(i as usize))
                 .cloned()
-                .ok_or_else(|| {
-                    invalid!(
-                        "the schedule has {} levels ({}..={}); level {level} has none",
-                        t.len(),
-                        start_level,
-                        u64::from(start_level) + t.len() as u64 - 1
-                    )
+                .ok_or_else(|| match t.len() {
+                    0 => invalid!("the schedule has no levels; level {level} has none"),
+                    n => invalid!(
+                        "the schedule has {n} levels ({start_level}..={}); level {level} has none",
+                        u64::from(start_level) + n as u64 - 1
+                    ),
                 })?,
             Self::Online {
                 epsilon,

@@ -118,7 +118,7 @@ impl PSums {
             .ok_or_else(|| invalid!("dim × levels is too large"))?;
         self.noise
             .try_reserve_exact(n.saturating_sub(self.noise.len()))
-            .map_err(|_| Error::Overflow(format!("cannot allocate {n} p-sum noise values")))
+            .map_err(|_| Error::OutOfMemory(format!("cannot allocate {n} p-sum noise values")))
     }
 
     /// Start a new, empty tree of `levels` levels (after [`PSums::reserve`]).

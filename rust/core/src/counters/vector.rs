@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 pub(crate) fn zeros(n: usize, what: &str) -> Result<Vec<i64>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
-        .map_err(|_| Error::Overflow(format!("cannot allocate {what} of {n} values")))?;
+        .map_err(|_| Error::OutOfMemory(format!("cannot allocate {what} of {n} values")))?;
     v.resize(n, 0);
     Ok(v)
 }

@@ -110,10 +110,10 @@ impl LinearSketch {
         let n = rows * width;
         let mut cells = Vec::new();
         cells.try_reserve_exact(n).map_err(|_| {
-            invalid!(
+            Error::OutOfMemory(format!(
                 "could not allocate {} bytes for a {rows} × {width} sketch",
                 n * 8
-            )
+            ))
         })?;
         cells.resize(n, 0);
         Ok(Self {

@@ -15,7 +15,7 @@ mod privhp;
 mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
-pub use online::{OnlineSynthesizer, MAX_ONLINE_DEPTH};
+pub use online::{OnlineSynthesizer, MAX_ONLINE_BYTES, MAX_ONLINE_DEPTH};
 pub use online_budget::{online_epsilon, MAX_ONLINE_DIM};
 pub use privhp::{PrivHP, PrivHPConfig};
 pub use tree_generator::TreeGenerator;

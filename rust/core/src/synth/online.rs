@@ -70,6 +70,27 @@ pub const MAX_ONLINE_DEPTH: u32 = 40;
 /// Largest number of steps (`2^62`): counts stay far inside `i64`.
 const MAX_TIME: u64 = 1 << 62;
 
+/// Largest memory the cell counters may take: 16 GiB, the limit of PrivHP
+/// and of the sketches. The depth follows from ε and the time (public), so a
+/// large ε reaches deep partitions after few points; this refuses them with
+/// a clear error instead of exhausting the machine's memory.
+pub const MAX_ONLINE_BYTES: u64 = 1 << 34;
+
+/// Refuse a partition of depth `depth` (at most [`MAX_ONLINE_DEPTH`]) whose
+/// `2^{depth+1} − 2` cell counters would pass [`MAX_ONLINE_BYTES`].
+fn check_depth_memory(depth: u32) -> Result<()> {
+    let cells = (1u64 << (depth + 1)) - 2;
+    let bytes = cells.saturating_mul(std::mem::size_of::<LevelState>() as u64);
+    if bytes > MAX_ONLINE_BYTES {
+        return Err(invalid!(
+            "the partition would reach depth {depth}: {cells} cell counters need {bytes} bytes \
+             ({:.1} GiB), more than the 16 GiB limit (the depth grows as log2(epsilon × points))",
+            bytes as f64 / f64::from(1u32 << 30)
+        ));
+    }
+    Ok(())
+}
+
 /// The ε-DP online synthesizer; see the [module docs](self).
 pub struct OnlineSynthesizer {
     epsilon: Rational,
@@ -127,7 +148,7 @@ fn level_params(epsilon: &Rational, dim: usize, level: u32) -> Result<Vec<LevelP
 fn states(n: usize, state: LevelState) -> Result<Vec<LevelState>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n)
-        .map_err(|_| Error::Overflow(format!("cannot allocate {n} cell counters")))?;
+        .map_err(|_| Error::OutOfMemory(format!("cannot allocate {n} cell counters")))?;
     v.resize(n, state);
     Ok(v)
 }
@@ -243,7 +264,7 @@ impl OnlineSynthesizer {
         let mut codes = Vec::new();
         codes
             .try_reserve_exact(n)
-            .map_err(|_| Error::Overflow(format!("cannot allocate {n} point paths")))?;
+            .map_err(|_| Error::OutOfMemory(format!("cannot allocate {n} point paths")))?;
         codes.resize(n, 0);
         encode_points(points, self.dim, MAX_DEPTH, &mut codes)?;
         let end = self
@@ -266,6 +287,8 @@ impl OnlineSynthesizer {
                     MAX_ONLINE_DEPTH + 1
                 ));
             }
+            // Before the level's parameters, which take time to compute for a large dim.
+            check_depth_memory(next)?;
             let start = level_start(&self.epsilon, next)?;
             upcoming.push((start, next, level_params(&self.epsilon, self.dim, next)?));
             level = Some(next);
@@ -277,13 +300,13 @@ impl OnlineSynthesizer {
             let mut probe: Vec<u8> = Vec::new();
             probe
                 .try_reserve_exact(bytes)
-                .map_err(|_| Error::Overflow(format!("cannot allocate {more} cell counters")))?;
+                .map_err(|_| Error::OutOfMemory(format!("cannot allocate {more} cell counters")))?;
         }
         if self.dim == 1 {
             let kept = self.history.len() + n;
             self.history
                 .try_reserve(n)
-                .map_err(|_| Error::Overflow(format!("cannot keep {kept} point paths")))?;
+                .map_err(|_| Error::OutOfMemory(format!("cannot keep {kept} point paths")))?;
         }
         // From here on only a noise draw beyond int64 can fail.
         let mut upcoming = upcoming.into_iter().peekable();
@@ -383,7 +406,7 @@ impl OnlineSynthesizer {
         let mut counts = Vec::new();
         counts
             .try_reserve_exact(nodes)
-            .map_err(|_| Error::Overflow(format!("cannot allocate {nodes} counts")))?;
+            .map_err(|_| Error::OutOfMemory(format!("cannot allocate {nodes} counts")))?;
         counts.push(t);
         if let Err(e) = self.catch_up(&mut counts) {
             self.poisoned = true;
@@ -425,7 +448,7 @@ impl OnlineSynthesizer {
             .ok_or_else(|| invalid!("{rows} rows of dim {} are too many", self.dim))?;
         let mut out = Vec::new();
         out.try_reserve_exact(len)
-            .map_err(|_| Error::Overflow(format!("cannot allocate {rows} synthetic points")))?;
+            .map_err(|_| Error::OutOfMemory(format!("cannot allocate {rows} synthetic points")))?;
         out.resize(len, 0.0);
         let counts = self.leaf_counts()?;
         let depth = self.depth();
@@ -536,6 +559,15 @@ impl OnlineSynthesizer {
         if s.depth() > MAX_ONLINE_DEPTH {
             return Err(invalid!("invalid dpstream state: partition too deep"));
         }
+        // Every cell takes at least 64 bytes: refuse a level whose cells the
+        // payload cannot hold before computing its parameters (which takes
+        // time for a large dim; found by fuzzing).
+        let cells = (1u64 << (s.depth() + 1)) - 2;
+        if cells.saturating_mul(64) > payload.len() as u64 {
+            return Err(invalid!(
+                "invalid dpstream state: payload too short for {cells} cells"
+            ));
+        }
         if let Some(level) = s.level {
             s.params = level_params(&epsilon, dim, level)?;
         }
@@ -617,7 +649,7 @@ fn shuffle_rows(rng: &mut Rng, data: Vec<f64>, dim: usize) -> Result<Vec<f64>> {
     }
     let mut out = Vec::new();
     out.try_reserve_exact(data.len())
-        .map_err(|_| Error::Overflow("cannot allocate the shuffled rows".into()))?;
+        .map_err(|_| Error::OutOfMemory("cannot allocate the shuffled rows".into()))?;
     out.resize(data.len(), 0.0);
     let mut next = start;
     for (row, &l) in data.chunks_exact(dim).zip(&labels) {
