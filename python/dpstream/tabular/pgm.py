@@ -222,12 +222,14 @@ def _logsumexp(x: FloatArray, axes: tuple[int, ...]) -> FloatArray:
     """``log Σ exp(x)`` over ``axes``, shifted by the maximum for stability."""
     if not axes:
         return x
-    m = np.max(x, axis=axes, keepdims=True)
+    # ndarray methods rather than np.max / np.sum / np.squeeze: the same reductions
+    # without the wrappers' overhead (this runs ~10 times per belief propagation)
+    m = x.max(axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
-    s = np.sum(np.exp(x - m), axis=axes, keepdims=True)
+    s = np.exp(x - m).sum(axis=axes, keepdims=True)
     with np.errstate(divide="ignore"):
         out = np.log(s) + m
-    squeezed: FloatArray = np.squeeze(out, axis=axes)
+    squeezed: FloatArray = out.squeeze(axis=axes)
     return squeezed
 
 
@@ -352,6 +354,9 @@ class GraphicalModel:
         if probs is None:
             probs, _ = _calibrate(jt, sizes, _node_potentials(jt, sizes, self._theta, self._assign))
         self._probs = probs
+        # node i's table conditioned on its separator with neighbour j, by (i, j): the
+        # factors of _eliminate, computed once per model (a stream asks many marginals)
+        self._conditionals: dict[tuple[int, int], FloatArray] = {}
         self.iterations = 0
         self.losses: tuple[float, ...] = ()
         self.step_scale = 1.0
@@ -427,40 +432,20 @@ class GraphicalModel:
         against ``max_clique_cells``.
         """
         jt, sizes = self._jt, self._sizes
-        adj: list[list[int]] = [[] for _ in jt.nodes]
-        for i in jt.order[1:]:
-            adj[i].append(jt.parent[i])
-            adj[jt.parent[i]].append(i)
-        want = set(target)
-        root = max(
-            range(len(jt.nodes)),
-            key=lambda i: (len(want & set(jt.nodes[i])), -clique_cells(sizes, jt.nodes[i]), -i),
-        )
-        par = {root: -1}
-        depth = {root: 0}
-        bfs = [root]
-        for i in bfs:
-            for j in adj[i]:
-                if j not in par:
-                    par[j], depth[j] = i, depth[i] + 1
-                    bfs.append(j)
-        keep = {root}
-        for c in sorted(want - set(jt.nodes[root])):
-            holder = min(
-                (i for i, n in enumerate(jt.nodes) if c in n),
-                key=lambda i: (depth[i], clique_cells(sizes, jt.nodes[i]), i),
-            )
-            while holder not in keep:
-                keep.add(holder)
-                holder = par[holder]
         factors: list[tuple[Clique, FloatArray]] = []
-        for i in sorted(keep):
+        for i, p in _elimination_plan(jt, sizes, target):
             node, table = jt.nodes[i], self._probs[i]
-            if i != root:
-                sep = tuple(sorted(set(node) & set(jt.nodes[par[i]])))
-                sep_marg = _expand(np.sum(table, axis=_axes_not_in(node, sep)), sep, node, sizes)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    table = np.where(sep_marg > 0, table / sep_marg, 0.0)
+            if p >= 0:
+                cond = self._conditionals.get((i, p))
+                if cond is None:
+                    sep = tuple(sorted(set(node) & set(jt.nodes[p])))
+                    sep_marg = _expand(
+                        np.sum(table, axis=_axes_not_in(node, sep)), sep, node, sizes
+                    )
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        cond = np.where(sep_marg > 0, table / sep_marg, 0.0)
+                    self._conditionals[(i, p)] = cond
+                table = cond
             factors.append((node, table))
         return _contract(factors, target, sizes, self._max_cells)
 
@@ -497,6 +482,47 @@ class GraphicalModel:
             for c, v in zip(new, cols, strict=True):
                 out[:, c] = v
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _elimination_plan(
+    jt: JunctionTree, sizes: tuple[int, ...], target: Clique
+) -> tuple[tuple[int, int], ...]:
+    """The nodes of the smallest subtree covering ``target`` for :meth:`GraphicalModel.
+    _eliminate`, as sorted ``(node, parent)`` pairs (parent ``-1`` for the subtree's root).
+
+    The root is the node holding most of ``target`` (then the smallest, then the last);
+    each other column of ``target`` is reached from its shallowest, smallest holder.
+    Depends only on the tree's structure, so it is cached (a stream asks the same
+    marginals of the same structure many times).
+    """
+    adj: list[list[int]] = [[] for _ in jt.nodes]
+    for i in jt.order[1:]:
+        adj[i].append(jt.parent[i])
+        adj[jt.parent[i]].append(i)
+    want = set(target)
+    root = max(
+        range(len(jt.nodes)),
+        key=lambda i: (len(want & set(jt.nodes[i])), -clique_cells(sizes, jt.nodes[i]), -i),
+    )
+    par = {root: -1}
+    depth = {root: 0}
+    bfs = [root]
+    for i in bfs:
+        for j in adj[i]:
+            if j not in par:
+                par[j], depth[j] = i, depth[i] + 1
+                bfs.append(j)
+    keep = {root}
+    for c in sorted(want - set(jt.nodes[root])):
+        holder = min(
+            (i for i, n in enumerate(jt.nodes) if c in n),
+            key=lambda i: (depth[i], clique_cells(sizes, jt.nodes[i]), i),
+        )
+        while holder not in keep:
+            keep.add(holder)
+            holder = par[holder]
+    return tuple((i, par[i]) for i in sorted(keep))
 
 
 def _contract(
