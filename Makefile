@@ -11,7 +11,7 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python lint bench develop clean
+.PHONY: demo test test-rust test-python lint bench develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
@@ -41,6 +41,12 @@ bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_distributed.py
 
 develop: $(EXT)
+
+# API reference from the docstrings (HTML in docs/api/).
+docs: $(EXT)
+	$(BIN)/python -m pip install -q "pdoc>=14"
+	$(BIN)/python -m pdoc dpstream dpstream.online dpstream.privhp dpstream.tabular \
+		dpstream.distributed dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
