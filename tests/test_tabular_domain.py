@@ -128,3 +128,16 @@ def test_workload_errors_of_one_workload_per_pair() -> None:
         for c in itertools.combinations(range(3), 2)
     ]
     assert e.avg_we == pytest.approx(np.mean(per)) and e.max_we == pytest.approx(max(per))
+
+
+def test_polars_and_pyarrow_tables_are_accepted() -> None:
+    import polars as pl
+    import pyarrow as pa
+
+    d = Domain({"a": 3, "b": ["x", "y"]})
+    frame = {"b": ["y", "x"], "a": [2, 0]}
+    expect = [[2, 1], [0, 0]]
+    assert d.encode(pl.DataFrame(frame)).tolist() == expect
+    assert d.encode(pa.table(frame)).tolist() == expect
+    with pytest.raises(ValueError, match="unknown category 'z'"):
+        d.encode(pl.DataFrame({"a": [0], "b": ["z"]}))
