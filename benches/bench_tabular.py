@@ -77,7 +77,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 FIGURE_DIR = BENCH_DIR / "figures"
-DATA_DIR = (REPO_DIR / ".." / "shared" / "data" / "adult").resolve()
+# The Adult copy shipped with the package (identical to ../shared/data/adult).
+DATA_DIR = (REPO_DIR / "python" / "dpstream" / "data").resolve()
 SECTION_TITLE = "## Tabular stream on Adult (issue 5)"
 
 BASE_SEED = 20_261_205

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from dpstream.cli import main
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+# The copy of the Adult data the package ships (../shared/data/adult is not in a clean clone).
+ADULT = Path(__file__).resolve().parents[1] / "python" / "dpstream" / "data"
 BOUNDS = "-122.52,-122.36,37.70,37.81"
 
 
