@@ -912,10 +912,23 @@ def notes(results: list[Result]) -> list[str]:
         f"above is what a perfect model scores with i.i.d. rows: {floor_text}. Paper values "
         "below it (e.g. its proposed AvgRelWE of 0.16–0.20 at ε ≥ 2) are better than a "
         "perfect model would do with i.i.d. rows.",
-        "- Relative errors (AvgRelWE, MaxRelWE) are dominated by cells with few real rows in "
-        "the large workloads; they grow with t as f_t fills more of those cells (see the "
-        "figures), so they depend strongly on the stream's length and on how the synthetic "
-        "rows are drawn.",
+        "- Relative errors (AvgRelWE, MaxRelWE) grow with t (see the figures) and are far "
+        "above the floor, so they come from the model, not from the sampling. In a diagnostic "
+        "run outside this script (Adult-randomized-bs-200, ε = 1, proposed), the final model "
+        "held cliques on workclass, education-num, marital-status, occupation, relationship, "
+        "race, sex and income only: age, fnlwgt, capital-gain, capital-loss, hours-per-week "
+        "and native-country were never selected and stay uniform, so their rare categories "
+        "(one or a few real rows) get ~n/|column| synthetic rows, and the relative error of "
+        "such cells is in the tens (the model's exact marginals give the same metrics as the "
+        "sampled rows, 15.37 vs 15.39 AvgRelWE). The selection score "
+        "‖q(∇f_t + g_{t−1}) − q(h)‖₁/|q| − |q| compares a batch-sized difference (at a "
+        "step's first selection h = g_{t−1}, and the ℓ1 term is B/|q| for B insertions), and "
+        "the −|q| "
+        "term (84–10,000 cells for workloads on those six columns, 4–240 for the others) "
+        "rules the large workloads out. The paper's proposed MaxWE of 0.0208 at ε ≥ 2 "
+        "equals the WE of native-country × income with a uniform native-country (0.0208 in "
+        "the same diagnostic), which suggests the same behaviour in the paper's runs; its "
+        "small relative errors are then not explained by the metric as written in Section 7.3.",
     ]
 
 
@@ -941,7 +954,15 @@ def main() -> None:
     )
     args = parser.parse_args()
     grid = GRIDS["quick" if args.quick else "full" if args.full else "default"]
-    command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *sys.argv[1:]])
+    argv = list(sys.argv[1:])  # the rerun command, without --cache-dir (a resume aid)
+    for i, a in enumerate(argv):
+        if a == "--cache-dir":
+            del argv[i : i + 2]
+            break
+        if a.startswith("--cache-dir="):
+            del argv[i]
+            break
+    command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *argv])
     results_path, figure_dir = args.results, args.figure_dir
     if args.quick and (results_path is None or figure_dir is None):
         tmp = Path(tempfile.mkdtemp(prefix="bench_tabular_quick_"))
