@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from dpstream._files import atomic_write
 
-__all__ = ["Bounds", "parse_bounds", "read_table", "write_table"]
+__all__ = ["Bounds", "parse_bounds", "read_table", "table_bytes", "write_table"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -51,15 +51,20 @@ def read_table(path: str | os.PathLike[str], columns: list[str] | None = None) -
     return frame
 
 
-def write_table(frame: Any, path: str | os.PathLike[str]) -> None:
-    """Write a pandas DataFrame to ``.csv`` or ``.parquet`` atomically (temp file + rename)."""
-    p = Path(path)
+def table_bytes(frame: Any, suffix: str) -> bytes:
+    """The bytes of ``frame`` as a ``.csv`` or ``.parquet`` file."""
     buf = io.BytesIO()
-    if _suffix(p) == ".csv":
+    if suffix == ".csv":
         frame.to_csv(buf, index=False)
     else:
         frame.to_parquet(buf, index=False)
-    atomic_write(p, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_table(frame: Any, path: str | os.PathLike[str]) -> None:
+    """Write a pandas DataFrame to ``.csv`` or ``.parquet`` atomically (temp file + rename)."""
+    p = Path(path)
+    atomic_write(p, table_bytes(frame, _suffix(p)))
 
 
 class Bounds:

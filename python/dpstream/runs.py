@@ -23,7 +23,6 @@ A checkpoint holds the model's exact counts: protect it like the raw data.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import struct
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dpstream._files import atomic_write
+from dpstream.io import table_bytes
 
 __all__ = ["Batch", "Model", "RunResult", "run_stream"]
 
@@ -106,15 +106,6 @@ def _decode_checkpoint(data: bytes) -> tuple[dict[str, Any], bytes, bytes]:
         raise ValueError(f"corrupt run checkpoint: {e}") from None
 
 
-def _frame_bytes(frame: Any, suffix: str) -> bytes:
-    buf = io.BytesIO()
-    if suffix == ".csv":
-        frame.to_csv(buf, index=False)
-    else:
-        frame.to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
 def run_stream(
     batches: Sequence[Batch],
     model: Model,
@@ -178,7 +169,7 @@ def run_stream(
         if batch.release:
             frame = model.release()
             name = f"release-{batch.label}{suffix}"
-            data = _frame_bytes(frame, suffix)
+            data = table_bytes(frame, suffix)
             if on_release is not None:
                 log.append({"release": batch.label, **on_release(batch, model, frame)})
             _fault("before-checkpoint", i)
