@@ -52,7 +52,7 @@ def test_points_online_by_month_writes_one_release_per_period(
         [
             "points", "--input", str(points_csv), "--columns", "lon,lat", "--bounds", BOUNDS,
             "--epsilon", "1", "--time-column", "date", "--release-every", "month",
-            "--out", str(out), "--quiet",
+            "--start", "2024-01", "--end", "2024-06", "--out", str(out), "--quiet",
         ]
     )  # fmt: skip
     assert code == 0
@@ -85,7 +85,11 @@ def test_points_privhp_parquet_once_at_the_end(points_csv: Path, tmp_path: Path)
         (["--bounds", "1,2"], "--bounds needs 4 numbers"),
         (["--epsilon", "-1"], "--epsilon must be positive"),
         (["--epsilon", "abc"], "--epsilon must be a positive number"),
-        (["--release-every", "fortnight", "--time-column", "date"], "--release-every must be"),
+        (
+            ["--release-every", "fortnight", "--time-column", "date", "--start", "1", "--end", "2"],
+            "--release-every must be",
+        ),
+        (["--time-column", "date", "--release-every", "month"], "needs public --start and --end"),
         (["--time-column", "when"], "no column 'when'"),
         (["--columns", "lon,height"], "no column(s) ['height']"),
         (["--batch-size", "0"], "--batch-size must be a positive integer"),

@@ -3,7 +3,8 @@
 ::
 
     dpstream points --input X.csv --columns lon,lat --bounds "-122.52,-122.36,37.70,37.81" \\
-        --method online --epsilon 1 --time-column date --release-every month --out synth/
+        --method online --epsilon 1 --time-column date --release-every month \\
+        --start 2024-01 --end 2024-12 --out synth/
     dpstream table --input adult.csv --domain adult-domain.json --batch-size 50 \\
         --epsilon 1 --out releases/ --plot
     dpstream demo
@@ -17,9 +18,9 @@ releases (``points --method online``: He–Vershynin–Zhu, all releases togethe
 ``points --method privhp``: one release at the end; ``table``: Kumar–Strohmer–
 Vershynin, every step's table). Bounds and domains are public inputs, never
 computed from the data; with ``--time-column`` the releases are labelled by
-calendar periods between the first and last record's period (these two dates are
-read from the data and are therefore disclosed; give ``--start``/``--end`` to
-fix them publicly). ``--seed`` makes a run reproducible and **not private**.
+the calendar periods from ``--start`` to ``--end``, which must be given: the release
+schedule is public and never read from the data (records outside it are dropped).
+``--seed`` makes a run reproducible and **not private**.
 Metrics files and plots compare with the real data: they are for the data holder,
 not for publication.
 """
@@ -162,14 +163,18 @@ def _batches(frame: Any, opts: dict[str, Any]) -> list[tuple[str, Any]]:
     if time_col is not None:
         if time_col not in frame.columns:
             raise UsageError(f"--time-column: no column {time_col!r} in the input")
+        if opts.get("start") is None or opts.get("end") is None:
+            # The release schedule is public structure: it must not come from the data.
+            raise UsageError(
+                "--time-column needs public --start and --end (the first and last period)"
+            )
         every = opts.get("release_every")
         if every is None:
             # An integer time index: one step per distinct value in a public range.
             steps = frame[time_col]
             if not np.issubdtype(steps.dtype, np.integer):
                 raise UsageError("--time-column without --release-every must hold integer steps")
-            lo = int(opts["start"]) if opts.get("start") is not None else int(steps.min())
-            hi = int(opts["end"]) if opts.get("end") is not None else int(steps.max())
+            lo, hi = int(opts["start"]), int(opts["end"])
             groups = dict(tuple(frame.groupby(time_col, sort=True)))
             return [(str(t), groups.get(t, frame.iloc[:0])) for t in range(lo, hi + 1)]
         if every not in _FREQ:
@@ -179,8 +184,8 @@ def _batches(frame: Any, opts: dict[str, Any]) -> list[tuple[str, Any]]:
         except (ValueError, TypeError) as e:
             raise UsageError(f"--time-column {time_col!r}: not dates ({e})") from None
         periods = times.dt.to_period(_FREQ[every])
-        first = pd.Period(opts["start"], _FREQ[every]) if opts.get("start") else periods.min()
-        last = pd.Period(opts["end"], _FREQ[every]) if opts.get("end") else periods.max()
+        first = pd.Period(opts["start"], _FREQ[every])
+        last = pd.Period(opts["end"], _FREQ[every])
         order = np.argsort(times.to_numpy(), kind="stable")
         frame, periods = frame.iloc[order], periods.iloc[order]
         groups = {p: g for p, g in frame.groupby(periods.to_numpy(), sort=True)}
