@@ -112,8 +112,11 @@ def test_workload_errors_by_hand() -> None:
     assert e.max_we == e.avg_we
     # Relative error over the cells with real mass: (1 + 1 + 0) / 3.
     assert e.avg_rel_we == pytest.approx(2 / 3)
+    # Relative ℓ2: ‖(1/4, 1/4, 0, 0)‖₂ / ‖(1/4, 1/4, 0, 1/2)‖₂ = sqrt(2/16) / sqrt(6/16).
+    assert e.avg_rel_l2 == pytest.approx((1 / 3) ** 0.5)
+    assert e.max_rel_l2 == e.avg_rel_l2
     same = workload_errors(real, real, d)
-    assert same == (0.0, 0.0, 0.0, 0.0)
+    assert same == (0.0,) * 6
     with pytest.raises(ValueError):
         workload_errors(real, np.zeros((0, 2), dtype=np.int64), d)
 

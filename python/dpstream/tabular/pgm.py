@@ -432,8 +432,10 @@ class GraphicalModel:
         against ``max_clique_cells``.
         """
         jt, sizes = self._jt, self._sizes
-        factors: list[tuple[Clique, FloatArray]] = []
-        for i, p in _elimination_plan(jt, sizes, target):
+        plan = _elimination_plan(jt, sizes, target)
+        parent = dict(plan)
+        factors: dict[int, tuple[Clique, FloatArray]] = {}
+        for i, p in plan:
             node, table = jt.nodes[i], self._probs[i]
             if p >= 0:
                 cond = self._conditionals.get((i, p))
@@ -446,8 +448,25 @@ class GraphicalModel:
                         cond = np.where(sep_marg > 0, table / sep_marg, 0.0)
                     self._conditionals[(i, p)] = cond
                 table = cond
-            factors.append((node, table))
-        return _contract(factors, target, sizes, self._max_cells)
+            factors[i] = (node, table)
+        # Eliminate leaf-first along the subtree: a node's message to its parent keeps
+        # only the separator and the target columns seen so far, so intermediates stay
+        # near (separator × target) cells; one global einsum path can blow up instead.
+        want = set(target)
+        messages: dict[int, list[tuple[Clique, FloatArray]]] = {i: [] for i, _ in plan}
+        for i in _leaves_first(plan):
+            ops = [factors[i], *messages[i]]
+            involved = set().union(*(set(c) for c, _ in ops))
+            p = parent[i]
+            keep = involved & want
+            if p >= 0:
+                keep |= involved & set(jt.nodes[p])
+            scope = tuple(sorted(keep))
+            table = _contract(ops, scope, sizes, self._max_cells)
+            if p < 0:
+                return table
+            messages[p].append((scope, table))
+        raise AssertionError("an elimination plan has a root")  # pragma: no cover
 
     def sample(self, n: int, rng: np.random.Generator) -> IntArray:
         """``n`` independent synthetic rows ``(n, d)`` (int64 codes) drawn from ``P_θ``.
@@ -523,6 +542,19 @@ def _elimination_plan(
             keep.add(holder)
             holder = par[holder]
     return tuple((i, par[i]) for i in sorted(keep))
+
+
+def _leaves_first(plan: tuple[tuple[int, int], ...]) -> list[int]:
+    """The nodes of an elimination plan ``(node, parent)`` ordered children before parents."""
+    parent = dict(plan)
+
+    def depth(i: int) -> int:
+        d = 0
+        while parent[i] >= 0:
+            i, d = parent[i], d + 1
+        return d
+
+    return sorted(parent, key=lambda i: (-depth(i), i))
 
 
 def _contract(
