@@ -116,6 +116,7 @@ def test_rejected_batches_change_nothing() -> None:
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
         ({"iters": 0}, ValueError),
+        ({"sampling": "systematic"}, ValueError),
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object], error: type) -> None:
@@ -201,15 +202,17 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
     assert results["proposed"].avg_we < results["baseline"].avg_we, results
 
 
-@pytest.mark.parametrize("method", ["proposed", "baseline"])
-def test_a_checkpoint_resumes_exactly(method: str) -> None:
+@pytest.mark.parametrize(
+    ("method", "sampling"), [("proposed", "round"), ("baseline", "round"), ("proposed", "iid")]
+)
+def test_a_checkpoint_resumes_exactly(method: str, sampling: str) -> None:
     d = small()
     rows = table(d, 1600, 9)
 
     def make() -> TabularStream:
         return TabularStream(
             d, 1, marginals_per_step=2, iters=20, method=method,  # type: ignore[arg-type]
-            rng=dpstream.Rng(seed=4),
+            sampling=sampling, rng=dpstream.Rng(seed=4),  # type: ignore[arg-type]
         )  # fmt: skip
 
     a, b = make(), make()

@@ -8,7 +8,10 @@ the clique's domain sizes (the last column varies fastest); ``()`` is the total 
 Everything here and in :mod:`dpstream.tabular.pgm` / :mod:`dpstream.tabular.mw` is
 **post-processing**: it only reads measurements that were already released, draws no
 privacy noise, and so costs no privacy budget. The only randomness is the sampling of
-synthetic rows, from a caller-supplied :class:`numpy.random.Generator`.
+synthetic rows, from a caller-supplied :class:`numpy.random.Generator`: either
+independent draws (``method="iid"``, :func:`sample_rows`) or controlled rounding of
+the expected counts (``method="round"``, :func:`round_rows`, as Private-PGM's
+``synthetic_data(method="round")``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,18 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
+#: The values of ``method`` that :meth:`MarginalModel.sample` accepts.
+SAMPLE_METHODS = ("iid", "round")
+
+
 class MarginalModel(Protocol):
-    """What a fitted model offers: marginals (counts) and synthetic rows."""
+    """What a fitted model offers: marginals (counts) and synthetic rows.
+
+    ``sample(n, rng, method=...)`` returns ``n`` rows ``(n, d)`` of int64 codes:
+    ``"iid"`` draws them independently from the model; ``"round"`` allocates them by
+    unbiased controlled rounding of the expected counts, block of columns by block
+    (see :func:`round_rows`). Both are post-processing.
+    """
 
     @property
     def sizes(self) -> tuple[int, ...]: ...
@@ -39,7 +52,7 @@ class MarginalModel(Protocol):
 
     def marginal(self, clique: Sequence[int]) -> FloatArray: ...
 
-    def sample(self, n: int, rng: np.random.Generator) -> IntArray: ...
+    def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray: ...
 
 
 def check_clique(clique: object, name: str = "clique") -> Clique:
@@ -204,3 +217,151 @@ def sample_rows(probs: FloatArray, n: int, rng: np.random.Generator) -> npt.NDAr
     cdf /= cdf[-1]
     idx = np.searchsorted(cdf, rng.random(n), side="right")
     return np.minimum(idx, len(probs) - 1)
+
+
+def check_sample_method(method: object) -> str:
+    """``method`` if it is one of :data:`SAMPLE_METHODS`, else a ValueError naming them."""
+    if not isinstance(method, str) or method not in SAMPLE_METHODS:
+        allowed = ", ".join(repr(m) for m in SAMPLE_METHODS)
+        raise ValueError(f"method must be one of {allowed}, got {method!r}")
+    return method
+
+
+def controlled_round(
+    weights: npt.ArrayLike, totals: npt.ArrayLike, rng: np.random.Generator
+) -> IntArray:
+    """Unbiased controlled rounding of ``totals[g] · weights[g] / Σ weights[g]``, per row.
+
+    ``weights`` is ``(g, k)`` (negative entries count as 0; a row without mass is
+    uniform over its ``k`` cells) and ``totals`` ``(g,)`` non-negative ints. Returns
+    int64 counts ``(g, k)`` such that, with ``e = totals[g] · q[g]`` the expected
+    counts (``q`` the normalised row):
+
+    * each count is ``floor(e)`` or ``ceil(e)`` (a cell of zero weight gets 0), and
+      the counts of a row sum to ``totals[g]`` exactly;
+    * a cell gets its ceiling with probability exactly its fractional part
+      ``e − floor(e)``, so ``E[count] = e`` (unbiased).
+
+    The remainder ``totals[g] − Σ floor(e)`` is allocated by systematic sampling: the
+    cells are put in a uniformly random order, and with one uniform ``u`` in ``[0, 1)``
+    per row a cell is rounded up when the running sum of fractional parts crosses one
+    of ``u, u + 1, u + 2, …`` inside it (each cell's interval has length its fractional
+    part, below 1, so it is crossed at most once). Float round-off is absorbed: the
+    running sum is pinned to the integer remainder at its end, so exactly ``totals[g]``
+    rows are allocated and no count is negative.
+
+    **Post-processing**: the weights are a released model, so this costs no privacy
+    budget; the only randomness is from ``rng`` (one permutation and one uniform per row).
+    """
+    w = np.maximum(np.asarray(weights, dtype=np.float64), 0.0)
+    tot = np.asarray(totals, dtype=np.int64).reshape(-1)
+    if w.ndim != 2 or w.shape[0] != tot.size or w.shape[1] < 1:
+        raise ValueError(f"weights must be (g, k) with g = {tot.size} rows, got {w.shape}")
+    if np.any(tot < 0):
+        raise ValueError("totals must be non-negative")
+    g, k = w.shape
+    mass = w.sum(axis=1, keepdims=True)
+    q = np.where(mass > 0, w / np.where(mass > 0, mass, 1.0), 1.0 / k)
+    expected = tot[:, None] * q
+    floors = np.floor(expected)
+    frac = expected - floors
+    counts = floors.astype(np.int64)
+    rest = tot - counts.sum(axis=1)  # the remainder to round up; Σ frac up to round-off
+    order = rng.permuted(np.broadcast_to(np.arange(k), (g, k)), axis=1)
+    cum = np.cumsum(np.take_along_axis(frac, order, axis=1), axis=1)
+    target = np.maximum(rest, 0).astype(np.float64)[:, None]
+    # Pin the end of the running sum to the remainder (cells at or after the last
+    # positive fractional part share its value), and clip any overshoot before it.
+    cum = np.where(cum == cum[:, -1:], target, np.minimum(cum, target))
+    u = rng.random((g, 1))
+    crossed = np.floor(cum - u)
+    before = np.concatenate([np.floor(-u), crossed[:, :-1]], axis=1)
+    up = np.empty((g, k), dtype=np.int64)
+    np.put_along_axis(up, order, (crossed - before).astype(np.int64), axis=1)
+    counts += up
+    # Telescoping makes every row sum exact and every step ≥ 0; a step of 2, a step
+    # in a cell of zero fractional part or a negative remainder needs round-off far
+    # beyond float64's on real inputs (kept as a guard).
+    broken = (up > 1) | ((up > 0) & (frac == 0))
+    bad = np.flatnonzero(broken.any(axis=1) | (rest < 0))
+    for r in bad:
+        counts[r] = _repair_rounding(counts[r], expected[r], int(tot[r]))
+    return counts
+
+
+def _repair_rounding(counts: IntArray, expected: FloatArray, total: int) -> IntArray:
+    """``counts`` moved to floor/ceil of ``expected`` and to sum ``total`` (≥ 0 each).
+
+    Only for rows whose float round-off broke :func:`controlled_round`'s invariants:
+    cells are rounded up by largest fractional part (down by smallest) until the row
+    sums to ``total``, going beyond the ceiling only if the ceilings cannot reach it.
+    """
+    lo, hi = np.floor(expected), np.ceil(expected)
+    out = np.clip(counts, lo, hi).astype(np.int64)
+    frac = expected - lo
+    diff = total - int(out.sum())
+    while diff != 0:
+        if diff > 0:
+            room = np.flatnonzero(out < hi)
+            if room.size == 0:
+                room = np.flatnonzero(expected > 0)
+            if room.size == 0:
+                room = np.arange(out.size)
+            pick = room[np.argsort(-frac[room], kind="stable")[:diff]]
+            out[pick] += 1
+            diff -= pick.size
+        else:
+            room = np.flatnonzero(out > lo)
+            if room.size == 0:
+                room = np.flatnonzero(out > 0)
+            pick = room[np.argsort(frac[room], kind="stable")[:-diff]]
+            out[pick] -= 1
+            diff += pick.size
+    return out
+
+
+def round_rows(
+    cond: npt.ArrayLike,
+    groups: npt.NDArray[np.intp] | None,
+    n: int,
+    rng: np.random.Generator,
+) -> npt.NDArray[np.intp]:
+    """One value index per row by controlled rounding: the ``"round"`` sampling method.
+
+    ``cond`` is ``(s, k)`` (a 1-D array is one row): row ``j`` weighs the ``k`` values
+    of the new columns given the conditioning cell ``j``. ``groups[r]`` is row ``r``'s
+    conditioning cell (``None``: all ``n`` rows use row 0, the first block). The rows
+    of each group (size ``c``) get the value counts :func:`controlled_round` allocates
+    from ``c · cond[j] / Σ cond[j]`` — floor or ceiling of each expected count, exact
+    total, unbiased; a conditioning row without mass is uniform, as the ``"iid"``
+    draws — and these values are shuffled within the group, so that the row order
+    carries no information and the pairing with the other columns is random.
+
+    Applied block by block (the first block, then each block given the columns drawn
+    before it), every cell's expected count is ``n`` times its model probability
+    (unbiasedness of each rounding and the tower rule). **Post-processing**: no privacy
+    cost. Vectorised over the groups (memory ``O(groups · k)``).
+    """
+    table = np.asarray(cond, dtype=np.float64)
+    if table.ndim == 1:
+        table = table.reshape(1, -1)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    k = table.shape[1]
+    if groups is None:
+        cells = np.zeros(1, dtype=np.intp)
+        inverse = np.zeros(n, dtype=np.intp)
+        sizes = np.array([n], dtype=np.int64)
+    else:
+        cells, inverse, sizes = np.unique(
+            np.asarray(groups).reshape(-1), return_inverse=True, return_counts=True
+        )
+    counts = controlled_round(table[cells], sizes, rng).reshape(-1)
+    filled = np.flatnonzero(counts)
+    values = np.repeat(filled % k, counts[filled])  # by group, then by value
+    # the rows of each group in a random order (stable sort of a random permutation)
+    perm = rng.permutation(n)
+    slots = perm[np.argsort(inverse.reshape(-1)[perm], kind="stable")]
+    out = np.empty(n, dtype=np.intp)
+    out[slots] = values
+    return out

@@ -41,11 +41,13 @@ from dpstream.tabular.estimation import (
     check_clique,
     check_clique_in,
     check_measurements,
+    check_sample_method,
     check_sample_size,
     check_sizes,
     check_total,
     clique_cells,
     clique_shape,
+    round_rows,
     sample_rows,
 )
 from dpstream.tabular.pgm import GraphicalModel
@@ -223,16 +225,22 @@ class MbiModel:
         out: FloatArray = np.einsum(*args, [label[c] for c in cl], optimize="greedy")
         return out * self._total
 
-    def sample(self, n: int, rng: np.random.Generator) -> IntArray:
-        """``n`` independent synthetic rows ``(n, d)`` (int64 codes) drawn from the model.
+    def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
+        """``n`` synthetic rows ``(n, d)`` (int64 codes) from the model (post-processing).
 
         Forward sampling in the reverse of mbi's elimination order (as mbi's
-        ``synthetic_data(method="sample")``, but from ``rng``): each column given the
-        already drawn columns it shares a junction-tree node with, from the marginal
-        of those columns (they lie in one node: the elimination order is perfect for
-        the triangulated graph).
+        ``synthetic_data``, but from ``rng``): each column given the already drawn
+        columns it shares a junction-tree node with, from the marginal of those
+        columns (they lie in one node: the elimination order is perfect for the
+        triangulated graph). ``method="iid"`` draws each value independently
+        (mbi's ``method="sample"``); ``method="round"`` allocates the first column's
+        values, then each column's values within each group of rows sharing the
+        conditioning columns, by controlled rounding
+        (:func:`~dpstream.tabular.estimation.round_rows`, mbi's ``method="round"``
+        with its remainder allocated without bias), and shuffles the rows at the end.
         """
         n = check_sample_size(n)
+        rounded = check_sample_method(method) == "round"
         sizes = self._sizes
         out = np.zeros((n, len(sizes)), dtype=np.int64)
         if n == 0:
@@ -247,10 +255,17 @@ class MbiModel:
                 rows = np.ravel_multi_index(
                     tuple(out[:, c] for c in parents), clique_shape(sizes, parents)
                 )
-                out[:, col] = _sample_conditional(joint, rows, rng)
+                if rounded:
+                    out[:, col] = round_rows(joint, rows, n, rng)
+                else:
+                    out[:, col] = _sample_conditional(joint, rows, rng)
+            elif rounded:
+                out[:, col] = round_rows(joint.reshape(-1), None, n, rng)
             else:
                 out[:, col] = sample_rows(joint.reshape(-1), n, rng)
             done.add(col)
+        if rounded:
+            out = out[rng.permutation(n)]
         return out
 
 

@@ -27,9 +27,11 @@ from dpstream.tabular.estimation import (
     check_clique,
     check_clique_in,
     check_measurements,
+    check_sample_method,
     check_sample_size,
     check_sizes,
     check_total,
+    round_rows,
     sample_rows,
 )
 
@@ -76,10 +78,21 @@ class DenseModel:
         other = tuple(j for j in range(len(self._sizes)) if j not in cl)
         return np.asarray(np.sum(self._counts, axis=other), dtype=np.float64).reshape(-1)
 
-    def sample(self, n: int, rng: np.random.Generator) -> IntArray:
-        """``n`` independent rows ``(n, d)`` (int64 codes) with probabilities ``counts/total``."""
+    def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
+        """``n`` rows ``(n, d)`` (int64 codes) with probabilities ``counts/total``.
+
+        ``method="iid"``: independent draws. ``method="round"``: controlled rounding
+        over the whole domain (one block, :func:`~dpstream.tabular.estimation.round_rows`):
+        each cell gets the floor or the ceiling of ``n·counts/total`` rows, exactly
+        ``n`` in all, unbiased; the rows are in a random order. Post-processing.
+        """
         n = check_sample_size(n)
-        flat = sample_rows(self._counts.reshape(-1), n, rng)
+        flat_counts = self._counts.reshape(-1)
+        if check_sample_method(method) == "round":
+            flat = round_rows(flat_counts, None, n, rng)
+            flat = flat[rng.permutation(n)]
+        else:
+            flat = sample_rows(flat_counts, n, rng)
         cols = np.unravel_index(flat, self._sizes)
         return np.stack(cols, axis=1).astype(np.int64).reshape(n, len(self._sizes))
 

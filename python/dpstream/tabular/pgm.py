@@ -32,11 +32,13 @@ from dpstream.tabular.estimation import (
     check_clique,
     check_clique_in,
     check_measurements,
+    check_sample_method,
     check_sample_size,
     check_sizes,
     check_total,
     clique_cells,
     clique_shape,
+    round_rows,
     sample_rows,
 )
 
@@ -468,13 +470,21 @@ class GraphicalModel:
             messages[p].append((scope, table))
         raise AssertionError("an elimination plan has a root")  # pragma: no cover
 
-    def sample(self, n: int, rng: np.random.Generator) -> IntArray:
-        """``n`` independent synthetic rows ``(n, d)`` (int64 codes) drawn from ``P_θ``.
+    def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
+        """``n`` synthetic rows ``(n, d)`` (int64 codes) from ``P_θ`` (post-processing).
 
         Forward sampling along the junction tree: the root node's cells from its
         marginal, then each node's new columns given its separator with its parent.
+        ``method="iid"`` draws the rows independently. ``method="round"`` allocates
+        them by controlled rounding (:func:`~dpstream.tabular.estimation.round_rows`):
+        each root cell gets the floor or the ceiling of ``n·p(cell)`` rows; the rows
+        of each separator value (``c`` of them) get the new columns' values rounded
+        from ``c·p(new | separator)`` and shuffled within the group; the rows are
+        shuffled at the end. Every cell's expected count is ``n·p(cell)`` either way;
+        ``"round"`` has far less spread on the model's marginals.
         """
         n = check_sample_size(n)
+        rounded = check_sample_method(method) == "round"
         jt, sizes = self._jt, self._sizes
         out = np.zeros((n, len(sizes)), dtype=np.int64)
         if n == 0:
@@ -491,15 +501,23 @@ class GraphicalModel:
             n_new = clique_cells(sizes, new)
             cond = np.ascontiguousarray(np.transpose(table, perm)).reshape(n_sep, n_new)
             if not sep:
-                flat = sample_rows(cond.reshape(-1), n, rng)
+                if rounded:
+                    flat = round_rows(cond, None, n, rng)
+                else:
+                    flat = sample_rows(cond.reshape(-1), n, rng)
             else:
                 sep_idx = np.ravel_multi_index(
                     tuple(out[:, c] for c in sep), clique_shape(sizes, sep)
                 )
-                flat = _sample_conditional(cond, sep_idx, rng)
+                if rounded:
+                    flat = round_rows(cond, sep_idx, n, rng)
+                else:
+                    flat = _sample_conditional(cond, sep_idx, rng)
             cols = np.unravel_index(flat, clique_shape(sizes, new))
             for c, v in zip(new, cols, strict=True):
                 out[:, c] = v
+        if rounded:
+            out = out[rng.permutation(n)]
         return out
 
 

@@ -72,6 +72,7 @@ from dpstream.tabular.workloads import Clique, all_workloads, marginal
 __all__ = ["Budget", "TabularStream", "selection_scores"]
 
 MethodName = Literal["proposed", "baseline"]
+SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
 _MAGIC = b"DPSTREAM-TABULAR"
@@ -136,6 +137,11 @@ class TabularStream:
             only if the model's junction tree with it stays within this many
             cells (a public rule on public structure, as in MWEM+PGM), which
             bounds the fit's time and memory.
+        sampling: how the synthetic rows are drawn from the fitted model
+            (post-processing, no privacy cost): ``"round"`` (default, as
+            Private-PGM's ``synthetic_data``) gives every cell of each sampled
+            block the floor or ceiling of its expected count, which removes most
+            of the resampling error; ``"iid"`` draws the rows independently.
         rng: generator of the privacy noise (``None``: OS-seeded, private; a
             seeded :class:`dpstream.Rng` is reproducible and **not private**).
             Sampling of synthetic rows uses a numpy generator seeded from it.
@@ -154,6 +160,7 @@ class TabularStream:
         estimator: EstimatorName = "pgm",
         iters: int = 100,
         max_model_cells: int = 200_000,
+        sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
         if not isinstance(domain, Domain):
@@ -172,6 +179,7 @@ class TabularStream:
             "estimator": estimator,
             "iters": iters,
             "max_model_cells": max_model_cells,
+            "sampling": sampling,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
             cliques = all_workloads(domain, int(workloads))
@@ -193,6 +201,9 @@ class TabularStream:
             raise ValueError(f"method must be 'proposed' or 'baseline', got {method!r}")
         if estimator not in ("pgm", "mw", "mbi"):
             raise ValueError(f"estimator must be 'pgm', 'mw' or 'mbi', got {estimator!r}")
+        if sampling not in ("round", "iid"):
+            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
+        self._sampling: SamplingName = sampling
         self._method: MethodName = method
         self._estimator: EstimatorName = estimator
         self._iters = _int(iters, "iters", 1)
@@ -330,7 +341,7 @@ class TabularStream:
             return np.concatenate(self._baseline_rows)
         if self._model is None or self._size == 0:
             return np.zeros((0, len(self._domain)), dtype=np.int64)
-        return self._model.sample(self._size, self._sample_rng)
+        return self._model.sample(self._size, self._sample_rng, method=self._sampling)
 
     def _table(self, codes: Codes) -> Any:
         try:
@@ -414,6 +425,7 @@ class TabularStream:
 
         domain = Domain(header["domain"])
         cfg = dict(header["config"])
+        cfg.setdefault("sampling", "iid")  # states written before the option existed
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -571,7 +583,7 @@ class TabularStream:
             measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
             model = self._fit(measurements, float(n), None)
         assert model is not None
-        self._baseline_rows.append(model.sample(n, self._sample_rng))
+        self._baseline_rows.append(model.sample(n, self._sample_rng, method=self._sampling))
 
     def _check_workload(self, w: object) -> Clique:
         if not isinstance(w, tuple) or not w:
