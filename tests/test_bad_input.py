@@ -484,6 +484,10 @@ CASES: list[Case] = [
     Case("constructor", "TabularStream marginals_per_step > workloads", ValueError,
          "marginals_per_step = 9 exceeds the number of workloads 3",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=9), after=NO_OBJECT),
+    Case("constructor", "TabularStream unknown selection score", ValueError,
+         "score must be 'l2' or 'paper', got 'l1'",
+         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

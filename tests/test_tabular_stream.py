@@ -10,7 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.tabular import Domain, TabularStream, all_workloads, marginal, workload_errors
-from dpstream.tabular.stream import SCORE_BITS, selection_scores
+import math
+
+from dpstream.tabular.stream import (
+    L2_GRID_BITS,
+    NOISE_PENALTY,
+    SCORE_BITS,
+    excess_l2_scores,
+    selection_scores,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,12 +42,107 @@ def table(domain: Domain, n: int, seed: int, skew: bool = True) -> np.ndarray:
 
 def test_budget_is_split_exactly() -> None:
     d = small()
-    b = TabularStream.budget(Fraction(3, 2), 4, all_workloads(d, 2), d)
-    assert b.selection == b.measurement == Fraction(3, 16)
-    assert 4 * b.selection + 4 * b.measurement == Fraction(3, 2)
-    assert b.laplace_scale == Fraction(16, 3)
-    # The smallest 2-way workload here is b × d with 4 cells.
+    for score in ("l2", "paper"):
+        b = TabularStream.budget(Fraction(3, 2), 4, all_workloads(d, 2), d, score=score)  # type: ignore[arg-type]
+        assert b.selection == b.measurement == Fraction(3, 16)
+        assert 4 * b.selection + 4 * b.measurement == Fraction(3, 2)
+        assert b.laplace_scale == Fraction(16, 3)
+    # The "l2" score moves by at most one per record.
+    assert TabularStream.budget(1, 4, all_workloads(d, 2), d).score_sensitivity == 1
+    # The paper's score: the smallest 2-way workload here is b × d with 4 cells.
+    b = TabularStream.budget(1, 4, all_workloads(d, 2), d, score="paper")
     assert b.score_sensitivity == Fraction(1, 4) + Fraction(1, 2**18)
+    with pytest.raises(ValueError, match="score must be"):
+        TabularStream.budget(1, 4, all_workloads(d, 2), d, score="l1")  # type: ignore[arg-type]
+
+
+def l2_reference(
+    batch: list[int], shift: list[float], model: list[float], rows: int, table: int, sigma: float
+) -> Fraction:
+    """The "l2" score from its definition, in exact rationals (slow)."""
+    unit = 2**L2_GRID_BITS
+    v = [unit * x - round(Fraction(c) * unit) for x, c in zip(batch, shift, strict=True)]
+    norm = Fraction(math.isqrt(sum(e * e for e in v)), unit)
+    # The public bias term in the same float operations as the library (it needs no exactness).
+    total = float(np.sum(model))
+    p2 = float(np.sum((np.array(model) / total) ** 2)) if total > 0 else 1 / len(model)
+    bias = math.sqrt(rows * max(0.0, 1 - p2)) + NOISE_PENALTY * sigma * math.sqrt(
+        len(batch) * rows / (2 * max(table, 1))
+    )
+    grid = 2**SCORE_BITS
+    return Fraction(math.floor(norm * grid) - math.floor(Fraction(bias) * grid), grid)
+
+
+cells_st = st.integers(1, 12)
+
+
+@given(
+    cells_st.flatmap(
+        lambda n: st.tuples(
+            st.lists(st.integers(-300, 300), min_size=n, max_size=n),
+            st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=n, max_size=n),
+            st.lists(st.floats(0, 1e6, allow_nan=False), min_size=n, max_size=n),
+        )
+    ),
+    st.integers(0, 500),
+    st.integers(0, 10**7),
+    st.floats(0, 100),
+    st.integers(0, 11),
+    st.sampled_from([1, -1]),
+)
+def test_the_l2_score_is_exact_and_one_record_moves_it_by_at_most_one(
+    arrays: tuple[list[int], list[float], list[float]],
+    rows: int,
+    table: int,
+    sigma: float,
+    cell: int,
+    sign: int,
+) -> None:
+    batch, shift, model = arrays
+    cell %= len(batch)
+
+    def score(x: list[int]) -> float:
+        return float(
+            excess_l2_scores(
+                [np.array(x, dtype=np.float64)],
+                [np.array(shift)],
+                [np.array(model)],
+                rows=rows,
+                table_rows=table,
+                noise_stddev=sigma,
+            )[0]
+        )
+
+    a = score(batch)
+    assert Fraction(a) == l2_reference(batch, shift, model, rows, table, sigma)
+    assert a * 2**SCORE_BITS == np.floor(a * 2**SCORE_BITS)
+    neighbour = list(batch)
+    neighbour[cell] += sign
+    assert abs(score(neighbour) - a) <= 1  # exactly the sensitivity given to permute-and-flip
+
+
+def test_the_l2_score_prefers_the_workload_the_model_gets_wrong() -> None:
+    g = np.random.default_rng(3)
+    p_good = np.array([0.7, 0.2, 0.1])
+    batch = g.multinomial(200, p_good).astype(np.float64)
+    # The same batch against a right and a wrong model (both scaled to the batch).
+    right, wrong = 200 * p_good, np.full(3, 200 / 3)
+    s = excess_l2_scores(
+        [batch, batch], [right, wrong], [right, wrong], rows=200, table_rows=200, noise_stddev=0
+    )
+    assert s[1] > s[0] + 50
+    # A right model scores about zero: the sampling floor is subtracted.
+    assert abs(s[0]) < 15
+
+
+def test_the_l2_score_refuses_what_it_cannot_compute_exactly() -> None:
+    kw = {"rows": 1, "table_rows": 1, "noise_stddev": 1.0}
+    with pytest.raises(ValueError, match="integer counts"):
+        excess_l2_scores([np.array([0.5])], [np.zeros(1)], [np.ones(1)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="out of range"):
+        excess_l2_scores([np.array([2.0**28])], [np.zeros(1)], [np.ones(1)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="out of range"):
+        excess_l2_scores([np.zeros(1)], [np.array([np.nan])], [np.ones(1)], **kw)  # type: ignore[arg-type]
 
 
 @given(
@@ -228,3 +331,44 @@ def test_a_checkpoint_resumes_exactly(method: str, sampling: str) -> None:
         TabularStream.from_bytes(data[:-10])
     with pytest.raises(ValueError):
         TabularStream.from_bytes(b"not a stream")
+
+
+def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform() -> None:
+    d = Domain({"a": 2, "b": 2, "big": 40})
+    g = np.random.default_rng(4)
+    n = 4000
+    big = np.minimum(g.geometric(0.3, n) - 1, 39)  # most rows in the first few categories
+    rows = np.stack([g.integers(0, 2, n), g.integers(0, 2, n), big], axis=1).astype(np.int64)
+    errors = {}
+    for score in ("l2", "paper"):
+        s = TabularStream(
+            d, 4, marginals_per_step=1, score=score, iters=40, rng=dpstream.Rng(seed=5)  # type: ignore[arg-type]
+        )
+        for t in range(20):
+            synth = s.step(rows[200 * t : 200 * (t + 1)])
+        errors[score] = workload_errors(rows, synth, d)
+    # The paper's score picks a × b (4 cells) every time: big stays uniform (RelL2 near 1).
+    assert errors["paper"].max_rel_l2 > 0.8, errors
+    assert errors["l2"].max_rel_l2 < 0.5 * errors["paper"].max_rel_l2, errors
+
+
+def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() -> None:
+    import io as _io
+    import json as _json
+
+    d = small()
+    s = TabularStream(d, 1, marginals_per_step=2, score="paper", rng=dpstream.Rng(seed=3))
+    s.step(table(d, 100, 1))
+    raw = s.to_bytes()
+    magic = b"DPSTREAM-TABULAR"
+    npz = np.load(_io.BytesIO(raw[len(magic) :]))
+    arrays = {k: npz[k] for k in npz.files}
+    header = _json.loads(arrays["header"].tobytes())
+    del header["config"]["score"]
+    arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    old = TabularStream.from_bytes(magic + buf.getvalue())
+    assert old._score == "paper"
+    batch = table(d, 100, 2)
+    assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())

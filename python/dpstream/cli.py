@@ -83,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--marginals-per-step", type=int, help="workloads measured per step")
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
     tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
+    tab.add_argument(
+        "--score",
+        choices=["l2", "paper"],
+        help="workload selection score (default: l2; paper: the score printed in the paper)",
+    )
 
     demo = sub.add_parser("demo", help="both commands on the data dpstream ships")
     demo.add_argument("--out", type=Path, default=Path("dpstream-demo"))
@@ -95,6 +100,7 @@ _DEFAULTS: dict[str, Any] = {
     "method": "online",
     "estimator": "pgm",
     "table_method": "proposed",
+    "score": "l2",
     "marginals_per_step": 5,
     "checkpoint_every": 1,
     "plot": False,
@@ -423,6 +429,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             marginals_per_step=_positive(opts, "marginals_per_step") or 5,
             method=opts["table_method"],
             estimator=opts["estimator"],
+            score=opts["score"],
             rng=_rng(opts),
         )
     except (ValueError, TypeError, ImportError) as e:
@@ -475,6 +482,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
                 "marginals_per_step",
                 "estimator",
                 "table_method",
+                "score",
             )
         },
         checkpoint=opts.get("checkpoint"),

@@ -11,8 +11,9 @@ Two methods:
 * ``method="proposed"`` (Algorithm 3, with the workload changes of Section
   7.2): at each step, ``marginals_per_step = k`` workloads are selected one
   by one by permute-and-flip (never worse than the paper's exponential
-  mechanism) on ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|``
-  with ``ε/2k`` each; the selected workload's histogram of ``∇f_t`` is fed to
+  mechanism) with ``ε/2k`` each, on a score that compares the selection
+  target ``q_i(∇f_t + g_{t−1})`` with the current model ``q_i(h_{t,l−1})``
+  (``score=``, below); the selected workload's histogram of ``∇f_t`` is fed to
   its own continual counter (one vector counter per workload, ``ε/2k``), and
   ``m(t,j) = C_j(t) + r(t−1,j)`` (the counter plus the synthetic data's
   value at the times ``j`` was not selected) is a measurement for the fit.
@@ -37,11 +38,29 @@ Privacy (Theorem 6.1):
   its time, ``ε/2k`` each; a workload histogram has ℓ1-sensitivity 1). See
   :meth:`TabularStream.budget`.
 * **Noise**: exact discrete Laplace and exact permute-and-flip in the Rust
-  core from one ChaCha12 generator. Selection scores are floats: they are
-  rounded down to the grid ``2^-20`` (after computing them from the public
-  synthetic marginals), and the sensitivity passed to permute-and-flip is
-  ``max_i 1/|q_i| + 2^-18``, which bounds the change of a rounded score for
-  scores below ``2^31`` (larger scores are refused).
+  core from one ChaCha12 generator.
+* **Selection scores** (``score=``; the sensitivity is what permute-and-flip is
+  given, see :meth:`TabularStream.budget`):
+
+  - ``"l2"`` (default): ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h̃)‖₂ − b_i``, where
+    ``h̃`` is the current model scaled to the current table size ``|f_t|``
+    (at a step's first selection, ``g_{t−1}`` scaled up) and ``b_i`` is public:
+    the ℓ2 norm a batch of ``B`` rows drawn from the model itself would
+    typically show, ``√(B(1 − ‖p_i‖²))``, plus a measurement-noise penalty
+    ``w·σ·√(|q_i|·B / 2|f_t|)`` (``σ = √2·2k/ε`` the noise of one measurement
+    per cell, ``w = 0.3``): measuring a workload adds noise to every one of its
+    ``|q_i|`` cells, which pays off only if the model is off by more than that
+    in a table of ``|f_t|`` rows. The model and the batch size are public, so
+    the score is the distance of the batch's histogram from a public vector:
+    one record changes it by at most 1. It is computed exactly (counts on the
+    grid 1/16, an integer square root), so the sensitivity is exactly 1.
+  - ``"paper"``: the printed score of Section 7.2 (3),
+    ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|`` with
+    ``h_{t,0} = g_{t−1}`` (the previous table, not rescaled). Its ``−|q_i|``
+    term rules out every large workload, whose columns then stay uniform
+    (``benches/RESULTS.md``). Floats rounded down to the grid ``2^-20``;
+    sensitivity ``max_i 1/|q_i| + 2^-18``, which bounds the change of a
+    rounded score for scores below ``2^31`` (larger scores are refused).
 * The fit (Private-PGM style graphical model, or multiplicative weights) and
   the sampling of synthetic rows are post-processing.
 """
@@ -53,7 +72,7 @@ import json
 import math
 import numbers
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -69,9 +88,10 @@ from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
 
-__all__ = ["Budget", "TabularStream", "selection_scores"]
+__all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 
 MethodName = Literal["proposed", "baseline"]
+ScoreName = Literal["l2", "paper"]
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -79,10 +99,14 @@ _MAGIC = b"DPSTREAM-TABULAR"
 _FORMAT = 1
 
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
-FIT_TOL = 1e-3
+FIT_TOL = 0.03
 #: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
 SCORE_BITS = 20
 _SCORE_LIMIT = 2.0**31
+#: Weight ``w`` of the measurement-noise penalty of the ``"l2"`` score.
+NOISE_PENALTY = 0.3
+#: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
+L2_GRID_BITS = 4
 
 
 @dataclass(frozen=True)
@@ -94,8 +118,10 @@ class Budget:
         selection: ε of one selection (``ε/2k``); ``k`` per step.
         measurement: ε of one workload counter (proposed) or of one selected
             histogram's discrete Laplace noise (baseline) (``ε/2k``).
-        laplace_scale: baseline only: the discrete Laplace scale ``2k/ε``.
-        score_sensitivity: the sensitivity given to permute-and-flip.
+        laplace_scale: the discrete Laplace scale ``2k/ε`` of one measurement
+            (baseline: of its noise; proposed: of a simple counter's step).
+        score_sensitivity: the sensitivity given to permute-and-flip (1 for the
+            ``"l2"`` score, ``1/min|q_i| + 2^-18`` for the ``"paper"`` score).
     """
 
     epsilon: Fraction
@@ -137,6 +163,10 @@ class TabularStream:
             only if the model's junction tree with it stays within this many
             cells (a public rule on public structure, as in MWEM+PGM), which
             bounds the fit's time and memory.
+        score: the selection score (see the module docstring): ``"l2"``
+            (default; excess ℓ2 distance of the batch from the model,
+            sensitivity 1) or ``"paper"`` (the score printed in Section 7.2,
+            which never selects large workloads; for reproductions).
         sampling: how the synthetic rows are drawn from the fitted model
             (post-processing, no privacy cost): ``"round"`` (default, as
             Private-PGM's ``synthetic_data``) gives every cell of each sampled
@@ -160,6 +190,7 @@ class TabularStream:
         estimator: EstimatorName = "pgm",
         iters: int = 100,
         max_model_cells: int = 200_000,
+        score: ScoreName = "l2",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -179,6 +210,7 @@ class TabularStream:
             "estimator": estimator,
             "iters": iters,
             "max_model_cells": max_model_cells,
+            "score": score,
             "sampling": sampling,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
@@ -201,6 +233,9 @@ class TabularStream:
             raise ValueError(f"method must be 'proposed' or 'baseline', got {method!r}")
         if estimator not in ("pgm", "mw", "mbi"):
             raise ValueError(f"estimator must be 'pgm', 'mw' or 'mbi', got {estimator!r}")
+        if score not in ("l2", "paper"):
+            raise ValueError(f"score must be 'l2' or 'paper', got {score!r}")
+        self._score: ScoreName = score
         if sampling not in ("round", "iid"):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
@@ -214,7 +249,7 @@ class TabularStream:
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
-        self._budget = self.budget(self._epsilon, self._k, cliques, domain)
+        self._budget = self.budget(self._epsilon, self._k, cliques, domain, score=score)
         self._counter_kind: KindName = counter
         self._counters: list[Counter | None] = [None] * len(cliques)
         self._horizon = horizon
@@ -235,13 +270,30 @@ class TabularStream:
     # ------------------------------------------------------------------ public values
 
     @staticmethod
-    def budget(epsilon: RealLike, k: int, workloads: list[Clique], domain: Domain) -> Budget:
-        """The split of ε for ``k`` selections per step over ``workloads`` (exact)."""
+    def budget(
+        epsilon: RealLike,
+        k: int,
+        workloads: list[Clique],
+        domain: Domain,
+        *,
+        score: ScoreName = "l2",
+    ) -> Budget:
+        """The split of ε for ``k`` selections per step over ``workloads`` (exact).
+
+        ``ε/2k`` to each of the ``k`` selections of a step and ``ε/2k`` to each
+        workload counter (or each baseline measurement); the score's sensitivity
+        depends on ``score``.
+        """
         eps = exact_fraction(epsilon, "epsilon")
         k = _int(k, "marginals_per_step", 1)
         share = eps / (2 * k)
-        smallest = min(domain.cells(c) for c in workloads)
-        sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
+        if score == "l2":
+            sensitivity = Fraction(1)
+        elif score == "paper":
+            smallest = min(domain.cells(c) for c in workloads)
+            sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
+        else:
+            raise ValueError(f"score must be 'l2' or 'paper', got {score!r}")
         return Budget(eps, share, share, 1 / share, sensitivity)
 
     @property
@@ -325,8 +377,9 @@ class TabularStream:
             marginal(ins, self._domain, c) - marginal(dels, self._domain, c)
             for c in self._workloads
         ]
+        rows = ins.shape[0] + dels.shape[0]
         if self._method == "proposed":
-            self._step_proposed(diff, size)
+            self._step_proposed(diff, size, rows)
         else:
             self._step_baseline(diff, ins.shape[0])
         self._size = size
@@ -426,6 +479,7 @@ class TabularStream:
         domain = Domain(header["domain"])
         cfg = dict(header["config"])
         cfg.setdefault("sampling", "iid")  # states written before the option existed
+        cfg.setdefault("score", "paper")  # likewise
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -478,12 +532,21 @@ class TabularStream:
 
     def _select(
         self,
-        targets: list[npt.NDArray[np.float64]],
-        model_marginals: Any,
+        batch: list[npt.NDArray[np.float64]],
+        base: list[npt.NDArray[np.float64]] | None,
+        model_marginals: Callable[[int], npt.NDArray[np.float64]],
         taken: set[int],
         structure: frozenset[Clique],
+        rows: int,
+        table_rows: int,
     ) -> int:
-        """Permute-and-flip over the workloads not yet taken at this step that fit the model."""
+        """Permute-and-flip over the workloads not yet taken at this step that fit the model.
+
+        The selection target is ``batch[i] + base[i]`` (``q_i(∇f_t + g_{t−1})``;
+        ``base`` is ``None`` for zeros); only ``batch`` depends on the current
+        records. ``rows`` (records in the batch) and ``table_rows`` (``|f_t|``) are
+        public.
+        """
         candidates = [
             i for i in range(len(self._workloads)) if i not in taken and self._fits(structure, i)
         ]
@@ -492,10 +555,21 @@ class TabularStream:
                 "no workload fits the model within max_model_cells; raise it or use fewer "
                 "marginals_per_step"
             )
-        scores = selection_scores(
-            [targets[i] for i in candidates],
-            [model_marginals(i) for i in candidates],
-        )
+        models = [model_marginals(i) for i in candidates]
+        bases = [base[i] if base is not None else 0.0 for i in candidates]
+        if self._score == "paper":
+            scores = selection_scores(
+                [batch[i] + b for i, b in zip(candidates, bases, strict=True)], models
+            )
+        else:
+            scores = excess_l2_scores(
+                [batch[i] for i in candidates],
+                [m - b for m, b in zip(models, bases, strict=True)],
+                models,
+                rows=rows,
+                table_rows=table_rows,
+                noise_stddev=math.sqrt(2) * float(self._budget.laplace_scale),
+            )
         pick = noise.permute_and_flip(
             scores,
             self._budget.selection,
@@ -519,26 +593,34 @@ class TabularStream:
             self._counters[i] = c
         return c
 
-    def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int) -> None:
-        # Selection target: q_i(∇f_t + g_{t-1}).
-        targets = [d + s for d, s in zip(diff, self._synthetic_marginals, strict=True)]
+    def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
+        """``h_{t,0}`` for the ``"l2"`` score: ``g_{t−1}``'s marginal scaled to ``size`` rows
+        (uniform before there is a model: the paper's ``g_0``)."""
+        if self._model is None or self._size <= 0:
+            return np.full(int(self._cells[i]), size / float(self._cells[i]))
+        return self._synthetic_marginals[i] * (size / self._size)
+
+    def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
+        # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
+        base = list(self._synthetic_marginals)
         model = self._model
         cache: dict[int, npt.NDArray[np.float64]] = {}
 
         def model_marginals(i: int) -> npt.NDArray[np.float64]:
             if i not in cache:
-                cache[i] = (
-                    self._synthetic_marginals[i]
-                    if model is self._model
-                    else model.marginal(self._workloads[i])  # type: ignore[union-attr]
-                )
+                if model is not self._model:
+                    cache[i] = model.marginal(self._workloads[i])  # type: ignore[union-attr]
+                elif self._score == "paper":
+                    cache[i] = base[i]  # h_{t,0} = g_{t-1}, as printed
+                else:
+                    cache[i] = self._prior(i, size)
             return cache[i]
 
         taken: set[int] = set()
         measurements: list[Measurement] = []
         for _ in range(self._k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
-            j = self._select(targets, model_marginals, taken, structure)
+            j = self._select(diff, base, model_marginals, taken, structure, rows, size)
             taken.add(j)
             counter = self._counter(j)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
@@ -577,7 +659,7 @@ class TabularStream:
 
         for _ in range(self._k):
             structure = frozenset(self._workloads[i] for i in taken)
-            j = self._select(diff, model_marginals, taken, structure)
+            j = self._select(diff, None, model_marginals, taken, structure, n, n)
             taken.add(j)
             z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
             measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
@@ -612,6 +694,65 @@ def selection_scores(
         raise ValueError("selection scores out of range (a workload error beyond 2^31)")
     rounded: npt.NDArray[np.float64] = np.floor(scores * 2.0**SCORE_BITS) / 2.0**SCORE_BITS
     return rounded
+
+
+def excess_l2_scores(
+    batches: list[npt.NDArray[Any]],
+    shifts: list[npt.NDArray[np.float64]],
+    models: list[npt.NDArray[np.float64]],
+    *,
+    rows: int,
+    table_rows: int,
+    noise_stddev: float,
+) -> npt.NDArray[np.float64]:
+    """The ``"l2"`` workload scores: ``‖batch_i − shift_i‖₂ − b_i`` (counts), sensitivity 1.
+
+    Args:
+        batches: each workload's histogram of the batch ``∇f_t`` (integer counts;
+            insertions minus deletions). The only private input.
+        shifts: public vectors ``q_i(h̃) − q_i(g_{t−1})``, so that
+            ``batch_i − shift_i = q_i(∇f_t + g_{t−1}) − q_i(h̃)``.
+        models: public model marginals ``q_i(h̃)`` (counts), for the sampling floor.
+        rows: records in the batch (inserted plus deleted; public).
+        table_rows: rows of the current table ``|f_t|`` (public).
+        noise_stddev: standard deviation of one measurement's noise per cell.
+
+    ``b_i = √(rows·(1 − ‖p_i‖²)) + w·σ·√(|q_i|·rows / (2·table_rows))`` with ``p_i`` the
+    model's normalised marginal, ``w`` = :data:`NOISE_PENALTY` and ``σ`` =
+    ``noise_stddev``, rounded down to the grid ``2^-20``. The norm is exact: the batch
+    and the shift are put on the grid ``2^-4`` (the shift rounded to nearest) and the
+    norm is ``⌊√Σv²⌋`` in integers, rounded down to the grid. One record moves one
+    cell of a batch by 1, so the exact norm moves by at most 1 and so does the
+    rounded score: permute-and-flip gets sensitivity exactly 1.
+    """
+    unit = 1 << L2_GRID_BITS
+    limit = 1 << 32
+    out = np.empty(len(batches))
+    for n, (x, c, m) in enumerate(zip(batches, shifts, models, strict=True)):
+        xi = np.asarray(x)
+        if not np.all(xi == np.round(xi)):
+            raise ValueError("batch histograms must hold integer counts")
+        v = xi.astype(np.int64) * unit - np.round(np.asarray(c, dtype=np.float64) * unit)
+        if not np.all(np.isfinite(v)) or (v.size and float(np.abs(v).max()) >= limit):
+            raise ValueError(
+                "selection scores out of range (a marginal count beyond 2^27 in one cell)"
+            )
+        mag = np.abs(v.astype(np.int64)).astype(np.uint64)
+        squares = mag * mag  # < 2^64
+        high = int(np.sum(squares >> np.uint64(32), dtype=np.uint64))
+        low = int(np.sum(squares & np.uint64(0xFFFFFFFF), dtype=np.uint64))
+        norm = Fraction(math.isqrt((high << 32) + low), unit)
+        total = float(np.sum(m))
+        p2 = float(np.sum((np.asarray(m) / total) ** 2)) if total > 0 else 1.0 / xi.size
+        bias = math.sqrt(rows * max(0.0, 1.0 - p2)) + NOISE_PENALTY * noise_stddev * math.sqrt(
+            xi.size * rows / (2.0 * max(table_rows, 1))
+        )
+        grid = 2**SCORE_BITS
+        if not math.isfinite(bias) or bias >= _SCORE_LIMIT or norm >= _SCORE_LIMIT:
+            raise ValueError("selection scores out of range (a workload error beyond 2^31)")
+        # Both terms lie on the grid 2^-20 below 2^31: the difference is exact in float64.
+        out[n] = float(math.floor(norm * grid) - math.floor(bias * grid)) / grid
+    return out
 
 
 def _model_kind(model: MarginalModel | None) -> str | None:
