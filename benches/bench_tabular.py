@@ -1058,7 +1058,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f'counter=…, method=…, score=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
         'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
-        'score" with `score="paper"` (the score printed in Section 7.2). The paper does not "
+        'score" with `score="paper"` (the score printed in Section 7.2). The paper does not '
         f"state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. Seeded "
         f"generators: reproducible, not private. Synthetic rows are drawn {sampling_text()}.",
         "- Metrics (Section 7.3) at step t between the released synthetic table g and f_t (all "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,8 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.tabular import Domain, TabularStream, all_workloads, marginal, workload_errors
-import math
-
 from dpstream.tabular.stream import (
     L2_GRID_BITS,
     NOISE_PENALTY,
@@ -342,7 +341,12 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
     errors = {}
     for score in ("l2", "paper"):
         s = TabularStream(
-            d, 4, marginals_per_step=1, score=score, iters=40, rng=dpstream.Rng(seed=5)  # type: ignore[arg-type]
+            d,
+            4,
+            marginals_per_step=1,
+            score=score,
+            iters=40,
+            rng=dpstream.Rng(seed=5),  # type: ignore[arg-type]
         )
         for t in range(20):
             synth = s.step(rows[200 * t : 200 * (t + 1)])
