@@ -101,7 +101,7 @@ _DEFAULTS: dict[str, Any] = {
     "estimator": "pgm",
     "table_method": "proposed",
     "score": "l2",
-    "marginals_per_step": 5,
+    "marginals_per_step": 3,
     "checkpoint_every": 1,
     "plot": False,
     "quiet": False,
@@ -426,7 +426,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         stream = TabularStream(
             domain,
             eps,
-            marginals_per_step=_positive(opts, "marginals_per_step") or 5,
+            marginals_per_step=_positive(opts, "marginals_per_step") or 3,
             method=opts["table_method"],
             estimator=opts["estimator"],
             score=opts["score"],

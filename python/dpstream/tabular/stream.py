@@ -47,10 +47,13 @@ Privacy (Theorem 6.1):
     (at a step's first selection, ``g_{t−1}`` scaled up) and ``b_i`` is public:
     the ℓ2 norm a batch of ``B`` rows drawn from the model itself would
     typically show, ``√(B(1 − ‖p_i‖²))``, plus a measurement-noise penalty
-    ``w·σ·√(|q_i|·B / 2|f_t|)`` (``σ = √2·2k/ε`` the noise of one measurement
-    per cell, ``w = 0.3``): measuring a workload adds noise to every one of its
-    ``|q_i|`` cells, which pays off only if the model is off by more than that
-    in a table of ``|f_t|`` rows. The model and the batch size are public, so
+    ``w·σ·√(|q_i|·B / 2|f_t|)`` (``σ = √2·2k/ε`` the standard deviation of one
+    measurement's noise per cell, ``w = 1``). Why: a measurement at time ``t``
+    corrects the model's relative error on ``q_i`` by a fraction ``B/|f_t|`` and
+    adds noise of squared norm ``σ²|q_i|``; to first order this pays off when the
+    error seen in the batch, ``‖B·e_i‖₂``, exceeds ``σ·√(|q_i|·B / 2|f_t|)``. So
+    large workloads are measured once the table is large enough for their
+    noise to be small relative to it. The model and the batch size are public, so
     the score is the distance of the batch's histogram from a public vector:
     one record changes it by at most 1. It is computed exactly (counts on the
     grid 1/16, an integer square root), so the sensitivity is exactly 1.
@@ -104,7 +107,7 @@ FIT_TOL = 0.03
 SCORE_BITS = 20
 _SCORE_LIMIT = 2.0**31
 #: Weight ``w`` of the measurement-noise penalty of the ``"l2"`` score.
-NOISE_PENALTY = 0.3
+NOISE_PENALTY = 1.0
 #: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
 L2_GRID_BITS = 4
 
@@ -148,7 +151,9 @@ class TabularStream:
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
         marginals_per_step: workloads selected and measured per step (the
-            paper's ``k``).
+            paper's ``k``, which it does not state; default 3). Each selection and
+            each measurement gets ``ε/2k``: a larger ``k`` measures more workloads
+            per step with more noise each.
         counter: the continual counter per workload (proposed method):
             ``"simple"`` (the paper's choice), ``"block"``,
             ``"unbounded-block"``, ``"binary-tree"``, ``"hybrid"``.
@@ -183,7 +188,7 @@ class TabularStream:
         epsilon: RealLike,
         *,
         workloads: int | list[Clique] = 2,
-        marginals_per_step: int = 5,
+        marginals_per_step: int = 3,
         counter: KindName = "simple",
         horizon: int | None = None,
         method: MethodName = "proposed",
