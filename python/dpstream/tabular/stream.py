@@ -727,8 +727,9 @@ def excess_l2_scores(
     ``noise_stddev``, rounded down to the grid ``2^-20``. The norm is exact: the batch
     and the shift are put on the grid ``2^-4`` (the shift rounded to nearest) and the
     norm is ``⌊√Σv²⌋`` in integers, rounded down to the grid. One record moves one
-    cell of a batch by 1, so the exact norm moves by at most 1 and so does the
-    rounded score: permute-and-flip gets sensitivity exactly 1.
+    cell of a batch by 1 and, the sizes being public (see the module docstring),
+    nothing else, so the exact norm moves by at most 1 and so does the rounded
+    score: permute-and-flip gets sensitivity exactly 1.
     """
     unit = 1 << L2_GRID_BITS
     limit = 1 << 32
