@@ -493,6 +493,18 @@ def relwe_evidence(ex: UniformExample) -> str:
     )
 
 
+def counter_noise_reference(domain: Domain, codes: IntArray, batch: int, eps: float) -> float:
+    """The mean over the 2-way workloads of the relative ℓ2 error that a simple counter's
+    noise alone would leave in a workload measured at every step of the stream:
+    ``√(2·T·|q|)·(2k/ε) / ‖q(f)‖₂`` (T steps, |q| cells, discrete Laplace of scale ``2k/ε``
+    per cell and step, variance ≈ 2·scale²), against all rows of ``codes``."""
+    steps = math.ceil(codes.shape[0] / batch)
+    scale = 2 * MARGINALS_PER_STEP / eps
+    ev = Evaluator(domain)
+    norms = np.sqrt(np.add.reduceat(ev.counts(codes) ** 2, ev.offsets))
+    return float(np.mean(np.sqrt(2.0 * steps * ev.cells) * scale / norms))
+
+
 def eval_steps(n_steps: int) -> list[int]:
     """0-based steps at which the metrics are evaluated: ~PLOT_POINTS spread over the stream,
     and every one of the last LAST steps."""
@@ -848,9 +860,7 @@ def timing_lines(results: list[Result]) -> list[str]:
         "|---|---:|---|---|---:|---:|---:|---:|---:|:---:|",
     ]
     groups: dict[tuple[str, int, float, str, str], list[Result]] = {}
-    for r in results:
-        if r.cached:
-            continue
+    for r in results:  # a stream reused from --cache-dir keeps the times measured when it ran
         j = r.job
         groups.setdefault((j.order, j.batch, j.epsilon, j.method, j.counter), []).append(r)
     for (order, batch, eps, method, counter), rs in sorted(
@@ -995,7 +1005,8 @@ def sampling_text() -> str:
 
 
 def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], info: RunInfo,
-           results_path: Path, example: UniformExample) -> str:  # fmt: skip
+           results_path: Path, example: UniformExample,
+           noise_refs: dict[int, float]) -> str:  # fmt: skip
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     uname = platform.uname()
     n_cached = sum(r.cached for r in results)
@@ -1125,20 +1136,23 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         "Wall-clock and CPU time inside `step()` only (metric evaluation excluded), each stream "
         f"in its own process, {info.workers} at a time on a {os.cpu_count()}-core machine shared "
-        "with other work. Issue 5's target: a full Adult-randomized-bs-50 stream at ε = 1 in "
-        "under 15 minutes.",
+        "with other work (a stream reused from `--cache-dir` shows the times measured when it "
+        "ran). Issue 5's target: a full Adult-randomized-bs-50 stream at ε = 1 in under 15 "
+        "minutes.",
         "",
         *timing_lines(results),
         "",
         "### Notes",
         "",
-        *notes(results, example),
+        *notes(results, example, noise_refs),
         "",
     ]
     return "\n".join(lines)
 
 
-def notes(results: list[Result], example: UniformExample) -> list[str]:
+def notes(
+    results: list[Result], example: UniformExample, noise_refs: dict[int, float]
+) -> list[str]:
     whole = [r for r in results if r.job.max_steps is None]
     floor = np.mean([r.floor for r in whole], axis=0) if whole else None
     rel, l2 = METRICS.index("AvgRelWE"), METRICS.index("AvgRelL2")
@@ -1182,25 +1196,36 @@ def notes(results: list[Result], example: UniformExample) -> list[str]:
         "default (`method='round'`: integer parts plus a random assignment of the remainder), "
         "which removes most of the resampling noise. The i.i.d. sampling floor above is what "
         f"a perfect model scores with i.i.d. rows: {floor_text}.{floor_vs_paper}",
-        "- The printed-definition relative errors (AvgRelWE, MaxRelWE) grow with t (see the "
-        "figures) and are far above the floor, so they come from the model, not from the "
-        "sampling. In a diagnostic run outside this script (Adult-randomized-bs-200, ε = 1, "
-        "proposed, before the `sampling` option), the final "
-        "model held cliques on workclass, education-num, marital-status, occupation, "
-        "relationship, race, sex and income only: age, fnlwgt, capital-gain, capital-loss, "
-        "hours-per-week and native-country were never selected and stay uniform, so their rare "
-        "categories (one or a few real rows) get ~n/|column| synthetic rows, and the printed "
-        "relative error of such cells is in the tens (the model's exact marginals give the "
-        "same metrics as the sampled rows, 15.37 vs 15.39 AvgRelWE). The paper's score "
-        "‖q(∇f_t + g_{t−1}) − q(h)‖₁/|q| − |q| compares a batch-sized difference (at a "
-        "step's first selection h = g_{t−1}, and the ℓ1 term is B/|q| for B insertions), and "
-        "the −|q| term (84–10,000 cells for workloads on those six columns, 4–240 for the "
-        "others) rules the large workloads out. The paper's proposed MaxWE of "
-        f"{example.we:.4f} at ε ≥ 2 equals the WE of {UNIFORM_COLUMN} × {OTHER_COLUMN} with a "
-        f"uniform {UNIFORM_COLUMN} (Setup), which suggests the same behaviour in the paper's "
-        "runs; its RelWE numbers are then those of a relative ℓ2 error (RelL2 of that "
-        f"workload: {example.rel_l2:.3f}), not of the printed RelWE "
-        f"({fmt(example.rel_we)}).",
+        '- The column "proposed, paper\'s score" runs the score printed in Section 7.2 (3), '
+        "‖q(∇f_t + g_{t−1}) − q(h)‖₁/|q| − |q|. At a step's first selection h = g_{t−1}, so "
+        "the ℓ1 term is B/|q| for B insertions whatever the model, and the −|q| term (84–10,000 "
+        "cells for workloads on age, fnlwgt, capital-gain, capital-loss, hours-per-week and "
+        "native-country, 4–240 for the others) rules the large workloads out: in a diagnostic "
+        "run outside this script (Adult-randomized-bs-200, ε = 1) the final model held no "
+        "clique on those six columns, which stay uniform; their rare categories get "
+        "~n/|column| synthetic rows, hence printed relative errors in the tens. The paper's "
+        f"proposed MaxWE of {example.we:.4f} at ε ≥ 2 equals the WE of {UNIFORM_COLUMN} × "
+        f"{OTHER_COLUMN} with a uniform {UNIFORM_COLUMN} (Setup), which suggests the same "
+        "behaviour in the paper's runs; its RelWE numbers are then those of a relative ℓ2 "
+        f"error (RelL2 of that workload: {example.rel_l2:.3f}), not of the printed RelWE "
+        f'({fmt(example.rel_we)}). The library\'s default score (`score="l2"`, the '
+        '"proposed" column) compares the batch with the model\'s prediction at the current '
+        "table size, subtracts the ℓ2 norm that sampling alone gives and a penalty for the "
+        "noise a measurement adds (`dpstream.tabular.stream`), with sensitivity 1.",
+        "- Noise floor of the measurements: a workload's counter adds discrete Laplace noise "
+        f"of scale 2k/ε = {2 * MARGINALS_PER_STEP} (ε = 1) to each of its cells at every step "
+        "it is selected. If every workload were measured at every step with the simple "
+        "counter, that noise alone would leave, at the end of the stream, a relative ℓ2 error "
+        "(√(2·T·|q|)·2k/ε over ‖q(f)‖₂, averaged over the 91 workloads, computed from the "
+        f"data) of {fmt(noise_refs[200])} on the bs-200 streams and {fmt(noise_refs[50])} on "
+        "the bs-50 streams at ε = 1; the paper's proposed AvgRelWE at ε = 1 is "
+        f"{fmt(PAPER_T12['Adult-randomized-bs-200'][1.0]['AvgRelWE'][1])} and "
+        f"{fmt(PAPER_T12['Adult-randomized-bs-50'][1.0]['AvgRelWE'][1])}. Only k workloads "
+        "are measured per step, and the graphical model fills in the rest (a large workload is "
+        "estimated far better from the model's structure than from its own noisy cells), so "
+        "this is not a bound, but it is why our relative errors at ε = 1 stay above the "
+        "paper's: with the mechanism as described (ε/2k per counter), measurements at ε = 1 "
+        "are dominated by noise on every workload with more than a few cells.",
     ]
 
 
@@ -1277,8 +1302,10 @@ def main() -> None:
     info.runtime = time.perf_counter() - start
     info.loads.append(load_average())
     figures = [] if args.no_write else plot_all(results, figure_dir)
-    example = uniform_column_example(*load_adult())
-    section = render(grid, results, figures, info, results_path, example)
+    domain, codes = load_adult()
+    example = uniform_column_example(domain, codes)
+    noise_refs = {b: counter_noise_reference(domain, codes, b, 1.0) for b in (50, 200)}
+    section = render(grid, results, figures, info, results_path, example, noise_refs)
     if args.no_write:
         print(section)
         return
