@@ -24,6 +24,7 @@ from dpstream.tabular import (
     junction_tree_size,
     l2_loss,
     marginal_counts,
+    pgm,
 )
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -337,6 +338,67 @@ def test_belief_propagation_is_stable_for_extreme_potentials():
         got = model.marginal(c)
         assert np.all(np.isfinite(got))
         np.testing.assert_allclose(got, dense_marginal(joint, c), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("spread", "low", "path"),
+    [
+        (3.0, 0.0, "factors"),  # every node exponentiated clique by clique
+        (3.0, -700.0, "node"),  # a node spanning more than _SPAN
+        (2000.0, 0.0, "log"),  # separator sums underflow: the log-space fallback
+    ],
+)
+@settings(max_examples=6)
+@given(seed=seeds)
+def test_scaled_propagation_matches_log_space(spread, low, path, seed):
+    sizes = (3, 4, 2, 5, 3)
+    rng = np.random.default_rng(seed)
+    theta = {
+        c: spread * rng.normal(size=[sizes[j] for j in c]) for c in STRUCTURES["cycle"] + [(1, 3)]
+    }
+    jt = build_junction_tree(sizes, theta, 10**6)
+    assign = {c: pgm._node_of(jt, sizes, c) for c in theta}
+    # one very unlikely cell in a clique that lies in none of its node's separators, so
+    # that every separator sum keeps likely cells
+    inner = [
+        c
+        for c, i in assign.items()
+        if all(
+            not set(c) <= set(jt.separators[j])
+            for j in [i, *(k for k, p in enumerate(jt.parent) if p == i)]
+        )
+    ]
+    theta[inner[0]].flat[0] += low
+    spans = [
+        sum(float(np.ptp(t)) for c, t in theta.items() if assign[c] == i)
+        for i in range(len(jt.nodes))
+    ]
+    scaled = pgm._calibrate(jt, sizes, *pgm._node_factors(jt, sizes, theta, assign))
+    if path == "factors":
+        assert max(spans) <= pgm._SPAN and scaled is not None
+    elif path == "node":
+        assert max(spans) > pgm._SPAN and scaled is not None
+    else:
+        assert scaled is None
+    want, log_z = pgm._calibrate_log(jt, sizes, pgm._node_potentials(jt, sizes, theta, assign))
+    got, got_z = pgm._propagate(jt, sizes, theta, assign)
+    assert got_z == pytest.approx(log_z, rel=1e-12, abs=1e-9)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-15)
+        assert g.sum() == pytest.approx(1.0, rel=1e-12)
+
+
+@settings(max_examples=60)
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=5),
+    data=st.data(),
+)
+def test_sum_out_matches_numpy(shape, data):
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
+    table = np.random.default_rng(len(shape)).random(shape)
+    got = pgm._sum_out(table, axes)
+    np.testing.assert_allclose(got, table.sum(axis=axes), rtol=1e-13)
+    assert got.shape == tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 def test_junction_tree_of_a_grid_is_valid_and_bounded():
