@@ -364,10 +364,10 @@ def _calibrate(
         return None
     tables[root] /= z
     for i in jt.order[1:]:
-        p, sep, r = jt.parent[i], jt.separators[i], sums[i]
-        assert r is not None
+        p, sep, up = jt.parent[i], jt.separators[i], sums[i]
+        assert up is not None
         sep_marg = _marginalize(tables[p], jt.nodes[p], sep)
-        tables[i] *= _expand(sep_marg / r, sep, jt.nodes[i], sizes)
+        tables[i] *= _expand(sep_marg / up, sep, jt.nodes[i], sizes)
     return tables, log_node[root] + math.log(z)
 
 
