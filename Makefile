@@ -5,18 +5,24 @@ BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
 EXT := $(VENV)/.extension-built
 BENCH_DEPS := $(VENV)/.bench-deps-installed
+# Private-PGM (mbi) pulls in jax: it lives in its own venv, used only to cross-check the
+# built-in PGM estimator against the reference implementation (tests that skip in .venv).
+MBI_VENV := .venv-mbi
+MBI_DEPS := $(MBI_VENV)/.deps-installed
+MBI_TESTS := tests/test_tabular_mbi.py tests/test_tabular_estimation.py::test_matches_private_pgm \
+	tests/test_tabular_rounding.py::test_mbi_round_when_installed
 # rust/fuzz is a separate (nightly) crate: not part of the extension.
 RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -name Cargo.toml \) -print) \
 	Cargo.toml pyproject.toml
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python lint bench develop docs clean
+.PHONY: demo test test-rust test-python test-mbi lint bench develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
 
-test: test-rust test-python
+test: test-rust test-python test-mbi
 
 test-rust:
 	cargo test -p dpstream-core
@@ -24,6 +30,19 @@ test-rust:
 test-python: $(EXT)
 	cargo build --release -q -p dpstream-core --example privhp_edge
 	$(BIN)/python -m pytest -q
+
+# The extension built into python/dpstream by .venv's maturin is abi3: the mbi venv imports
+# it from the source tree. The tests fail (not skip) here if mbi cannot be imported.
+test-mbi: $(EXT) $(MBI_DEPS)
+	PYTHONPATH=python $(MBI_VENV)/bin/python -W ignore -c "import mbi, jax"
+	PYTHONPATH=python $(MBI_VENV)/bin/python -m pytest -q -p no:cacheprovider $(MBI_TESTS)
+
+$(MBI_DEPS): Makefile
+	$(PYTHON) -m venv $(MBI_VENV)
+	$(MBI_VENV)/bin/python -m pip install -q --upgrade pip
+	$(MBI_VENV)/bin/python -m pip install -q "mbi==2.0.0" "numpy>=1.24" "scipy>=1.11" \
+		"pytest>=8" "hypothesis>=6.100" "pandas>=2"
+	touch $@
 
 lint: $(EXT)
 	cargo fmt --all --check
@@ -70,4 +89,4 @@ $(EXT): $(DEPS) $(RUST_SOURCES)
 	touch $@
 
 clean:
-	rm -rf $(VENV) target
+	rm -rf $(VENV) $(MBI_VENV) target
