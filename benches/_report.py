@@ -48,7 +48,16 @@ def git_revision() -> str:
 
     try:
         rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no")
+        # a script's own outputs (RESULTS.md, figures written before it) are not code changes
+        dirty = git(
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)benches/RESULTS.md",
+            ":(exclude)benches/figures",
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return f"{rev}, with uncommitted changes" if dirty else rev

@@ -50,8 +50,8 @@ script writes. The results replace the "Tabular stream on Adult (issue 5)" secti
 ``benches/RESULTS.md``; the figures are ``benches/figures/tabular_*.png``. Run from the
 repository root::
 
-    .venv/bin/python benches/bench_tabular.py           # default grid, ~3.5 h on 2 cores
-    .venv/bin/python benches/bench_tabular.py --full    # the whole grid, ~8–9 h on 2 cores
+    .venv/bin/python benches/bench_tabular.py           # default grid, ~2 h on 2 cores
+    .venv/bin/python benches/bench_tabular.py --full    # the whole grid, ~5 h on 2 cores
     .venv/bin/python benches/bench_tabular.py --quick   # smoke run (< 2 min), writes to a temp dir
 
 ``--only ORDER:BATCH:EPS[,...]`` (e.g. ``--only randomized:200:1,ordered:200:1``) restricts the
