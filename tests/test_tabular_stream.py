@@ -376,3 +376,21 @@ def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() 
     assert old._score == "paper"
     batch = table(d, 100, 2)
     assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
+
+
+def test_step_returns_the_domains_labels() -> None:
+    d = Domain({"colour": ["red", "green", "blue"], "n": 2})
+    s = TabularStream(d, 1, marginals_per_step=1, rng=dpstream.Rng(seed=3))
+    batch = pd.DataFrame({"colour": ["red", "blue", "blue", "green"] * 5, "n": [0, 1] * 10})
+    out = s.step(batch)
+    assert list(out.columns) == ["colour", "n"]
+    assert len(out) == 20
+    assert set(out["colour"]) <= {"red", "green", "blue"}
+    assert out["n"].dtype.kind == "i"
+    # The labelled table goes back in as it came out, and scores like the codes.
+    codes = d.encode(out)
+    assert np.array_equal(d.decode(codes)["colour"], out["colour"])
+    assert np.array_equal(s.synthetic_codes().shape, codes.shape)
+    assert workload_errors(batch, out, d, workloads=1) == workload_errors(
+        d.encode(batch), codes, d, workloads=1
+    )

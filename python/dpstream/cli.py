@@ -442,7 +442,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
 
         def update(self, rows: Any) -> None:
             synth = self.s.step(rows[list(domain.names)] if len(rows) else None)
-            self.last = domain.decode(synth.to_numpy())
+            self.last = synth  # labelled as the input
 
         def release(self) -> Any:
             return self.last

@@ -364,7 +364,8 @@ class TabularStream:
 
         Returns:
             A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64
-            array) of ``size`` synthetic records.
+            array of codes) of ``size`` synthetic records, with the domain's category
+            labels in the columns that have them (:meth:`Domain.decode`).
 
         A rejected batch (wrong columns, dtypes, unknown categories, deleting
         more records than the table holds) raises before anything changes.
@@ -403,10 +404,11 @@ class TabularStream:
 
     def _table(self, codes: Codes) -> Any:
         try:
-            import pandas as pd
+            import pandas  # noqa: F401
         except ImportError:  # pragma: no cover - pandas is a test dependency
             return codes
-        return pd.DataFrame(codes, columns=list(self._domain.names))
+        # The same labels the records came in with (the domain's categories, else codes).
+        return self._domain.decode(codes)
 
     # ------------------------------------------------------------------ checkpoints
 
