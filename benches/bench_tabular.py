@@ -60,9 +60,13 @@ partial rerun; RESULTS.md then says which subset was run). ``--time-limit MIN`` 
 stream after MIN minutes and reports the streams that finished; run 0 of every setting starts
 before any run 1, so a cut-short run still covers the grid's settings (RESULTS.md lists what did
 not start, and the tables mark cells with fewer than 3 runs). Streams run in ``--workers``
-(default 2) spawned processes. ``--cache-dir DIR`` stores each finished stream there and reuses
-it on a rerun (to resume an interrupted run; streams cached in an older format are
-recomputed). Seeded
+(default 2) spawned processes. Finished streams are kept in ``benches/tabular_streams/`` (one
+gzip'd JSON per stream, with the git revision and machine that computed it; committed with the
+results): a rerun reuses every stored stream whose metrics over its first ``PROBE_STEPS`` steps
+the current code reproduces exactly (seeded streams are deterministic), recomputes the others,
+and runs only what is missing, so a grid too long for one sitting is completed over several
+runs (e.g. with ``--time-limit``). ``--recompute`` ignores the store; ``--store DIR`` uses
+another one (``--quick`` uses none unless given). Seeded
 ``dpstream.Rng`` generators make the run reproducible (seeded noise has the right distribution
 but gives no privacy; this measures utility only). Needs pandas and matplotlib.
 """
@@ -71,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import importlib
 import inspect
 import json
@@ -104,6 +109,12 @@ FIGURE_DIR = BENCH_DIR / "figures"
 # The Adult copy shipped with the package (identical to ../shared/data/adult).
 DATA_DIR = (REPO_DIR / "python" / "dpstream" / "data").resolve()
 SECTION_TITLE = "## Tabular stream on Adult (issue 5)"
+# Finished streams are kept here (committed): a rerun reuses them after checking them (PROBE_STEPS).
+STORE_DIR = BENCH_DIR / "tabular_streams"
+# A stored stream is reused only if the current code reproduces its metrics over these first steps.
+PROBE_STEPS = 6
+# Significant digits of the stored (and reported) metric values.
+DIGITS = 6
 
 BASE_SEED = 20_261_205
 MARGINALS_PER_STEP = 3  # the paper's k is not stated; the library default
@@ -594,6 +605,9 @@ class Result:
     cpu: float  # CPU seconds of the worker in step()
     check: float  # max |fast metric - workload_errors| at the last step (relative)
     cached: bool = False
+    revision: str = "unknown"  # git revision of the code that computed the stream
+    machine: str = "unknown"  # CPU model and core count of the machine that ran it
+    computed: str = ""  # UTC date it finished
 
     def _tail(self, rows: list[list[float]]) -> FloatArray:
         tail = [i for i, t in enumerate(self.eval_t) if t > self.steps - LAST]
@@ -614,7 +628,13 @@ class Result:
 _DATA: tuple[Domain, IntArray] | None = None
 
 
-def run_job(job: Job) -> Result:
+def _digits(values: Iterable[float]) -> list[float]:
+    return [float(f"{float(v):.{DIGITS}g}") for v in values]
+
+
+def run_job(job: Job, stop: int | None = None) -> Result:
+    """Run the stream of ``job`` (only its first ``stop`` steps if given: a probe, whose
+    metrics are those of the whole stream's first evaluated steps, without the final check)."""
     global _DATA
     if _DATA is None:
         _DATA = load_adult()
@@ -655,7 +675,7 @@ def run_job(job: Job) -> Result:
     floors: list[list[float]] = []
     wall = cpu = 0.0
     synth: Any = None
-    for t in range(n_steps):
+    for t in range(n_steps if stop is None else min(stop, n_steps)):
         batch = rows[t * job.batch : (t + 1) * job.batch]
         real += ev.counts(batch)
         w0, c0 = time.perf_counter(), time.process_time()
@@ -670,7 +690,12 @@ def run_job(job: Job) -> Result:
             eval_t.append(t + 1)
             values.append([float(v) for v in ev.errors(real, n, ev.counts(g), n)])
             boot = rows[:n][floor_rng.integers(0, n, n)]
-            floors.append([float(v) for v in ev.errors(real, n, ev.counts(boot), n)])
+            floors.append(_digits(ev.errors(real, n, ev.counts(boot), n)))
+    machine = f"{cpu_model()}, {os.cpu_count()} cores"
+    revision = git_revision()
+    if stop is not None and stop < n_steps:
+        return Result(job, n_steps, 0, eval_t, [_digits(v) for v in values], floors, wall, cpu,
+                      math.nan, revision=revision, machine=machine)  # fmt: skip
     n = min(rows.shape[0], n_steps * job.batch)
     ref = np.array(workload_errors(rows[:n], synth, domain, workloads=2), dtype=np.float64)
     if ref.shape != (len(METRICS),):
@@ -683,11 +708,14 @@ def run_job(job: Job) -> Result:
         n_steps,
         n,
         eval_t,
-        values,
+        [_digits(v) for v in values],
         floors,
         wall,
         cpu,
         check,
+        revision=revision,
+        machine=machine,
+        computed=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
 
@@ -700,26 +728,52 @@ def expected_cost(job: Job) -> float:
     return steps if job.max_steps is None else min(steps, job.max_steps)
 
 
-def load_cached(path: Path, job: Job) -> Result | None:
-    """The cached stream of ``job`` in ``path``, or None if there is none or it is stale: of
-    another job, or in an older format (e.g. four metrics per step instead of six)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data["job"] = Job(**data["job"])
-        data["cached"] = True
-        res = Result(**data)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return None
-    rows = [*res.values, *res.floors]
-    if (
-        res.job != job
-        or not res.values
-        or len(res.values) != len(res.eval_t)
-        or len(res.floors) != len(res.eval_t)
-        or any(not isinstance(row, list) or len(row) != len(METRICS) for row in rows)
-    ):
-        return None
-    return res
+def load_stored(store: Path, job: Job) -> Result | None:
+    """The stored stream of ``job`` in ``store`` (``KEY.json.gz``, or a plain ``KEY.json`` of
+    an older cache), or None if there is none or it is unreadable, of another job, or in an
+    older format (e.g. four metrics per step instead of six)."""
+    for path in (store / f"{job.key}.json.gz", store / f"{job.key}.json"):
+        if not path.exists():
+            continue
+        try:
+            raw = path.read_bytes()
+            text = gzip.decompress(raw) if path.suffix == ".gz" else raw
+            data = json.loads(text)
+            data["job"] = Job(**data["job"])
+            data["cached"] = True
+            res = Result(**data)
+        except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError):
+            return None
+        rows = [*res.values, *res.floors]
+        if (
+            res.job != job
+            or not res.values
+            or len(res.values) != len(res.eval_t)
+            or len(res.floors) != len(res.eval_t)
+            or any(not isinstance(row, list) or len(row) != len(METRICS) for row in rows)
+        ):
+            return None
+        return res
+    return None
+
+
+def save_stored(store: Path, res: Result) -> None:
+    """Write ``res`` to ``store`` as ``KEY.json.gz`` (atomically), replacing a plain JSON copy."""
+    store.mkdir(parents=True, exist_ok=True)
+    data = asdict(res)
+    data.pop("cached")
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    path = store / f"{res.job.key}.json.gz"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    tmp.replace(path)
+    (store / f"{res.job.key}.json").unlink(missing_ok=True)
+
+
+def reproduces(stored: Result, probe: Result) -> bool:
+    """Whether the current code's first steps (``probe``) give the stored stream's metrics."""
+    k = len(probe.eval_t)
+    return k > 0 and stored.eval_t[:k] == probe.eval_t and stored.values[:k] == probe.values
 
 
 def priority(job: Job) -> tuple[int, bool, bool, float]:
@@ -733,40 +787,49 @@ def priority(job: Job) -> tuple[int, bool, bool, float]:
 def run_grid(
     grid: Grid,
     workers: int,
-    cache_dir: Path | None,
+    store: Path | None,
     log: Callable[[str], None],
     time_limit: float | None = None,
+    reuse: bool = True,
 ) -> tuple[list[Result], list[Job]]:
-    """The finished streams of ``grid`` (reused from ``cache_dir`` where possible) and the
-    jobs never started: with ``time_limit`` (seconds) no new stream starts after that long."""
-    results: list[Result] = []
+    """The finished streams of ``grid`` and the jobs never started: with ``time_limit``
+    (seconds) no new stream starts after that long.
+
+    Streams found in ``store`` (when ``reuse``) are reused if the current code reproduces their
+    metrics over their first PROBE_STEPS steps (seeded streams are deterministic), and
+    recomputed otherwise; every stream computed here is written to ``store``."""
+    stored: list[Result] = []
     todo: list[Job] = []
-    stale = 0
     for job in grid.jobs:
-        path = cache_dir / f"{job.key}.json" if cache_dir else None
-        cached = load_cached(path, job) if path is not None else None
-        if cached is not None:
-            results.append(cached)
+        res = load_stored(store, job) if store is not None and reuse else None
+        if res is not None:
+            stored.append(res)
         else:
-            stale += path is not None and path.exists()
             todo.append(job)
-    if results:
-        log(f"{len(results)} streams loaded from {cache_dir}")
-    if stale:
-        log(
-            f"{stale} cached streams in {cache_dir} are stale (older format or another "
-            "job): recomputed"
-        )
-    todo.sort(key=priority)
-    pending = list(reversed(todo))  # pop() from the end: highest priority first
-    start = time.perf_counter()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one core per worker
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ctx = mp.get_context("spawn")  # no fork after Rust threads have started
-    done = 0
-    # Jobs are submitted one per free worker (not all at once) so that the time limit is
-    # checked each time a worker frees up.
+    results: list[Result] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        if stored:
+            probes = pool.map(run_job, [r.job for r in stored], [PROBE_STEPS] * len(stored))
+            for res, probe in zip(stored, probes, strict=True):
+                if reproduces(res, probe):
+                    results.append(res)
+                else:
+                    todo.append(res.job)
+            log(
+                f"{len(results)} streams reused from {store} (their first {PROBE_STEPS} steps "
+                "reproduced)"
+                + (f"; {len(stored) - len(results)} not reproduced: recomputed" if
+                   len(results) < len(stored) else "")
+            )  # fmt: skip
+        todo.sort(key=priority)
+        pending = list(reversed(todo))  # pop() from the end: highest priority first
+        start = time.perf_counter()
+        done = 0
+        # Jobs are submitted one per free worker (not all at once) so that the time limit is
+        # checked each time a worker frees up.
         running: set[Future[Result]] = set()
         while running or pending:
             in_time = time_limit is None or time.perf_counter() - start < time_limit
@@ -779,10 +842,8 @@ def run_grid(
                 done += 1
                 res = fut.result()
                 results.append(res)
-                if cache_dir is not None:
-                    cache_dir.mkdir(parents=True, exist_ok=True)
-                    data = json.dumps(asdict(res))
-                    (cache_dir / f"{res.job.key}.json").write_text(data, encoding="utf-8")
+                if store is not None:
+                    save_stored(store, res)
                 last = ", ".join(f"{m} {v:.4g}" for m, v in zip(METRICS, res.last, strict=True))
                 log(
                     f"[{done}/{len(todo)} {(time.perf_counter() - start) / 60:5.1f} min] "
@@ -954,7 +1015,7 @@ def timing_lines(results: list[Result]) -> list[str]:
         "|---|---:|---|---|---:|---:|---:|---:|---:|:---:|",
     ]
     groups: dict[tuple[str, int, float, str, str], list[Result]] = {}
-    for r in results:  # a stream reused from --cache-dir keeps the times measured when it ran
+    for r in results:  # a reused stream keeps the times measured when it ran
         j = r.job
         groups.setdefault((j.order, j.batch, j.epsilon, j.method, j.counter), []).append(r)
     for (order, batch, eps, method, counter), rs in sorted(
@@ -1091,6 +1152,21 @@ class RunInfo:
     loads: list[str] = field(default_factory=list)
     time_limit: float | None = None  # minutes (--time-limit)
     not_started: list[Job] = field(default_factory=list)
+    store: Path | None = None  # where streams were reused from / written to
+
+
+def store_text(store: Path | None) -> str:
+    """The store's path, relative to the repository when inside it."""
+    if store is None:
+        return "none"
+    path = store.resolve()
+    return str(path.relative_to(REPO_DIR)) if path.is_relative_to(REPO_DIR) else str(path)
+
+
+def provenance(results: list[Result]) -> str:
+    """Counts of streams per (git revision, machine), most first."""
+    groups = Counter((r.revision, r.machine) for r in results)
+    return "; ".join(f"git {rev} on {machine}: {n}" for (rev, machine), n in groups.most_common())
 
 
 def sampling_text() -> str:
@@ -1155,7 +1231,15 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         f"- Date: {now}; whole script {info.runtime / 60:.1f} min on {info.workers} worker "
         f"processes; {streams} streams ({steps:,} steps) over {len(runs)} (dataset, ε) "
-        f"settings" + (f"; {n_cached} streams reused from `--cache-dir`" if n_cached else ""),
+        f"settings"
+        + (
+            f"; {n_cached} of them reused from the store `{store_text(info.store)}` (each one's "
+            f"first "
+            f"{PROBE_STEPS} steps recomputed by this run and found to give the stored metrics)"
+            if n_cached
+            else ""
+        ),
+        f"- Streams by the code and machine that computed them: {provenance(results)}",
         f"- Grid (`{grid.name}`): {grid.description}.",
         *subset,
         f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
@@ -1165,7 +1249,9 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
         f"pandas {version('pandas')}, matplotlib {version('matplotlib')}",
         f"- Rerun (from the repository root): `{info.command}`"
-        + ("" if grid.quick or grid.name != "default" else " (or `make bench`)"),
+        + ("" if grid.quick or grid.name != "default" else " (or `make bench`)")
+        + ": it reuses the stored streams that the code still reproduces and runs the rest; "
+        "`--recompute` runs every stream again",
         "",
         "### Setup",
         "",
@@ -1248,9 +1334,9 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         "Wall-clock and CPU time inside `step()` only (metric evaluation excluded), each stream "
         f"in its own process, {info.workers} at a time on a {os.cpu_count()}-core machine shared "
-        "with other work (a stream reused from `--cache-dir` shows the times measured when it "
-        "ran). Issue 5's target: a full Adult-randomized-bs-50 stream at ε = 1 in under 15 "
-        "minutes.",
+        "with other work (a reused stream shows the times measured when it ran, on the machine "
+        "named in Run). Issue 5's target: a full Adult-randomized-bs-50 stream at ε = 1 in "
+        "under 15 minutes.",
         "",
         *timing_lines(results),
         "",
@@ -1355,7 +1441,19 @@ def main() -> None:
     )
     mode.add_argument("--full", action="store_true", help="the whole grid (hours)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--cache-dir", type=Path, help="store / reuse finished streams here")
+    parser.add_argument(
+        "--store",
+        "--cache-dir",
+        dest="store",
+        type=Path,
+        help="where finished streams are kept and reused from (default: benches/tabular_streams; "
+        "--quick: none)",
+    )
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="recompute every stream (still writing them to the store)",
+    )
     parser.add_argument("--results", type=Path, help="RESULTS.md to update")
     parser.add_argument("--figure-dir", type=Path, help="directory of the PNG figures")
     parser.add_argument(
@@ -1386,14 +1484,15 @@ def main() -> None:
         parser.error(str(exc))
     if args.time_limit is not None and not args.time_limit > 0:
         parser.error("--time-limit must be a positive number of minutes")
-    argv = list(sys.argv[1:])  # the rerun command, without --cache-dir (a resume aid)
+    argv = list(sys.argv[1:])  # the rerun command, without --store (a resume aid)
     for i, a in enumerate(argv):
-        if a == "--cache-dir":
+        if a in ("--store", "--cache-dir"):
             del argv[i : i + 2]
             break
-        if a.startswith("--cache-dir="):
+        if a.startswith(("--store=", "--cache-dir=")):
             del argv[i]
             break
+    store = args.store if args.store is not None else None if args.quick else STORE_DIR
     command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *argv])
     results_path, figure_dir = args.results, args.figure_dir
     if args.quick and (results_path is None or figure_dir is None):
@@ -1420,7 +1519,10 @@ def main() -> None:
     subset = f" ({grid.subset})" if grid.subset else ""
     log(f"{grid.name} grid{subset}: {len(grid.jobs)} streams on {info.workers} workers")
     limit = None if args.time_limit is None else args.time_limit * 60
-    results, info.not_started = run_grid(grid, info.workers, args.cache_dir, log, limit)
+    info.store = store
+    results, info.not_started = run_grid(
+        grid, info.workers, store, log, limit, reuse=not args.recompute
+    )
     info.time_limit = args.time_limit
     if not results:
         parser.exit(1, "no stream finished: nothing to report\n")
