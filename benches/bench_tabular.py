@@ -14,9 +14,10 @@ Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``mar
 (``iters=100``, ``max_model_cells=200_000``), ``method="baseline"`` (Algorithm 2) and
 ``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the library's
 default selection score (``score="l2"``), the proposed method with the score printed in the
-paper (``score="paper"``, the column "proposed, paper's score"), and for Table 3 the proposed
-method with the ``"unbounded-block"`` counter (Algorithm 4) on Adult-randomized-bs-50 and
-Adult-ordered-bs-50.
+paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
+per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), and for Table 3 the
+proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on Adult-randomized-bs-50
+and Adult-ordered-bs-50.
 
 Metrics (Section 7.3). At step t the released synthetic table g is compared with the real
 table f_t (all rows so far) on the normalised marginals q of the 91 workloads W. Per workload:
@@ -131,9 +132,12 @@ METRICS = ("AvgWE", "MaxWE", "AvgRelWE", "MaxRelWE", "AvgRelL2", "MaxRelL2")
 PAPER_METRIC = {"AvgRelL2": "AvgRelWE", "MaxRelL2": "MaxRelWE"}
 ORDERS = ("randomized", "ordered")
 # "proposed-paper-score": the proposed method with the selection score printed in the paper
-# (TabularStream(score="paper")); the other two use the library's default score ("l2").
+# (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell"; baseline and
+# proposed use the library's default score ("l2"). New methods go last: the seeds use the index.
 PAPER_SCORE = "proposed-paper-score"
-METHODS = ("baseline", "proposed", PAPER_SCORE)
+CELL_SCORE = "proposed-cell-score"
+METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE)
+SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell"}
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -309,10 +313,11 @@ GRIDS: dict[str, Grid] = {
     "default": _grid(
         "default",
         False,
-        "ε = 1: all four datasets, baseline, proposed and proposed with the paper's score "
-        "(simple counter), 3 runs each, and the proposed method with the unbounded-block "
-        "counter on Adult-randomized-bs-50 and Adult-ordered-bs-50, 3 runs each (Table 3 at "
-        "ε = 1); ε ∈ {2, 4}: all four datasets, baseline and proposed, 1 run each (no sd); "
+        "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
+        "proposed with the per-cell score (simple counter), 3 runs each, and the proposed "
+        "method with the unbounded-block counter on Adult-randomized-bs-50 and "
+        "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
+        "baseline and proposed, 1 run each (no sd); "
         "ε = 0.5: the two bs-200 datasets, baseline and proposed, 1 run each. Every stream runs "
         "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
         "`--full`",
@@ -324,10 +329,10 @@ GRIDS: dict[str, Grid] = {
     "full": _grid(
         "full",
         False,
-        "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed and "
-        "proposed with the paper's score (simple counter), and the proposed method with the "
-        "unbounded-block counter on the two bs-50 datasets (Table 3), 3 runs each, every stream "
-        "to the end of the data",
+        "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
+        "proposed with the paper's score and with the per-cell score (simple counter), and the "
+        "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
+        "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
         + _jobs(ORDERS, (50,), EPSILONS, 3, methods=("proposed",), counter="unbounded-block"),
     ),
@@ -653,7 +658,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         marginals_per_step=MARGINALS_PER_STEP,
         counter=job.counter,  # type: ignore[arg-type]
         method="baseline" if job.method == "baseline" else "proposed",
-        score="paper" if job.method == PAPER_SCORE else "l2",
+        score=SCORE_OF.get(job.method, "l2"),  # type: ignore[arg-type]
         estimator="pgm",
         iters=ITERS,
         max_model_cells=MAX_MODEL_CELLS,
@@ -915,9 +920,9 @@ def epsilons_of(results: list[Result], **kw: Any) -> list[float]:
 def table_12(results: list[Result]) -> list[str]:
     lines = [
         "| dataset | ε | metric | baseline (ours) | proposed (ours) | proposed, paper's score "
-        "(ours) | sampling floor | paper: baseline | paper: proposed | ours: proposed ≤ baseline "
-        "| ours: proposed ≤ paper's proposed |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|:---:|:---:|",
+        "(ours) | proposed, per-cell score (ours) | sampling floor | paper: baseline | paper: "
+        "proposed | ours: proposed ≤ baseline | ours: proposed ≤ paper's proposed |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
@@ -927,14 +932,15 @@ def table_12(results: list[Result]) -> list[str]:
                 results, order=order, batch=batch, epsilon=eps, method="proposed", counter="simple"
             )
             printed = pick(results, order=order, batch=batch, epsilon=eps, method=PAPER_SCORE)
-            floor = [r.floor for r in base + prop + printed]
+            cell = pick(results, order=order, batch=batch, epsilon=eps, method=CELL_SCORE)
+            floor = [r.floor for r in base + prop + printed + cell]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 b, p = last_values(base, m), last_values(prop, m)
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {fmt_ms(b)} | {fmt_ms(p)} | "
-                    f"{fmt_ms(last_values(printed, m))} | "
+                    f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(p, b)} | "
                     f"{verdict(p, pp) if math.isfinite(pp) else '–'} |"
@@ -975,11 +981,13 @@ def summary_lines(results: list[Result]) -> list[str]:
     lines = [
         "| metric | ours: proposed ≤ baseline (all ε) | ours: proposed ≤ baseline (ε ≥ 1) | "
         "ours: proposed ≤ paper's proposed (ε ≥ 1) | ours: baseline ≤ paper's baseline (ε ≥ 1) "
-        "| ours: proposed ≤ proposed with the paper's score |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| ours: proposed ≤ proposed with the paper's score | ours: per-cell score ≤ baseline "
+        "(ε ≥ 1) | ours: per-cell score ≤ paper's proposed (ε ≥ 1) | ours: proposed ≤ per-cell "
+        "score |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0], [0, 0], [0, 0], [0, 0], [0, 0]]
+        counts = [[0, 0] for _ in range(8)]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
@@ -989,6 +997,7 @@ def summary_lines(results: list[Result]) -> list[str]:
                 if not b or not p:
                     continue
                 printed = last_values(pick(results, method=PAPER_SCORE, **kw), m)
+                cell = last_values(pick(results, method=CELL_SCORE, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -997,6 +1006,12 @@ def summary_lines(results: list[Result]) -> list[str]:
                     (eps >= 1 and paper is not None, np.mean(p) <= pp),
                     (eps >= 1 and paper is not None, np.mean(b) <= pb),
                     (bool(printed), bool(printed) and np.mean(p) <= np.mean(printed)),
+                    (eps >= 1 and bool(cell), bool(cell) and np.mean(cell) <= np.mean(b)),
+                    (
+                        eps >= 1 and bool(cell) and paper is not None,
+                        bool(cell) and np.mean(cell) <= pp,
+                    ),
+                    (bool(cell), bool(cell) and np.mean(p) <= np.mean(cell)),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
                     if use:
@@ -1115,6 +1130,8 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
         ]
         if pick(results, order=order, batch=batch, epsilon=1.0, method=PAPER_SCORE):
             series.append(("proposed, paper's score", {"method": PAPER_SCORE}, "tab:purple"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=CELL_SCORE):
+            series.append(("proposed, per-cell score", {"method": CELL_SCORE}, "tab:green"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1265,9 +1282,11 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f'counter=…, method=…, score=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
         'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
-        'score" with `score="paper"` (the score printed in Section 7.2). The paper does not '
-        f"state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. Seeded "
-        f"generators: reproducible, not private. Synthetic rows are drawn {sampling_text()}.",
+        'score" with `score="paper"` (the score printed in Section 7.2), and "proposed, '
+        'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|). The paper '
+        f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
+        "Seeded generators: reproducible, not private. Synthetic rows are drawn "
+        f"{sampling_text()}.",
         "- Metrics (Section 7.3) at step t between the released synthetic table g and f_t (all "
         "real rows so far), per workload W on normalised marginals q: WE = mean over W's cells "
         "of |q(f_t) − q(g)|; RelWE (the definition printed in Section 7.3) = mean over the "

@@ -56,9 +56,15 @@ def test_budget_is_split_exactly() -> None:
 
 
 def l2_reference(
-    batch: list[int], shift: list[float], model: list[float], rows: int, table: int, sigma: float
+    batch: list[int],
+    shift: list[float],
+    model: list[float],
+    rows: int,
+    table: int,
+    sigma: float,
+    per_cell: bool = False,
 ) -> Fraction:
-    """The "l2" score from its definition, in exact rationals (slow)."""
+    """The "l2" (or "l2-cell") score from its definition, in exact rationals (slow)."""
     unit = 2**L2_GRID_BITS
     v = [unit * x - round(Fraction(c) * unit) for x, c in zip(batch, shift, strict=True)]
     norm = Fraction(math.isqrt(sum(e * e for e in v)), unit)
@@ -69,7 +75,13 @@ def l2_reference(
         len(batch) * rows / (2 * max(table, 1))
     )
     grid = 2**SCORE_BITS
-    return Fraction(math.floor(norm * grid) - math.floor(Fraction(bias) * grid), grid)
+    if not per_cell:
+        return Fraction(math.floor(norm * grid) - math.floor(Fraction(bias) * grid), grid)
+    # ⌊grid·norm/√c⌋ is the largest k ≥ 0 with k² ≤ (grid·norm)²/c.
+    bound = (norm * grid) ** 2 / len(batch)
+    k = math.isqrt(math.floor(bound))
+    assert k * k <= bound < (k + 1) ** 2
+    return Fraction(k - math.floor(Fraction(bias / math.sqrt(len(batch))) * grid), grid)
 
 
 cells_st = st.integers(1, 12)
@@ -88,6 +100,7 @@ cells_st = st.integers(1, 12)
     st.floats(0, 100),
     st.integers(0, 11),
     st.sampled_from([1, -1]),
+    st.booleans(),
 )
 def test_the_l2_score_is_exact_and_one_record_moves_it_by_at_most_one(
     arrays: tuple[list[int], list[float], list[float]],
@@ -96,6 +109,7 @@ def test_the_l2_score_is_exact_and_one_record_moves_it_by_at_most_one(
     sigma: float,
     cell: int,
     sign: int,
+    per_cell: bool,
 ) -> None:
     batch, shift, model = arrays
     cell %= len(batch)
@@ -109,15 +123,21 @@ def test_the_l2_score_is_exact_and_one_record_moves_it_by_at_most_one(
                 rows=rows,
                 table_rows=table,
                 noise_stddev=sigma,
+                per_cell=per_cell,
             )[0]
         )
 
     a = score(batch)
-    assert Fraction(a) == l2_reference(batch, shift, model, rows, table, sigma)
+    assert Fraction(a) == l2_reference(batch, shift, model, rows, table, sigma, per_cell)
     assert a * 2**SCORE_BITS == np.floor(a * 2**SCORE_BITS)
     neighbour = list(batch)
     neighbour[cell] += sign
-    assert abs(score(neighbour) - a) <= 1  # exactly the sensitivity given to permute-and-flip
+    # Within the sensitivity given to permute-and-flip: 1, or 1/√|q| rounded up + 2^-18.
+    one = [(i,) for i in range(len(batch))]  # a workload list whose smallest has len(batch) cells
+    sizes = Domain({f"c{i}": len(batch) for i in range(len(batch))})
+    bound = TabularStream.budget(1, 1, one, sizes, score="l2-cell" if per_cell else "l2")
+    assert Fraction(abs(score(neighbour) - a)) <= bound.score_sensitivity
+    assert per_cell or bound.score_sensitivity == 1
 
 
 def test_the_l2_score_prefers_the_workload_the_model_gets_wrong() -> None:
@@ -394,3 +414,39 @@ def test_step_returns_the_domains_labels() -> None:
     assert workload_errors(batch, out, d, workloads=1) == workload_errors(
         d.encode(batch), codes, d, workloads=1
     )
+
+
+def test_the_per_cell_score_divides_by_the_root_of_the_cells() -> None:
+    # The same excess error in a 4-cell and a 100-cell workload: "l2" ranks them equal,
+    # "l2-cell" prefers the small one by √(100/4) = 5.
+    small_batch = np.array([60.0, 40.0, 0.0, 0.0])
+    big_batch = np.zeros(100)
+    big_batch[:2] = [60.0, 40.0]
+    small_model = np.array([40.0, 60.0, 0.0, 0.0])
+    big_model = np.zeros(100)
+    big_model[:2] = [40.0, 60.0]
+    kw = {"rows": 100, "table_rows": 100, "noise_stddev": 0.0}
+    shifts = [np.zeros(4), np.zeros(100)]
+    l2 = excess_l2_scores([small_batch, big_batch], shifts, [small_model, big_model], **kw)  # type: ignore[arg-type]
+    cell = excess_l2_scores(
+        [small_batch, big_batch],
+        shifts,
+        [small_model, big_model],
+        per_cell=True,
+        **kw,  # type: ignore[arg-type]
+    )
+    assert l2[0] == l2[1] > 0
+    assert cell[0] == pytest.approx(l2[0] / 2, abs=2**-19)
+    assert cell[1] == pytest.approx(l2[1] / 10, abs=2**-19)
+
+
+def test_the_per_cell_score_budget() -> None:
+    d = small()  # the smallest 2-way workload, b × d, has 4 cells
+    b = TabularStream.budget(1, 2, all_workloads(d, 2), d, score="l2-cell")
+    assert b.score_sensitivity == Fraction(1, 2) + Fraction(1, 2**18)
+    assert b.selection == b.measurement == Fraction(1, 4)
+    s = TabularStream(d, 1, score="l2-cell", marginals_per_step=2, rng=dpstream.Rng(seed=1))
+    for t in range(4):
+        assert len(s.step(table(d, 50, t))) == 50 * (t + 1)
+    with pytest.raises(ValueError, match="score must be one of"):
+        TabularStream(d, 1, score="l2cell")  # type: ignore[arg-type]

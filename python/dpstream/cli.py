@@ -85,8 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
     tab.add_argument(
         "--score",
-        choices=["l2", "paper"],
-        help="workload selection score (default: l2; paper: the score printed in the paper)",
+        choices=["l2", "l2-cell", "paper"],
+        help="workload selection score (default: l2; l2-cell: per cell, favours small "
+        "workloads; paper: the score printed in the paper)",
     )
 
     demo = sub.add_parser("demo", help="both commands on the data dpstream ships")
