@@ -156,7 +156,7 @@ def make_table() -> TabularStream:
 def follow_table(t: TabularStream) -> object:
     state = (t.t, t.size)
     out = t.step(np.array([[1, 1, 1]]))
-    return state, out.to_numpy().tobytes(), t.synthetic_codes().tobytes()
+    return state, out.to_numpy().tolist(), t.synthetic_codes().tobytes()
 
 
 def make_rng() -> Rng:
@@ -485,7 +485,7 @@ CASES: list[Case] = [
          "marginals_per_step = 9 exceeds the number of workloads 3",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=9), after=NO_OBJECT),
     Case("constructor", "TabularStream unknown selection score", ValueError,
-         "score must be 'l2' or 'paper', got 'l1'",
+         "score must be one of ('l2', 'l2-cell', 'paper'), got 'l1'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]
          after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
