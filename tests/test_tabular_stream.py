@@ -344,8 +344,10 @@ def test_a_checkpoint_resumes_exactly(method: str, sampling: str) -> None:
     data = b.to_bytes()
     b = TabularStream.from_bytes(data)
     assert (b.t, b.size) == (4, 800) and b.seeded
+    assert b.last_selected == a.last_selected and b.selection_counts == a.selection_counts
     for t in range(4, 8):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
+    assert b.selection_counts == a.selection_counts
     with pytest.raises(ValueError):
         TabularStream.from_bytes(data[:-10])
     with pytest.raises(ValueError):
@@ -450,3 +452,25 @@ def test_the_per_cell_score_budget() -> None:
         assert len(s.step(table(d, 50, t))) == 50 * (t + 1)
     with pytest.raises(ValueError, match="score must be one of"):
         TabularStream(d, 1, score="l2cell")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("method", ["proposed", "baseline"])
+def test_the_selections_are_reported(method: str) -> None:
+    d = small()
+    s = TabularStream(d, 1, marginals_per_step=2, method=method, rng=dpstream.Rng(seed=8))  # type: ignore[arg-type]
+    assert s.last_selected == [] and sum(s.selection_counts.values()) == 0
+    seen: dict[tuple[int, ...], int] = dict.fromkeys(all_workloads(d, 2), 0)
+    for t in range(5):
+        s.step(table(d, 60, t))
+        picked = s.last_selected
+        assert len(picked) == len(set(picked)) == 2 and set(picked) <= set(seen)
+        for w in picked:
+            seen[w] += 1
+    assert s.selection_counts == seen
+    s.step(None)  # an empty batch: the proposed method still selects (and measures zeros)
+    assert len(s.last_selected) == (2 if method == "proposed" else 0)
+    if method == "proposed":  # a workload's counter steps exactly when it is selected
+        counters = s._counters
+        for i, w in enumerate(s.workloads):
+            c = counters[i]
+            assert s.selection_counts[w] == (c.time if c is not None else 0)

@@ -286,6 +286,9 @@ class TabularStream:
         ]
         self._remainder: list[npt.NDArray[np.float64]] = [np.zeros(int(c)) for c in self._cells]
         self._baseline_rows: list[Codes] = []
+        # Public (outputs of permute-and-flip, inside ε): what each step selected.
+        self._selections = np.zeros(len(cliques), dtype=np.int64)
+        self._last_selected: list[int] = []
 
     # ------------------------------------------------------------------ public values
 
@@ -348,6 +351,22 @@ class TabularStream:
     def seeded(self) -> bool:
         """True if the noise generator is seeded: reproducible, **not private**."""
         return self._rng.seeded
+
+    @property
+    def last_selected(self) -> list[Clique]:
+        """The workloads selected and measured at the last step, in selection order.
+
+        Public at no extra cost: they are the outputs of permute-and-flip, which ε
+        already covers. Empty before the first step (and after a baseline step with no
+        insertions, which measures nothing)."""
+        return [self._workloads[i] for i in self._last_selected]
+
+    @property
+    def selection_counts(self) -> dict[Clique, int]:
+        """How many steps have selected each workload so far (public, like
+        :attr:`last_selected`); a workload selected at ``n`` steps has had ``n``
+        measurements (proposed: ``n`` steps of its counter)."""
+        return {w: int(n) for w, n in zip(self._workloads, self._selections, strict=True)}
 
     @property
     def epsilon_spent(self) -> Fraction:
@@ -450,9 +469,11 @@ class TabularStream:
             "model": _model_kind(self._model),
             "step_scale": getattr(self._model, "step_scale", 1.0),
             "model_total": None if self._model is None else float(self._model.total),
+            "last_selected": self._last_selected,
         }
         arrays: dict[str, npt.NDArray[Any]] = {
-            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+            "selections": self._selections,
         }
         rng_state = self._rng._checkpoint_state()
         if rng_state is not None:
@@ -513,6 +534,14 @@ class TabularStream:
         s._rng = Rng._from_checkpoint_state(rng_state)
         s._t, s._size = int(header["t"]), int(header["size"])
         s._sample_rng.bit_generator.state = header["sample_rng"]
+        if "selections" in arrays:  # states written before selections were kept have zeros
+            sel = np.asarray(arrays["selections"], dtype=np.int64)
+            last = [int(i) for i in header.get("last_selected", [])]
+            if sel.shape != s._selections.shape or np.any(sel < 0):
+                raise ValueError("corrupt TabularStream state: selection counts")
+            if any(not 0 <= i < sel.size for i in last):
+                raise ValueError("corrupt TabularStream state: last selections")
+            s._selections, s._last_selected = sel.copy(), last
         n = len(s._workloads)
         for i in range(n):
             s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
@@ -643,11 +672,13 @@ class TabularStream:
             return cache[i]
 
         taken: set[int] = set()
+        order: list[int] = []
         measurements: list[Measurement] = []
         for _ in range(self._k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
             j = self._select(diff, base, model_marginals, taken, structure, rows, size)
             taken.add(j)
+            order.append(j)
             counter = self._counter(j)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
             values = released + self._remainder[j]
@@ -655,6 +686,7 @@ class TabularStream:
             model = self._fit(measurements, float(max(size, 1)), model)
             cache = {}
         self._model = model
+        self._record(order)
         assert model is not None
         for i, clique in enumerate(self._workloads):
             self._synthetic_marginals[i] = model.marginal(clique) * (
@@ -669,8 +701,13 @@ class TabularStream:
 
     # ------------------------------------------------------------------ Algorithm 2
 
+    def _record(self, order: list[int]) -> None:
+        self._last_selected = list(order)
+        self._selections[order] += 1
+
     def _step_baseline(self, diff: list[npt.NDArray[np.float64]], n: int) -> None:
         if n == 0:
+            self._record([])
             return
         scale = self._budget.laplace_scale
         taken: set[int] = set()
@@ -683,15 +720,18 @@ class TabularStream:
                 return np.full(int(self._cells[i]), n / float(self._cells[i]))
             return model.marginal(self._workloads[i])
 
+        order: list[int] = []
         for _ in range(self._k):
             structure = frozenset(self._workloads[i] for i in taken)
             j = self._select(diff, None, model_marginals, taken, structure, n, n)
             taken.add(j)
+            order.append(j)
             z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
             measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
             model = self._fit(measurements, float(n), None)
         assert model is not None
         self._baseline_rows.append(model.sample(n, self._sample_rng, method=self._sampling))
+        self._record(order)
 
     def _check_workload(self, w: object) -> Clique:
         if not isinstance(w, tuple) or not w:
