@@ -1429,6 +1429,11 @@ def notes(
         '"proposed" column) compares the batch with the model\'s prediction at the current '
         "table size, subtracts the ℓ2 norm that sampling alone gives and a penalty for the "
         "noise a measurement adds (`dpstream.tabular.stream`), with sensitivity 1.",
+        '- The column "proposed, per-cell score" runs `score="l2-cell"`: the "l2" score divided '
+        "by √|q| (the batch's excess RMS error per cell), which weighs small workloads more; WE "
+        "and RelWE are per-cell averages, RelL2 is not. On the ordered streams the batches differ "
+        "from the table so far mostly in the columns the order follows, which the count-based "
+        '"l2" score keeps selecting (`dpstream.tabular.stream` explains the trade-off).',
         "- Noise floor of the measurements: a workload's counter adds discrete Laplace noise "
         f"of scale 2k/ε = {2 * MARGINALS_PER_STEP} (ε = 1) to each of its cells at every step "
         "it is selected. If every workload were measured at every step with the simple "
