@@ -1168,6 +1168,7 @@ class RunInfo:
     workers: int
     loads: list[str] = field(default_factory=list)
     time_limit: float | None = None  # minutes (--time-limit)
+    report_only: bool = False  # --report-only: nothing computed, streams from the store
     not_started: list[Job] = field(default_factory=list)
     store: Path | None = None  # where streams were reused from / written to
 
@@ -1226,14 +1227,21 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
             + (f" ({j.counter})" if j.counter != "simple" else "")
             for j in info.not_started
         )
-        subset.append(
-            f"- **Cut short by `--time-limit {info.time_limit:g}`** (minutes; no stream starts "
-            f"after that): {len(results)} of {len(results) + len(info.not_started)} streams "
-            "ran. Streams start run 0 of every setting first, so the settings with fewer runs "
-            "than the grid's are marked in the tables; not started: "
-            + "; ".join(f"{k} × {n}" for k, n in skipped.items())
-            + "."
-        )
+        missing = "; ".join(f"{k} × {n}" for k, n in skipped.items())
+        of = f"{len(results)} of {len(results) + len(info.not_started)} streams"
+        if info.report_only:
+            subset.append(
+                f"- **Report only** (`--report-only`: streams from the store, none computed): "
+                f"{of} of the grid are in the store; the settings with fewer runs than the "
+                f"grid's are marked in the tables; missing: {missing}."
+            )
+        else:
+            subset.append(
+                f"- **Cut short by `--time-limit {info.time_limit:g}`** (minutes; no stream "
+                f"starts after that): {of} ran. Streams start run 0 of every setting first, so "
+                "the settings with fewer runs than the grid's are marked in the tables; not "
+                f"started: {missing}."
+            )
     streams = len(results)
     steps = sum(r.steps for r in results)
     lines = [
@@ -1474,6 +1482,12 @@ def main() -> None:
         "--quick: none)",
     )
     parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="compute nothing: report the grid's streams found in the store (checked as "
+        "usual) and list the missing ones",
+    )
+    parser.add_argument(
         "--recompute",
         action="store_true",
         help="recompute every stream (still writing them to the store)",
@@ -1516,6 +1530,8 @@ def main() -> None:
         if a.startswith(("--store=", "--cache-dir=")):
             del argv[i]
             break
+    # A report's rerun command is the one that computes what it reports.
+    argv = [a for a in argv if a != "--report-only"]
     store = args.store if args.store is not None else None if args.quick else STORE_DIR
     command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *argv])
     results_path, figure_dir = args.results, args.figure_dir
@@ -1543,7 +1559,12 @@ def main() -> None:
     subset = f" ({grid.subset})" if grid.subset else ""
     log(f"{grid.name} grid{subset}: {len(grid.jobs)} streams on {info.workers} workers")
     limit = None if args.time_limit is None else args.time_limit * 60
+    if args.report_only:
+        if args.recompute or store is None:
+            parser.error("--report-only needs a store and excludes --recompute")
+        limit = 0.0
     info.store = store
+    info.report_only = args.report_only
     results, info.not_started = run_grid(
         grid, info.workers, store, log, limit, reuse=not args.recompute
     )
