@@ -66,8 +66,9 @@ gzip'd JSON per stream, with the git revision and machine that computed it; comm
 results): a rerun reuses every stored stream whose metrics over its first ``PROBE_STEPS`` steps
 the current code reproduces exactly (seeded streams are deterministic), recomputes the others,
 and runs only what is missing, so a grid too long for one sitting is completed over several
-runs (e.g. with ``--time-limit``). ``--recompute`` ignores the store; ``--store DIR`` uses
-another one (``--quick`` uses none unless given). Seeded
+runs (e.g. with ``--time-limit``). ``--report-only`` computes nothing and reports what the
+store holds; ``--recompute`` ignores the store; ``--store DIR`` uses another one (``--quick``
+uses none unless given). Seeded
 ``dpstream.Rng`` generators make the run reproducible (seeded noise has the right distribution
 but gives no privacy; this measures utility only). Needs pandas and matplotlib.
 """
