@@ -68,8 +68,9 @@ Privacy (Theorem 6.1):
     selection on the columns the order follows and leaves the small
     workloads uncorrected; ``"l2-cell"`` corrects them, at the price of the
     large workloads' relative errors (``benches/RESULTS.md``: it lowers MaxWE
-    only on the ordered stream with large batches). Sensitivity ``1/√min|q_i|`` (rounded up to the grid
-    ``2^-20``) ``+ 2^-18``; the norm term is exact in integers.
+    only on the ordered stream with large batches). Sensitivity ``1/√min|q_i|``
+    (rounded up to the grid ``2^-20``) ``+ 2^-18``; the norm term is exact in
+    integers.
   - ``"paper"``: the printed score of Section 7.2 (3),
     ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|`` with
     ``h_{t,0} = g_{t−1}`` (the previous table, not rescaled). Its ``−|q_i|``
