@@ -68,7 +68,7 @@ Privacy (Theorem 6.1):
     selection on the columns the order follows and leaves the small
     workloads uncorrected; ``"l2-cell"`` corrects them, at the price of the
     large workloads' relative errors (``benches/RESULTS.md``: it lowers MaxWE
-    only on the ordered stream with large batches). Sensitivity ``1/√min|q_i|``
+    in some settings, never the relative ℓ2 errors). Sensitivity ``1/√min|q_i|``
     (rounded up to the grid ``2^-20``) ``+ 2^-18``; the norm term is exact in
     integers.
   - ``"paper"``: the printed score of Section 7.2 (3),
