@@ -697,11 +697,11 @@ def run_job(job: Job, stop: int | None = None) -> Result:
             values.append([float(v) for v in ev.errors(real, n, ev.counts(g), n)])
             boot = rows[:n][floor_rng.integers(0, n, n)]
             floors.append(_digits(ev.errors(real, n, ev.counts(boot), n)))
+    if stop is not None and stop < n_steps:  # a probe: only its metrics are compared
+        return Result(job, n_steps, 0, eval_t, [_digits(v) for v in values], floors, wall, cpu,
+                      math.nan)  # fmt: skip
     machine = f"{cpu_model()}, {os.cpu_count()} cores"
     revision = git_revision()
-    if stop is not None and stop < n_steps:
-        return Result(job, n_steps, 0, eval_t, [_digits(v) for v in values], floors, wall, cpu,
-                      math.nan, revision=revision, machine=machine)  # fmt: skip
     n = min(rows.shape[0], n_steps * job.batch)
     ref = np.array(workload_errors(rows[:n], synth, domain, workloads=2), dtype=np.float64)
     if ref.shape != (len(METRICS),):
