@@ -209,14 +209,14 @@ def tabular_mechanism(epsilon: int, score: str) -> Any:
     return mechanism
 
 
-@pytest.mark.parametrize(("score", "claim"), [("paper", 4), ("l2", 8)])
+@pytest.mark.parametrize(("score", "claim"), [("paper", 4), ("l2", 8), ("l2-cell", 8)])
 def test_tabular_stream_one_step(audited, score: str, claim: int) -> None:
     # Batch sizes are public, so neighbouring first batches hold the same number of
     # records with one record's value replaced: two add/remove changes, covered by 2ε.
     # With the paper's score the selection at t = 1 reads ‖∇f_1‖₁/|q| − |q| = n/|q| − |q|,
     # public, so it costs nothing and only the selected marginal's counter (ε/2, two cells
     # move by one) loses privacy: at most ε, which is what this audit claims. The "l2"
-    # score reads the batch, so the selection loses privacy too: the claim is 2ε. One
+    # and "l2-cell" scores read the batch, so the selection loses privacy too: the claim is 2ε. One
     # record per batch makes the table's single row as revealing as it can be.
     epsilon = 4
     result = audited(
