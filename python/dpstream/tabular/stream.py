@@ -651,6 +651,14 @@ class TabularStream:
             self._counters[i] = c
         return c
 
+    def _measurement(self, j: int, released: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``m(t,j) = C_j(t) + r(t−1,j)``: the counter's release plus the synthetic data's
+        value at the times ``j`` was not selected (Algorithm 3, lines 16–17).
+
+        One place, so that ``benches/diag_tabular_remainder.py`` can replace the
+        remainder with oracle values to measure what it costs."""
+        return released + self._remainder[j]
+
     def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
         """``h_{t,0}`` for the ``"l2"`` score: ``g_{t−1}``'s marginal scaled to ``size`` rows
         (uniform before there is a model: the paper's ``g_0``)."""
@@ -684,7 +692,7 @@ class TabularStream:
             order.append(j)
             counter = self._counter(j)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
-            values = released + self._remainder[j]
+            values = self._measurement(j, released)
             measurements.append(Measurement(self._workloads[j], values, _stddev(counter)))
             model = self._fit(measurements, float(max(size, 1)), model)
             cache = {}

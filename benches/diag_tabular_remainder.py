@@ -1,0 +1,274 @@
+"""What Algorithm 3's remainder costs on Adult: the proposed method with oracle measurements.
+
+Algorithm 3 (Kumar, Strohmer and Vershynin) measures a selected workload ``j`` at time
+``t`` as ``m(t,j) = C_j(t) + r(t−1,j)``: its counter (the noisy sum of the batches at
+the times ``j`` was selected) plus the remainder, the synthetic data's estimate of the
+rows that came in at the other times. Once ``j`` is measured, that estimate is taken
+as true. This script runs ``dpstream.tabular.TabularStream`` (proposed method) with the
+remainder replaced by **non-private oracle values**, to measure how much of the
+error on each dataset comes from the remainder and from which part of it:
+
+* ``algorithm 3``: the library, unchanged.
+* ``oracle remainder``: ``r`` is the true marginal of the rows at ``j``'s unselected
+  times (the counter keeps its noise): what a perfect remainder would give.
+* ``oracle margins``: ``r`` raked (iterative proportional fitting) to the true
+  one-way margins of those rows; the association between the columns stays the
+  model's.
+* ``oracle association``: the true marginal of those rows raked to the remainder's
+  own one-way margins: the true association, the model's margins.
+
+It also reports, at the last step of the ``algorithm 3`` run, how far the model's
+one-way margins are from the real table's (total variation) per column.
+
+The oracle variants read the real data: they are diagnostics, not mechanisms. Every
+run is seeded (reproducible, not private). Writes the section "Tabular stream: what
+the remainder costs (issue 5)" of benches/RESULTS.md.
+
+Rerun (from the repository root): ``.venv/bin/python benches/diag_tabular_remainder.py``
+(about 20 minutes on 2 cores; ``--quick`` runs 12 steps per stream, for a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import bench_tabular as bt
+import dpstream
+import numpy as np
+import numpy.typing as npt
+from _report import cpu_model, git_revision, version, write_section
+from dpstream.tabular import TabularStream
+from dpstream.tabular.workloads import marginal
+
+FloatArray = npt.NDArray[np.float64]
+
+SECTION_TITLE = "## Tabular stream: what the remainder costs (issue 5)"
+VARIANTS = ("algorithm 3", "oracle remainder", "oracle margins", "oracle association")
+#: (order, batch size, ε, score, variants run)
+SETTINGS: tuple[tuple[str, int, float, str, tuple[str, ...]], ...] = (
+    ("ordered", 200, 1.0, "l2", ("algorithm 3", "oracle remainder")),
+    ("ordered", 200, 1.0, "l2-cell", VARIANTS),
+    ("randomized", 200, 1.0, "l2", ("algorithm 3", "oracle remainder")),
+    ("randomized", 200, 1.0, "l2-cell", ("algorithm 3", "oracle remainder")),
+)
+SEED = 5
+RAKE_ITERS = 50
+QUICK_STEPS = 12
+
+
+def rake(prior: FloatArray, margins: list[FloatArray], iters: int = RAKE_ITERS) -> FloatArray:
+    """Iterative proportional fitting of the non-negative array ``prior`` to one-way
+    ``margins`` (one per axis, equal totals): the array closest to ``prior`` in KL
+    divergence with those margins (cells of a zero margin become zero)."""
+    x = np.array(prior, dtype=np.float64)
+    for _ in range(iters):
+        for axis, target in enumerate(margins):
+            others = tuple(a for a in range(x.ndim) if a != axis)
+            sums = x.sum(axis=others)
+            factor = np.divide(target, sums, out=np.zeros_like(sums), where=sums > 0)
+            shape = [1] * x.ndim
+            shape[axis] = -1
+            x = x * factor.reshape(shape)
+    return x
+
+
+def _margins(x: FloatArray) -> list[FloatArray]:
+    return [x.sum(axis=tuple(a for a in range(x.ndim) if a != ax)) for ax in range(x.ndim)]
+
+
+class OracleStream(TabularStream):
+    """The proposed method with the remainder of each measurement replaced (see module)."""
+
+    def __init__(self, *args: Any, variant: str, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        self.variant = variant
+        n = len(self.workloads)
+        self._truth = [np.zeros(int(c)) for c in self._cells]  # q_j(f_{t−1})
+        self._selected_sum = [np.zeros(int(c)) for c in self._cells]  # exact Σ at selected t
+        self._batch: list[FloatArray] = [np.zeros(0)] * n
+
+    def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
+        codes = self.domain.encode(batch)
+        self._batch = [marginal(codes, self.domain, c) for c in self.workloads]
+        out = super().step(batch, deletions=deletions)
+        self._truth = [a + b for a, b in zip(self._truth, self._batch, strict=True)]
+        return out
+
+    def _measurement(self, j: int, released: FloatArray) -> FloatArray:
+        # True marginal of the rows at j's unselected times up to t − 1.
+        unselected = self._truth[j] - self._selected_sum[j]
+        self._selected_sum[j] = self._selected_sum[j] + self._batch[j]
+        if self.variant == "algorithm 3":
+            return super()._measurement(j, released)
+        if self.variant == "oracle remainder":
+            return released + unselected
+        shape = tuple(self.domain.sizes[c] for c in self.workloads[j])
+        remainder = np.clip(self._remainder[j], 0.0, None).reshape(shape)
+        truth = unselected.reshape(shape)
+        if self.variant == "oracle margins":
+            raked = rake(remainder + 1e-9, _margins(truth))
+        else:
+            own = _margins(remainder)
+            total = truth.sum()
+            own = [m * (total / m.sum()) if m.sum() > 0 else m for m in own]
+            raked = rake(truth + 1e-9, own)
+        return released + raked.reshape(-1)
+
+
+@dataclass
+class Outcome:
+    order: str
+    batch: int
+    epsilon: float
+    score: str
+    variant: str
+    last: list[float]  # the six bench_tabular.METRICS, mean over the last LAST steps
+    margin_tv: dict[str, float]  # per column: TV of the model's one-way margin at the end
+    steps: int
+    seconds: float
+
+
+def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Outcome:
+    order, batch, eps, score, variant = setting
+    domain, codes = bt.load_adult()
+    rows = bt.stream_rows(codes, order, 0)
+    ev = bt.Evaluator(domain)
+    stream = OracleStream(
+        domain,
+        Fraction(eps),
+        workloads=2,
+        marginals_per_step=bt.MARGINALS_PER_STEP,
+        score=score,
+        iters=bt.ITERS,
+        max_model_cells=bt.MAX_MODEL_CELLS,
+        rng=dpstream.Rng(seed=SEED),
+        variant=variant,
+    )
+    n_steps = math.ceil(rows.shape[0] / batch)
+    if max_steps is not None:
+        n_steps = min(n_steps, max_steps)
+    real = np.zeros(ev.total)
+    tail: list[FloatArray] = []
+    start = time.perf_counter()
+    n = 0
+    for t in range(n_steps):
+        part = rows[t * batch : (t + 1) * batch]
+        real += ev.counts(part)
+        n += part.shape[0]
+        synth = stream.step(part)
+        if t >= n_steps - bt.LAST:
+            tail.append(ev.errors(real, n, ev.counts(domain.encode(synth)), n))
+    seconds = time.perf_counter() - start
+    tv = {}
+    model = stream._model
+    assert model is not None
+    for c, name in enumerate(domain.names):
+        fitted = model.marginal((c,))
+        true = np.bincount(rows[:n, c], minlength=domain.sizes[c]) / n
+        tv[name] = float(np.abs(fitted / fitted.sum() - true).sum() / 2)
+    last = [float(v) for v in np.mean(tail, axis=0)]
+    return Outcome(order, batch, eps, score, variant, last, tv, n_steps, seconds)
+
+
+def render(outcomes: list[Outcome], runtime: float, workers: int, quick: bool) -> str:
+    metrics = ("AvgWE", "MaxWE", "AvgRelL2", "MaxRelL2")
+    index = [bt.METRICS.index(m) for m in metrics]
+    cmd = "python benches/diag_tabular_remainder.py" + (" --quick" if quick else "")
+    lines = [
+        SECTION_TITLE,
+        "",
+        "Written by `benches/diag_tabular_remainder.py`: the proposed method of "
+        "`dpstream.tabular.TabularStream` with Algorithm 3's remainder replaced by non-private "
+        "oracle values, to measure what the remainder costs. **Diagnostics, not mechanisms**: "
+        "the oracle variants read the real data.",
+        "",
+        "### Run",
+        "",
+        f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; whole script "
+        f"{runtime / 60:.1f} min on {workers} worker process(es)",
+        f"- Machine: {platform.platform()}; {cpu_model()}",
+        f"- dpstream {version('dpstream')} (git {git_revision()}), numpy {np.__version__}",
+        f"- Rerun (from the repository root): `.venv/bin/python {cmd.split(' ', 1)[1]}`",
+        "",
+        "### Setup",
+        "",
+        '- Same data, orders, k = 3, fit and metrics as the section "Tabular stream on Adult" '
+        f"above; one run per row (`dpstream.Rng(seed={SEED})`, the data order of run 0), "
+        f"metrics averaged over the last {bt.LAST} steps"
+        + (f"; **--quick: the first {QUICK_STEPS} steps only**" if quick else "")
+        + ".",
+        "- Algorithm 3 measures a selected workload j at time t as m(t,j) = C_j(t) + r(t−1,j): "
+        "its counter (the noisy sum of the batches at the times j was selected) plus the "
+        "remainder, the synthetic data's value for the rows that came in at the other times, "
+        "which the measurement then takes as true. Variants: *algorithm 3* (the library); "
+        "*oracle remainder*: r is the true marginal of the rows at j's unselected times (the "
+        "counter keeps its noise); *oracle margins*: r raked (iterative proportional fitting) "
+        "to the true one-way margins of those rows, the association between the two columns "
+        "staying the model's; *oracle association*: the true marginal of those rows raked to "
+        "r's own one-way margins.",
+        "",
+        "### Results",
+        "",
+        "| dataset | ε | score | variant | " + " | ".join(metrics) + " |",
+        "|---|---:|---|---|" + "---:|" * len(metrics),
+    ]
+    for o in outcomes:
+        values = " | ".join(bt.fmt(o.last[i]) for i in index)
+        lines.append(
+            f"| {bt.dataset_name(o.order, o.batch)} | {o.epsilon:g} | `{o.score}` | {o.variant} "
+            f"| {values} |"
+        )
+    base = [o for o in outcomes if o.variant == "algorithm 3"]
+    if base:
+        names = list(base[0].margin_tv)
+        lines += [
+            "",
+            "One-way margins of the fitted model at the last step, *algorithm 3* runs: total "
+            "variation distance from the real table's, per column.",
+            "",
+            "| dataset | score | " + " | ".join(names) + " |",
+            "|---|---|" + "---:|" * len(names),
+        ]
+        for o in base:
+            tvs = " | ".join(f"{o.margin_tv[c]:.3f}" for c in names)
+            lines.append(f"| {bt.dataset_name(o.order, o.batch)} | `{o.score}` | {tvs} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps per stream")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
+    parser.add_argument("--no-write", action="store_true", help="print, write nothing")
+    args = parser.parse_args()
+    settings = [(o, b, e, s, v) for o, b, e, s, vs in SETTINGS for v in vs]
+    max_steps = QUICK_STEPS if args.quick else None
+    start = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        outcomes = list(pool.map(run, settings, [max_steps] * len(settings)))
+    for o in outcomes:
+        label = f"{o.order}-{o.batch} eps={o.epsilon:g} {o.score} {o.variant}"
+        print(f"{label}: AvgWE={o.last[0]:.5f} MaxWE={o.last[1]:.4f} ({o.seconds:.0f} s)")
+    section = render(outcomes, time.perf_counter() - start, args.workers, args.quick)
+    if args.no_write:
+        sys.stdout.write(section)
+    else:
+        write_section(section, SECTION_TITLE, args.results)
+        print(f"wrote {args.results}")
+
+
+if __name__ == "__main__":
+    main()
