@@ -106,14 +106,16 @@ class OracleStream(TabularStream):
         self._truth = [a + b for a, b in zip(self._truth, self._batch, strict=True)]
         return out
 
-    def _measurement(self, j: int, released: FloatArray) -> FloatArray:
+    def _measurement(
+        self, j: int, released: FloatArray, stddev: float, size: int
+    ) -> tuple[FloatArray, float]:
         # True marginal of the rows at j's unselected times up to t − 1.
         unselected = self._truth[j] - self._selected_sum[j]
         self._selected_sum[j] = self._selected_sum[j] + self._batch[j]
         if self.variant == "algorithm 3":
-            return super()._measurement(j, released)
+            return super()._measurement(j, released, stddev, size)
         if self.variant == "oracle remainder":
-            return released + unselected
+            return released + unselected, stddev
         shape = tuple(self.domain.sizes[c] for c in self.workloads[j])
         remainder = np.clip(self._remainder[j], 0.0, None).reshape(shape)
         truth = unselected.reshape(shape)
@@ -124,7 +126,7 @@ class OracleStream(TabularStream):
             total = truth.sum()
             own = [m * (total / m.sum()) if m.sum() > 0 else m for m in own]
             raked = rake(truth + 1e-9, own)
-        return released + raked.reshape(-1)
+        return released + raked.reshape(-1), stddev
 
 
 @dataclass

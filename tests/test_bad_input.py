@@ -488,6 +488,10 @@ CASES: list[Case] = [
          "score must be one of ('l2', 'l2-cell', 'paper'), got 'l1'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]
          after=NO_OBJECT),
+    Case("constructor", "TabularStream unknown remainder", ValueError,
+         "remainder must be one of ('model', 'pooled'), got 'paper'",
+         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, remainder="paper"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

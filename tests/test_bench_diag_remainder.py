@@ -59,9 +59,9 @@ def test_oracle_remainder_is_the_truth_of_the_unselected_rows() -> None:
     seen: list[tuple[int, np.ndarray, np.ndarray]] = []
     inner = s._measurement
 
-    def spy(j: int, released: np.ndarray) -> np.ndarray:
-        out = inner(j, released)
-        seen.append((j, released, out))
+    def spy(j: int, released: np.ndarray, stddev: float, size: int) -> tuple[np.ndarray, float]:
+        out = inner(j, released, stddev, size)
+        seen.append((j, released, out[0]))
         return out
 
     s._measurement = spy  # type: ignore[method-assign]

@@ -191,7 +191,8 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
         [
             "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
             "--batch-size", "100", "--epsilon", "2", "--marginals-per-step", "1",
-            "--estimator", "mw", "--out", str(out), "--quiet",
+            "--estimator", "mw", "--score", "l2-cell", "--remainder", "pooled",
+            "--out", str(out), "--quiet",
         ]
     )  # fmt: skip
     assert code == 0

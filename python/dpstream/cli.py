@@ -89,6 +89,12 @@ def _parser() -> argparse.ArgumentParser:
         help="workload selection score (default: l2; l2-cell: per cell, favours small "
         "workloads; paper: the score printed in the paper)",
     )
+    tab.add_argument(
+        "--remainder",
+        choices=["model", "pooled"],
+        help="how a measurement counts the rows that came in while its workload was not "
+        "selected (default: model, the paper's; pooled: the counted rows scaled up)",
+    )
 
     demo = sub.add_parser("demo", help="both commands on the data dpstream ships")
     demo.add_argument("--out", type=Path, default=Path("dpstream-demo"))
@@ -102,6 +108,7 @@ _DEFAULTS: dict[str, Any] = {
     "estimator": "pgm",
     "table_method": "proposed",
     "score": "l2",
+    "remainder": "model",
     "marginals_per_step": 3,
     "checkpoint_every": 1,
     "plot": False,
@@ -431,6 +438,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             method=opts["table_method"],
             estimator=opts["estimator"],
             score=opts["score"],
+            remainder=opts["remainder"],
             rng=_rng(opts),
         )
     except (ValueError, TypeError, ImportError) as e:
