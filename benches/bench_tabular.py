@@ -15,9 +15,10 @@ Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``mar
 ``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the library's
 default selection score (``score="l2"``), the proposed method with the score printed in the
 paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
-per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), and for Table 3 the
-proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on Adult-randomized-bs-50
-and Adult-ordered-bs-50.
+per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
+with the pooled remainder (``remainder="pooled"``, the column "proposed, pooled remainder"), and
+for Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
+Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
 Metrics (Section 7.3). At step t the released synthetic table g is compared with the real
 table f_t (all rows so far) on the normalised marginals q of the 91 workloads W. Per workload:
@@ -133,12 +134,15 @@ METRICS = ("AvgWE", "MaxWE", "AvgRelWE", "MaxRelWE", "AvgRelL2", "MaxRelL2")
 PAPER_METRIC = {"AvgRelL2": "AvgRelWE", "MaxRelL2": "MaxRelWE"}
 ORDERS = ("randomized", "ordered")
 # "proposed-paper-score": the proposed method with the selection score printed in the paper
-# (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell"; baseline and
-# proposed use the library's default score ("l2"). New methods go last: the seeds use the index.
+# (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell";
+# "proposed-pooled": with remainder="pooled"; baseline and proposed use the library's defaults
+# (score "l2", remainder "model"). New methods go last: the seeds use the index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
-METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE)
+POOLED = "proposed-pooled"
+METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED)
 SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell"}
+REMAINDER_OF = {POOLED: "pooled"}
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -315,7 +319,8 @@ GRIDS: dict[str, Grid] = {
         "default",
         False,
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
-        "proposed with the per-cell score (simple counter), 3 runs each, and the proposed "
+        "proposed with the per-cell score and proposed with the pooled remainder (simple "
+        "counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline and proposed, 1 run each (no sd); "
@@ -331,7 +336,8 @@ GRIDS: dict[str, Grid] = {
         "full",
         False,
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
-        "proposed with the paper's score and with the per-cell score (simple counter), and the "
+        "proposed with the paper's score, with the per-cell score and with the pooled remainder "
+        "(simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -660,6 +666,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         counter=job.counter,  # type: ignore[arg-type]
         method="baseline" if job.method == "baseline" else "proposed",
         score=SCORE_OF.get(job.method, "l2"),  # type: ignore[arg-type]
+        remainder=REMAINDER_OF.get(job.method, "model"),  # type: ignore[arg-type]
         estimator="pgm",
         iters=ITERS,
         max_model_cells=MAX_MODEL_CELLS,
@@ -921,9 +928,10 @@ def epsilons_of(results: list[Result], **kw: Any) -> list[float]:
 def table_12(results: list[Result]) -> list[str]:
     lines = [
         "| dataset | ε | metric | baseline (ours) | proposed (ours) | proposed, paper's score "
-        "(ours) | proposed, per-cell score (ours) | sampling floor | paper: baseline | paper: "
-        "proposed | ours: proposed ≤ baseline | ours: proposed ≤ paper's proposed |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
+        "(ours) | proposed, per-cell score (ours) | proposed, pooled remainder (ours) | sampling "
+        "floor | paper: baseline | paper: proposed | ours: proposed ≤ baseline | ours: proposed "
+        "≤ paper's proposed |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
@@ -934,7 +942,8 @@ def table_12(results: list[Result]) -> list[str]:
             )
             printed = pick(results, order=order, batch=batch, epsilon=eps, method=PAPER_SCORE)
             cell = pick(results, order=order, batch=batch, epsilon=eps, method=CELL_SCORE)
-            floor = [r.floor for r in base + prop + printed + cell]
+            pooled = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED)
+            floor = [r.floor for r in base + prop + printed + cell + pooled]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
@@ -942,6 +951,7 @@ def table_12(results: list[Result]) -> list[str]:
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {fmt_ms(b)} | {fmt_ms(p)} | "
                     f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
+                    f"{fmt_ms(last_values(pooled, m))} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(p, b)} | "
                     f"{verdict(p, pp) if math.isfinite(pp) else '–'} |"
@@ -984,11 +994,12 @@ def summary_lines(results: list[Result]) -> list[str]:
         "ours: proposed ≤ paper's proposed (ε ≥ 1) | ours: baseline ≤ paper's baseline (ε ≥ 1) "
         "| ours: proposed ≤ proposed with the paper's score | ours: per-cell score ≤ baseline "
         "(ε ≥ 1) | ours: per-cell score ≤ paper's proposed (ε ≥ 1) | ours: proposed ≤ per-cell "
-        "score |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "score | ours: pooled remainder ≤ baseline (ε ≥ 1) | ours: pooled remainder ≤ paper's "
+        "proposed (ε ≥ 1) | ours: pooled remainder ≤ proposed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0] for _ in range(8)]
+        counts = [[0, 0] for _ in range(11)]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
@@ -999,6 +1010,7 @@ def summary_lines(results: list[Result]) -> list[str]:
                     continue
                 printed = last_values(pick(results, method=PAPER_SCORE, **kw), m)
                 cell = last_values(pick(results, method=CELL_SCORE, **kw), m)
+                pooled = last_values(pick(results, method=POOLED, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -1013,6 +1025,12 @@ def summary_lines(results: list[Result]) -> list[str]:
                         bool(cell) and np.mean(cell) <= pp,
                     ),
                     (bool(cell), bool(cell) and np.mean(p) <= np.mean(cell)),
+                    (eps >= 1 and bool(pooled), bool(pooled) and np.mean(pooled) <= np.mean(b)),
+                    (
+                        eps >= 1 and bool(pooled) and paper is not None,
+                        bool(pooled) and np.mean(pooled) <= pp,
+                    ),
+                    (bool(pooled), bool(pooled) and np.mean(pooled) <= np.mean(p)),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
                     if use:
@@ -1133,6 +1151,8 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
             series.append(("proposed, paper's score", {"method": PAPER_SCORE}, "tab:purple"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=CELL_SCORE):
             series.append(("proposed, per-cell score", {"method": CELL_SCORE}, "tab:green"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED):
+            series.append(("proposed, pooled remainder", {"method": POOLED}, "tab:red"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1288,11 +1308,14 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "column first). Batches of B = 50 rows (977 steps, the last of 42 rows) or B = 200 "
         "(245 steps).",
         f"- `TabularStream(domain, ε, workloads=2, marginals_per_step={MARGINALS_PER_STEP}, "
-        f'counter=…, method=…, score=…, estimator="pgm", iters={ITERS}, '
+        f'counter=…, method=…, score=…, remainder=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
         'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
         'score" with `score="paper"` (the score printed in Section 7.2), and "proposed, '
-        'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|). The paper '
+        'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|), and '
+        '"proposed, pooled remainder" with `remainder="pooled"` (the counted rows scaled up to '
+        'the table, `dpstream.tabular.stream`); the others use `remainder="model"`, '
+        "Algorithm 3's. The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
