@@ -644,6 +644,23 @@ def _digits(values: Iterable[float]) -> list[float]:
     return [float(f"{float(v):.{DIGITS}g}") for v in values]
 
 
+def bench_stream(
+    domain: Domain,
+    epsilon: float,
+    seed: int,
+    *,
+    cls: type[TabularStream] = TabularStream,
+    **options: Any,
+) -> TabularStream:
+    """A ``cls`` stream with this benchmark's settings (all 2-way workloads, k, the PGM fit,
+    its iterations and cell limit) and a seeded generator; ``options`` add or override."""
+    return cls(
+        domain, Fraction(epsilon), workloads=2, marginals_per_step=MARGINALS_PER_STEP,
+        estimator="pgm", iters=ITERS, max_model_cells=MAX_MODEL_CELLS,
+        rng=dpstream.Rng(seed=seed), **options,
+    )  # fmt: skip
+
+
 def run_job(job: Job, stop: int | None = None) -> Result:
     """Run the stream of ``job`` (only its first ``stop`` steps if given: a probe, whose
     metrics are those of the whole stream's first evaluated steps, without the final check)."""
@@ -658,29 +675,22 @@ def run_job(job: Job, stop: int | None = None) -> Result:
     ev = Evaluator(domain)
     when = set(eval_steps(n_steps))
     floor_rng = np.random.default_rng(seed_of(11, job.run, job.batch, ORDERS.index(job.order)))
-    stream = TabularStream(
+    stream = bench_stream(
         domain,
-        Fraction(job.epsilon),
-        workloads=2,
-        marginals_per_step=MARGINALS_PER_STEP,
-        counter=job.counter,  # type: ignore[arg-type]
-        method="baseline" if job.method == "baseline" else "proposed",
-        score=SCORE_OF.get(job.method, "l2"),  # type: ignore[arg-type]
-        remainder=REMAINDER_OF.get(job.method, "model"),  # type: ignore[arg-type]
-        estimator="pgm",
-        iters=ITERS,
-        max_model_cells=MAX_MODEL_CELLS,
-        rng=dpstream.Rng(
-            seed=seed_of(
-                1,
-                ORDERS.index(job.order),
-                job.batch,
-                int(job.epsilon * 4),
-                METHODS.index(job.method),
-                COUNTERS.index(job.counter),
-                job.run,
-            )
+        job.epsilon,
+        seed_of(
+            1,
+            ORDERS.index(job.order),
+            job.batch,
+            int(job.epsilon * 4),
+            METHODS.index(job.method),
+            COUNTERS.index(job.counter),
+            job.run,
         ),
+        counter=job.counter,
+        method="baseline" if job.method == "baseline" else "proposed",
+        score=SCORE_OF.get(job.method, "l2"),
+        remainder=REMAINDER_OF.get(job.method, "model"),
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []

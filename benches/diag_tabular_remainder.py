@@ -38,12 +38,10 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import bench_tabular as bt
-import dpstream
 import numpy as np
 import numpy.typing as npt
 from _report import cpu_model, git_revision, version, write_section
@@ -147,17 +145,7 @@ def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Out
     domain, codes = bt.load_adult()
     rows = bt.stream_rows(codes, order, 0)
     ev = bt.Evaluator(domain)
-    stream = OracleStream(
-        domain,
-        Fraction(eps),
-        workloads=2,
-        marginals_per_step=bt.MARGINALS_PER_STEP,
-        score=score,
-        iters=bt.ITERS,
-        max_model_cells=bt.MAX_MODEL_CELLS,
-        rng=dpstream.Rng(seed=SEED),
-        variant=variant,
-    )
+    stream = bt.bench_stream(domain, eps, SEED, cls=OracleStream, score=score, variant=variant)
     n_steps = math.ceil(rows.shape[0] / batch)
     if max_steps is not None:
         n_steps = min(n_steps, max_steps)
