@@ -87,8 +87,10 @@ def _margins(x: FloatArray) -> list[FloatArray]:
 class OracleStream(TabularStream):
     """The proposed method with the remainder of each measurement replaced (see module)."""
 
-    def __init__(self, *args: Any, variant: str, **kw: Any) -> None:
-        super().__init__(*args, **kw)
+    def __init__(self, *args: Any, variant: str, remainder: str = "model", **kw: Any) -> None:
+        if remainder != "model":  # the variants replace Algorithm 3's remainder
+            raise ValueError(f"OracleStream varies remainder='model', got {remainder!r}")
+        super().__init__(*args, remainder="model", **kw)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
         self.variant = variant
@@ -105,13 +107,13 @@ class OracleStream(TabularStream):
         return out
 
     def _measurement(
-        self, j: int, released: FloatArray, stddev: float, size: int
+        self, j: int, released: FloatArray, stddev: float, size: int, *, grown: int = 0
     ) -> tuple[FloatArray, float]:
         # True marginal of the rows at j's unselected times up to t − 1.
         unselected = self._truth[j] - self._selected_sum[j]
         self._selected_sum[j] = self._selected_sum[j] + self._batch[j]
         if self.variant == "algorithm 3":
-            return super()._measurement(j, released, stddev, size)
+            return super()._measurement(j, released, stddev, size, grown=grown)
         if self.variant == "oracle remainder":
             return released + unselected, stddev
         shape = tuple(self.domain.sizes[c] for c in self.workloads[j])

@@ -45,7 +45,7 @@ def _batches(seed: int, steps: int) -> list[np.ndarray]:
 
 def test_algorithm_3_variant_is_the_library() -> None:
     kw = dict(marginals_per_step=2, iters=20)
-    lib = TabularStream(DOMAIN, 1, rng=dpstream.Rng(seed=3), **kw)
+    lib = TabularStream(DOMAIN, 1, rng=dpstream.Rng(seed=3), remainder="model", **kw)
     ora = diag.OracleStream(DOMAIN, 1, rng=dpstream.Rng(seed=3), variant="algorithm 3", **kw)
     for b in _batches(1, 5):
         np.testing.assert_array_equal(lib.step(b).to_numpy(), ora.step(b).to_numpy())

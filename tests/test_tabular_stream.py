@@ -14,6 +14,7 @@ from dpstream.tabular import Domain, TabularStream, all_workloads, marginal, wor
 from dpstream.tabular.stream import (
     L2_GRID_BITS,
     NOISE_PENALTY,
+    POOLED_MARGIN,
     SCORE_BITS,
     excess_l2_scores,
     selection_scores,
@@ -485,17 +486,22 @@ def test_the_selections_are_reported(method: str) -> None:
 
 
 def pooled_reference(
-    released: np.ndarray, remainder: np.ndarray, sd: float, counted: int, size: int
+    released: np.ndarray, remainder: np.ndarray, sd: float, counted: int, size: int, grown: int
 ) -> tuple[np.ndarray, float]:
-    """The "pooled" measurement from its definition, in exact rationals."""
-    if counted <= 0 or size - counted <= 0:
+    """The "pooled" measurement from its definition, in exact rationals (but for the square
+    root of the margin, which is a float in both)."""
+    rest = size - counted
+    if counted <= 0 or rest <= 0:
         return released + remainder, sd
     c = [Fraction(float(x)) for x in released]
-    power = sum(x * x for x in c)
-    noise = len(c) * Fraction(sd) ** 2
-    w = (power - noise) / power if power > noise else Fraction(0)
-    rho = Fraction(size - counted, counted)
     r = [Fraction(float(v)) for v in remainder]
+    if grown and rest - grown > 0:  # the remainder stood for rest - grown rows
+        r = [v * Fraction(rest, rest - grown) for v in r]
+    power = sum(x * x for x in c)
+    var = Fraction(sd) ** 2
+    noise = len(c) * var + Fraction(POOLED_MARGIN) * var * Fraction(math.sqrt(5 * len(c)))
+    w = (power - noise) / power if power > noise else Fraction(0)
+    rho = Fraction(rest, counted)
     out = [x + w * rho * x + (1 - w) * v for x, v in zip(c, r, strict=True)]
     return np.array([float(v) for v in out]), float(Fraction(sd) * (1 + w * rho))
 
@@ -506,22 +512,24 @@ def pooled_reference(
     st.floats(0.5, 60),
     st.integers(-5, 300),
     st.integers(0, 900),
+    st.integers(-50, 200),
 )
 def test_the_pooled_measurement_matches_its_definition(
-    released: list[int], remainder: list[float], sd: float, counted: int, size: int
+    released: list[int], remainder: list[float], sd: float, counted: int, size: int, grown: int
 ) -> None:
     pairs = [(0, 1), (2, 3)]
-    s = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="pooled")
+    s = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1)
+    assert s._remainder_kind == "pooled"  # the default
     s._remainder[1] = np.array(remainder)
     s._counted_rows[1] = counted
-    got, got_sd = s._measurement(1, np.array(released, dtype=np.float64), sd, size)
+    got, got_sd = s._measurement(1, np.array(released, dtype=np.float64), sd, size, grown=grown)
     want, want_sd = pooled_reference(
-        np.array(released, float), np.array(remainder), sd, counted, size
+        np.array(released, float), np.array(remainder), sd, counted, size, grown
     )
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, float(size)))
     assert got_sd == pytest.approx(want_sd, rel=1e-12)
     # "model" is Algorithm 3's m(t,j) = C_j(t) + r(t-1,j) whatever the counts.
-    m = TabularStream(small(), 1, workloads=[(0, 1), (2, 3)], marginals_per_step=1)
+    m = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="model")
     m._remainder[1] = np.array(remainder)
     got_m, sd_m = m._measurement(1, np.array(released, dtype=np.float64), sd, size)
     np.testing.assert_array_equal(got_m, np.array(released, float) + np.array(remainder))
@@ -557,8 +565,10 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
     seen: list[tuple[int, np.ndarray, int]] = []
     inner = s._measurement
 
-    def spy(j: int, released: np.ndarray, sd: float, size: int) -> tuple[np.ndarray, float]:
-        out = inner(j, released, sd, size)
+    def spy(
+        j: int, released: np.ndarray, sd: float, size: int, grown: int = 0
+    ) -> tuple[np.ndarray, float]:
+        out = inner(j, released, sd, size, grown=grown)
         seen.append((j, out[0], size))
         return out
 
@@ -566,7 +576,36 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
     for _ in range(12):
         s.step(batch)
     late = [(j, m, size) for j, m, size in seen if size > 600]
-    assert late
+    assert len({j for j, _, _ in late}) > 2  # the anchors too, not only the step's k
     for j, m, size in late:
         want = marginal(batch, d, s.workloads[j]) * (size / len(batch))
         np.testing.assert_allclose(m, want, atol=0.02 * size / m.size)
+
+
+@pytest.mark.parametrize("remainder", ["pooled", "model"])
+def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: str) -> None:
+    """"pooled": each step's last fit gets the step's k measurements and an anchor for every
+    workload measured at an earlier step; the earlier fits only the step's. "model": only the
+    step's (Algorithm 3)."""
+    d = small()
+    rows = table(d, 600, 21)
+    s = TabularStream(d, 1, marginals_per_step=2, iters=5, remainder=remainder,
+                      rng=dpstream.Rng(seed=8))  # fmt: skip
+    fits: list[list[tuple[int, ...]]] = []
+    inner = s._fit
+
+    def spy(ms: list, total: float, warm: object) -> object:
+        fits.append([m.clique for m in ms])
+        return inner(ms, total, warm)
+
+    s._fit = spy  # type: ignore[method-assign]
+    measured: set[tuple[int, ...]] = set()
+    for t in range(6):
+        fits.clear()
+        s.step(rows[t * 100 : (t + 1) * 100])
+        now = s.last_selected
+        assert [sorted(f) for f in fits[:-1]] == [sorted(now[: i + 1]) for i in range(len(now) - 1)]
+        want = set(now) | (measured if remainder == "pooled" else set())
+        assert sorted(fits[-1]) == sorted(want) and len(fits[-1]) == len(want)
+        measured |= set(now)
+    assert len(measured) > 2

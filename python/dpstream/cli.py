@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         "--remainder",
         choices=["model", "pooled"],
         help="how a measurement counts the rows that came in while its workload was not "
-        "selected (default: model, the paper's; pooled: the counted rows scaled up)",
+        "selected (default: pooled, the counted rows scaled up; model: the paper's)",
     )
 
     demo = sub.add_parser("demo", help="both commands on the data dpstream ships")
@@ -108,7 +108,7 @@ _DEFAULTS: dict[str, Any] = {
     "estimator": "pgm",
     "table_method": "proposed",
     "score": "l2",
-    "remainder": "model",
+    "remainder": "pooled",
     "marginals_per_step": 3,
     "checkpoint_every": 1,
     "plot": False,

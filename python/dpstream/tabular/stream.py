@@ -15,8 +15,9 @@ Two methods:
   target ``q_i(∇f_t + g_{t−1})`` with the current model ``q_i(h_{t,l−1})``
   (``score=``, below); the selected workload's histogram of ``∇f_t`` is fed to
   its own continual counter (one vector counter per workload, ``ε/2k``), and
-  ``m(t,j) = C_j(t) + r(t−1,j)`` (the counter plus the synthetic data's
-  value at the times ``j`` was not selected) is a measurement for the fit.
+  the counter's release, completed for the rows of the times ``j`` was not
+  selected (``remainder=``, below; Algorithm 3's ``m(t,j) = C_j(t) + r(t−1,j)``
+  with ``remainder="model"``), is a measurement for the fit.
 * ``method="baseline"`` (Algorithm 2, StreamingMWEM with the same fit): each
   step runs an independent select–measure–fit on ``∇f_t`` alone (discrete
   Laplace of scale ``2k/ε`` per selected histogram) and appends the fitted
@@ -82,18 +83,22 @@ Privacy (Theorem 6.1):
   counter only counts the batches of the steps it was selected at, so a
   measurement must account for the other rows.
 
-  - ``"model"`` (default; Algorithm 3): ``m(t,j) = C_j(t) + r(t−1,j)``, the
-    synthetic data's values for those rows. The measurement takes them as true,
+  - ``"pooled"`` (default): the counted rows ``n_j`` stand for all ``|f_t|`` rows,
+    ``m = C_j + w·ρ·C_j + (1 − w)·r`` with ``ρ = (|f_t| − n_j)/n_j`` and the
+    shrinkage weight ``w = max(0, ‖C_j‖² − |q_j|σ² − 3σ²√(5|q_j|))/‖C_j‖²`` (``σ`` the
+    release's noise per cell), which leaves a counter that is mostly noise to ``r``.
+    And each step's last fit also gets this measurement, at the current size, for
+    every workload measured at an earlier step: the counters are the model's memory.
+    (Algorithm 3 fits only the step's ``k`` measurements, and the marginals measured
+    before drift.) It is right when the counted batches are representative of the
+    table; they are not always (the selection picks the batches that differ most
+    from the model, and a sorted stream's batches differ from each other), but on
+    Adult it beats ``"model"`` in every setting measured (``benches/RESULTS.md``).
+  - ``"model"`` (Algorithm 3, for reproductions): ``m(t,j) = C_j(t) + r(t−1,j)``,
+    the synthetic data's values for those rows. The measurement takes them as true,
     so what the model got wrong while ``j`` was not selected stays in it
     (``benches/diag_tabular_remainder.py``: with the true values of those rows
     instead, AvgWE on Adult-randomized-bs-200 at ε = 1 drops 8-fold).
-  - ``"pooled"``: the counted rows ``n_j`` stand for all ``|f_t|`` rows,
-    ``m = C_j + w·ρ·C_j + (1 − w)·r`` with ``ρ = (|f_t| − n_j)/n_j`` and the
-    shrinkage weight ``w = max(0, ‖C_j‖² − |q_j|σ²)/‖C_j‖²`` (``σ`` the release's
-    noise per cell), which leaves a mostly-noise counter to ``r``. It is right when
-    the counted batches are representative of the table; they are not always
-    (the selection picks the batches that differ most from the model), so it is
-    an option, measured against ``"model"`` in ``benches/RESULTS.md``.
 * The fit (Private-PGM style graphical model, or multiplicative weights) and
   the sampling of synthetic rows are post-processing.
 """
@@ -143,6 +148,10 @@ _SCORE_LIMIT = 2.0**31
 NOISE_PENALTY = 1.0
 #: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
 L2_GRID_BITS = 4
+#: ``remainder="pooled"``: a counter's energy must exceed its noise's expected energy by this
+#: many standard deviations of the noise energy before its rows are scaled up (see
+#: ``TabularStream._measurement``).
+POOLED_MARGIN = 3.0
 
 
 @dataclass(frozen=True)
@@ -209,11 +218,12 @@ class TabularStream:
             or ``"paper"`` (the score printed in Section 7.2, which never selects
             large workloads; for reproductions).
         remainder: how a measurement accounts for the rows that came in while its
-            workload was not selected (see the module docstring): ``"model"``
-            (default; Algorithm 3's remainder, the synthetic data's values at those
-            times) or ``"pooled"`` (the counter's rows scaled up to the whole table,
-            shrunk towards ``"model"`` when the counter is mostly noise). Both are
-            post-processing: the privacy guarantee is the same.
+            workload was not selected (see the module docstring): ``"pooled"``
+            (default; the counter's rows scaled up to the whole table, shrunk
+            towards ``"model"`` when the counter is mostly noise, and every workload
+            measured so far given to each step's last fit) or ``"model"``
+            (Algorithm 3's remainder, the synthetic data's values at those times).
+            Both are post-processing: the privacy guarantee is the same.
         sampling: how the synthetic rows are drawn from the fitted model
             (post-processing, no privacy cost): ``"round"`` (default, as
             Private-PGM's ``synthetic_data``) gives every cell of each sampled
@@ -238,7 +248,7 @@ class TabularStream:
         iters: int = 100,
         max_model_cells: int = 200_000,
         score: ScoreName = "l2",
-        remainder: RemainderName = "model",
+        remainder: RemainderName = "pooled",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -691,21 +701,32 @@ class TabularStream:
         return c
 
     def _measurement(
-        self, j: int, released: npt.NDArray[np.float64], stddev: float, size: int
+        self,
+        j: int,
+        released: npt.NDArray[np.float64],
+        stddev: float,
+        size: int,
+        *,
+        grown: int = 0,
     ) -> tuple[npt.NDArray[np.float64], float]:
-        """The measurement ``m(t,j)`` of a selected workload and a rough standard deviation
-        per cell (it weights the fit only), from the counter's release ``C_j(t)`` (the
-        rows of the steps ``j`` was selected at) and ``size = |f_t|``.
+        """The measurement ``m(t,j)`` of a workload and a rough standard deviation per cell
+        (it weights the fit only), from the counter's release ``C_j(t)`` (the rows of the
+        steps ``j`` was selected at) and ``size = |f_t|``.
 
         ``remainder="model"``: ``C_j(t) + r(t−1,j)``, the synthetic data's value for the
         rows of the other steps (Algorithm 3, lines 16–17). ``"pooled"``:
-        ``C_j(t) + w·ρ·C_j(t) + (1 − w)·r(t−1,j)``, where ``ρ = (|f_t| − n_j)/n_j`` scales
-        the counted rows ``n_j`` up to the rows not counted and
-        ``w = max(0, ‖C_j‖² − |q_j|·σ²)/‖C_j‖²`` (``σ`` the release's standard
-        deviation per cell) is the share of the release's energy that is not noise:
-        a counter that is mostly noise leaves the measurement to ``r``. Only
-        post-processing of the release and of public values (sizes, selections,
-        earlier releases).
+        ``C_j(t) + w·ρ·C_j(t) + (1 − w)·r``, where ``ρ = (|f_t| − n_j)/n_j`` scales the
+        counted rows ``n_j`` up to the rows not counted and ``w`` is the share of the
+        release's energy that is not noise:
+        ``w = max(0, ‖C_j‖² − |q_j|σ² − POOLED_MARGIN·σ²·√(5|q_j|))/‖C_j‖²`` (``σ`` the
+        release's standard deviation per cell; ``σ²√(5|q_j|)`` bounds the standard
+        deviation of the noise's energy, Laplace noise having fourth moment ``6σ⁴``).
+        Why the margin: ``ρ`` reaches hundreds, so a counter that is pure noise but
+        passes the bare test by chance (half the time) would put hundreds of times its
+        noise into the measurement. ``grown``: the rows the table gained since ``r`` was
+        set that the counter did not count (an anchor, not selected at this step); ``r``
+        is scaled to the rows it now stands for. Only post-processing of the release and
+        of public values (sizes, selections, earlier releases).
 
         One place, so that ``benches/diag_tabular_remainder.py`` can replace the
         remainder with oracle values to measure what it costs."""
@@ -714,12 +735,36 @@ class TabularStream:
         rest = size - counted
         if self._remainder_kind == "model" or counted <= 0 or rest <= 0:
             return released + remainder, stddev
+        if grown and rest - grown > 0:
+            remainder = remainder * (rest / (rest - grown))
         power = float(np.dot(released, released))
-        noise = released.size * stddev * stddev
-        weight = (power - noise) / power if power > noise else 0.0
+        var = stddev * stddev
+        cells = released.size
+        excess = power - cells * var - POOLED_MARGIN * var * math.sqrt(5.0 * cells)
+        weight = excess / power if excess > 0.0 else 0.0
         ratio = rest / counted
         values = released + (weight * ratio) * released + (1.0 - weight) * remainder
         return values, stddev * (1.0 + weight * ratio)
+
+    def _anchors(self, taken: set[int], size: int) -> list[Measurement]:
+        """``remainder="pooled"``: the pooled measurements, at the current size, of every
+        workload measured at an earlier step and not selected now. The counters are the
+        model's memory: a fit given only this step's ``k`` measurements lets the
+        marginals measured before drift (``benches/RESULTS.md``). Post-processing of
+        earlier counter releases and public counts; none for ``"model"``, whose
+        ``C_j + r`` of an unselected workload is the model's own value."""
+        if self._remainder_kind != "pooled":
+            return []
+        grown = size - self._size
+        out: list[Measurement] = []
+        for i, c in enumerate(self._counters):
+            if c is None or i in taken or self._counted_rows[i] <= 0:
+                continue
+            values, stddev = self._measurement(
+                i, c.release.astype(np.float64), _stddev(c), size, grown=grown
+            )
+            out.append(Measurement(self._workloads[i], values, stddev))
+        return out
 
     def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
         """``h_{t,0}`` for the ``"l2"`` score: ``g_{t−1}``'s marginal scaled to ``size`` rows
@@ -747,7 +792,7 @@ class TabularStream:
         taken: set[int] = set()
         order: list[int] = []
         measurements: list[Measurement] = []
-        for _ in range(self._k):
+        for l in range(self._k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
             j = self._select(diff, base, model_marginals, taken, structure, rows, size)
             taken.add(j)
@@ -757,7 +802,9 @@ class TabularStream:
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
-            model = self._fit(measurements, float(max(size, 1)), model)
+            # The step's last fit also sees the workloads measured before ("pooled").
+            fit_on = measurements + self._anchors(taken, size) if l == self._k - 1 else measurements
+            model = self._fit(fit_on, float(max(size, 1)), model)
             cache = {}
         self._model = model
         self._record(order)
