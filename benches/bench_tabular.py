@@ -19,8 +19,8 @@ per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the
 with the pooled remainder (``remainder="pooled"``, the library's default, the column "proposed,
 pooled remainder (library default)") and with the pooled remainder and the per-cell score (the
 column "proposed, pooled + per-cell score"); all but the last two with Algorithm 3's remainder
-(``remainder="model"``); and for Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
-Adult-randomized-bs-50 and Adult-ordered-bs-50.
+(``remainder="model"``); and for Table 3 the proposed method with the ``"unbounded-block"``
+counter (Algorithm 4) on Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
 Metrics (Section 7.3). At step t the released synthetic table g is compared with the real
 table f_t (all rows so far) on the normalised marginals q of the 91 workloads W. Per workload:
@@ -1391,7 +1391,8 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         "The paper's Table 3 compares the simple counter with its unbounded block counter "
         "(Algorithm 4) in the proposed method on Adult-randomized-bs-50 and Adult-ordered-bs-50 "
-        "(the long streams). 'simple (ours)' is the same streams as the column with Algorithm 3's remainder above; "
+        "(the long streams). 'simple (ours)' is the same streams as the column with Algorithm "
+        "3's remainder above; "
         "'paper' columns in the RelL2 rows are the paper's RelWE numbers.",
         "",
         *table_3(results),

@@ -584,7 +584,7 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
 
 @pytest.mark.parametrize("remainder", ["pooled", "model"])
 def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: str) -> None:
-    """"pooled": each step's last fit gets the step's k measurements and an anchor for every
+    """ "pooled": each step's last fit gets the step's k measurements and an anchor for every
     workload measured at an earlier step; the earlier fits only the step's. "model": only the
     step's (Algorithm 3)."""
     d = small()

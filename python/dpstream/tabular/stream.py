@@ -792,7 +792,7 @@ class TabularStream:
         taken: set[int] = set()
         order: list[int] = []
         measurements: list[Measurement] = []
-        for l in range(self._k):
+        for n_taken in range(self._k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
             j = self._select(diff, base, model_marginals, taken, structure, rows, size)
             taken.add(j)
@@ -803,7 +803,8 @@ class TabularStream:
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
             # The step's last fit also sees the workloads measured before ("pooled").
-            fit_on = measurements + self._anchors(taken, size) if l == self._k - 1 else measurements
+            last = n_taken == self._k - 1
+            fit_on = measurements + self._anchors(taken, size) if last else measurements
             model = self._fit(fit_on, float(max(size, 1)), model)
             cache = {}
         self._model = model
