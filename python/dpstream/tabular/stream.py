@@ -750,7 +750,7 @@ class TabularStream:
         """``remainder="pooled"``: the pooled measurements, at the current size, of every
         workload measured at an earlier step and not selected now. The counters are the
         model's memory: a fit given only this step's ``k`` measurements lets the
-        marginals measured before drift (``benches/RESULTS.md``). Post-processing of
+        marginals measured before drift (the warm start is its only memory). Post-processing of
         earlier counter releases and public counts; none for ``"model"``, whose
         ``C_j + r`` of an unselected workload is the model's own value."""
         if self._remainder_kind != "pooled":
