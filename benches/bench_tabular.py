@@ -144,9 +144,10 @@ PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
 POOLED_CELL = "proposed-pooled-cell-score"
-METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL)
+LOCAL = "proposed-local"
+METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, LOCAL)
 SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell"}
-REMAINDER_OF = {POOLED: "pooled", POOLED_CELL: "pooled"}
+REMAINDER_OF = {POOLED: "pooled", POOLED_CELL: "pooled", LOCAL: "local"}
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 

@@ -124,6 +124,7 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.history import SegmentHistory
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
@@ -131,8 +132,8 @@ __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 MethodName = Literal["proposed", "baseline"]
 ScoreName = Literal["l2", "l2-cell", "paper"]
 SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
-RemainderName = Literal["model", "pooled"]
-REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled")
+RemainderName = Literal["model", "pooled", "local"]
+REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled", "local")
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -330,6 +331,8 @@ class TabularStream:
         # Public: net rows (insertions − deletions) of the steps at which each workload was
         # selected, i.e. the rows its counter has counted.
         self._counted_rows = np.zeros(len(cliques), dtype=np.int64)
+        # remainder="local": each counter's released increments, in time order.
+        self._histories: list[SegmentHistory | None] = [None] * len(cliques)
         self._baseline_rows: list[Codes] = []
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
@@ -742,6 +745,14 @@ class TabularStream:
         cells = released.size
         excess = power - cells * var - POOLED_MARGIN * var * math.sqrt(5.0 * cells)
         weight = excess / power if excess > 0.0 else 0.0
+        if self._remainder_kind == "local":
+            h = self._histories[j]
+            assert h is not None
+            a = h.coefficients(size)
+            units = h.noise_units.astype(np.float64)
+            values = released + weight * (a @ h.increments) + (1.0 - weight) * remainder
+            spread = float(np.dot(units, (1.0 + weight * a) ** 2) / units.sum())
+            return values, stddev * math.sqrt(spread)
         ratio = rest / counted
         values = released + (weight * ratio) * released + (1.0 - weight) * remainder
         return values, stddev * (1.0 + weight * ratio)
@@ -753,7 +764,7 @@ class TabularStream:
         marginals measured before drift (the warm start is its only memory). Post-processing of
         earlier counter releases and public counts; none for ``"model"``, whose
         ``C_j + r`` of an unselected workload is the model's own value."""
-        if self._remainder_kind != "pooled":
+        if self._remainder_kind == "model":
             return []
         grown = size - self._size
         out: list[Measurement] = []
@@ -799,6 +810,11 @@ class TabularStream:
             order.append(j)
             counter = self._counter(j)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
+            if self._remainder_kind == "local":
+                h = self._histories[j]
+                if h is None:
+                    h = self._histories[j] = SegmentHistory(int(self._cells[j]))
+                h.add(released - h.increments.sum(axis=0), size - self._size, self._size)
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
