@@ -55,6 +55,7 @@ class SegmentHistory:
     inner: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     gaps: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     covered: int = 0
+    _window: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.increments = np.zeros((0, self.cells))
@@ -72,6 +73,7 @@ class SegmentHistory:
         self.inner = np.append(self.inner, 0)
         self.gaps = np.append(self.gaps, gap)
         self.covered = size_before + rows
+        self._window = None
         if len(self) > MAX_SEGMENTS:
             self._merge_smallest()
 
@@ -105,7 +107,13 @@ class SegmentHistory:
 
     def window(self) -> int:
         """The window ``K`` (segments), by leave-one-out cross-validation; ``len(self)`` is
-        the whole history (the pooled estimate), preferred on ties."""
+        the whole history (the pooled estimate), preferred on ties. Cached until the next
+        :meth:`add` (it depends on the segments only)."""
+        if self._window is None:
+            self._window = self._cross_validate()
+        return self._window
+
+    def _cross_validate(self) -> int:
         n = len(self)
         if n <= 2:
             return n
