@@ -16,10 +16,9 @@ Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``mar
 default selection score (``score="l2"``), the proposed method with the score printed in the
 paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
 per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
-with the pooled remainder (``remainder="pooled"``, the column "proposed, pooled remainder"), with
-the pooled remainder and the per-cell score (the column "proposed, pooled + per-cell score") and
-with the time-local remainder (``remainder="local"``, the library's default, the column
-"proposed, time-local remainder (library default)"); the others with Algorithm 3's remainder
+with the pooled remainder (``remainder="pooled"``, the library's default, the column "proposed,
+pooled remainder (library default)") and with the pooled remainder and the per-cell score (the
+column "proposed, pooled + per-cell score"); all but the last two with Algorithm 3's remainder
 (``remainder="model"``); and for Table 3 the proposed method with the ``"unbounded-block"``
 counter (Algorithm 4) on Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
@@ -138,35 +137,16 @@ PAPER_METRIC = {"AvgRelL2": "AvgRelWE", "MaxRelL2": "MaxRelWE"}
 ORDERS = ("randomized", "ordered")
 # "proposed-paper-score": the proposed method with the selection score printed in the paper
 # (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell";
-# "proposed-pooled": with remainder="pooled"; "proposed-pooled-cell-score": remainder="pooled"
-# and score="l2-cell"; "proposed-local": remainder="local" (the library default). The others use
-# score "l2" and remainder="model" (Algorithm 3's). New methods go last: the seeds use the index.
+# "proposed-pooled": with remainder="pooled" (the library default); "proposed-pooled-cell-score":
+# remainder="pooled" and score="l2-cell". The others use score "l2" and remainder="model"
+# (Algorithm 3's). New methods go last: the seeds use the index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
 POOLED_CELL = "proposed-pooled-cell-score"
-LOCAL = "proposed-local"
-METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, LOCAL)
+METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL)
 SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell"}
-REMAINDER_OF = {POOLED: "pooled", POOLED_CELL: "pooled", LOCAL: "local"}
-# The library's defaults (score "l2", remainder "local"): the verdict columns judge it.
-DEFAULT_METHOD = LOCAL
-LABELS = {
-    "baseline": "baseline",
-    "proposed": "proposed, Algorithm 3's remainder",
-    PAPER_SCORE: "proposed, paper's score",
-    CELL_SCORE: "proposed, per-cell score",
-    POOLED: "proposed, pooled remainder",
-    POOLED_CELL: "proposed, pooled + per-cell score",
-    LOCAL: "proposed, time-local remainder",
-}
-
-
-def label(method: str) -> str:
-    """A method's column label (the library default marked)."""
-    return LABELS[method] + (": library default" if method == DEFAULT_METHOD else "")
-
-
+REMAINDER_OF = {POOLED: "pooled", POOLED_CELL: "pooled"}
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -347,15 +327,14 @@ GRIDS: dict[str, Grid] = {
         "counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
-        "baseline, proposed, the pooled remainder and the library default (time-local remainder), "
-        "1 run each (no sd); "
+        "baseline, proposed and the library default (pooled remainder), 1 run each (no sd); "
         "ε = 0.5: the two bs-200 datasets, the same three, 1 run each. Every stream runs "
         "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
         "`--full`",
         _jobs(ORDERS, (50, 200), (1.0,), 3, methods=METHODS)
         + _jobs(ORDERS, (50,), (1.0,), 3, methods=("proposed",), counter="unbounded-block")
-        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=("baseline", "proposed", POOLED, LOCAL))
-        + _jobs(ORDERS, (200,), (0.5,), 1, methods=("baseline", "proposed", POOLED, LOCAL)),
+        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=("baseline", "proposed", POOLED))
+        + _jobs(ORDERS, (200,), (0.5,), 1, methods=("baseline", "proposed", POOLED)),
     ),
     "full": _grid(
         "full",
@@ -962,30 +941,34 @@ def epsilons_of(results: list[Result], **kw: Any) -> list[float]:
 
 def table_12(results: list[Result]) -> list[str]:
     lines = [
-        "| dataset | ε | metric | "
-        + " | ".join(f"{label(m)} (ours)" for m in METHODS)
-        + " | sampling floor | paper: baseline | paper: proposed | ours: default ≤ baseline | "
-        "ours: default ≤ paper's proposed |",
-        "|---|---:|---|" + "---:|" * (len(METHODS) + 3) + ":---:|:---:|",
+        "| dataset | ε | metric | baseline (ours) | proposed, Algorithm 3's remainder (ours) | "
+        "proposed, paper's score (ours) | proposed, per-cell score (ours) | proposed, pooled "
+        "remainder: library default (ours) | proposed, pooled + per-cell score (ours) | sampling "
+        "floor | paper: baseline | paper: proposed | ours: default ≤ baseline | ours: default "
+        "≤ paper's proposed |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
         for eps in epsilons_of(results, order=order, batch=batch):
-            runs = {
-                method: pick(
-                    results, order=order, batch=batch, epsilon=eps, method=method, counter="simple"
-                )
-                for method in METHODS
-            }
-            floor = [r.floor for rs in runs.values() for r in rs]
+            base = pick(results, order=order, batch=batch, epsilon=eps, method="baseline")
+            prop = pick(
+                results, order=order, batch=batch, epsilon=eps, method="proposed", counter="simple"
+            )
+            printed = pick(results, order=order, batch=batch, epsilon=eps, method=PAPER_SCORE)
+            cell = pick(results, order=order, batch=batch, epsilon=eps, method=CELL_SCORE)
+            pooled = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED)
+            both = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_CELL)
+            floor = [r.floor for r in base + prop + printed + cell + pooled + both]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                b, d = last_values(runs["baseline"], m), last_values(runs[DEFAULT_METHOD], m)
+                b, d = last_values(base, m), last_values(pooled, m)
                 lines.append(
-                    f"| {name} | {eps:g} | {metric_label(metric)} | "
-                    + " | ".join(fmt_ms(last_values(rs, m)) for rs in runs.values())
-                    + " | "
+                    f"| {name} | {eps:g} | {metric_label(metric)} | {fmt_ms(b)} | "
+                    f"{fmt_ms(last_values(prop, m))} | "
+                    f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
+                    f"{fmt_ms(d)} | {fmt_ms(last_values(both, m))} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
                     f"{verdict(d, pp) if math.isfinite(pp) else '–'} |"
@@ -1030,13 +1013,11 @@ def summary_lines(results: list[Result]) -> list[str]:
         "(ε ≥ 1) | ours: per-cell score ≤ paper's proposed (ε ≥ 1) | ours: proposed ≤ per-cell "
         "score | ours: pooled remainder ≤ baseline (ε ≥ 1) | ours: pooled remainder ≤ paper's "
         "proposed (ε ≥ 1) | ours: pooled remainder ≤ proposed | ours: pooled + per-cell score "
-        "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) | ours: "
-        "time-local remainder ≤ baseline (ε ≥ 1) | ours: time-local remainder ≤ paper's proposed "
-        "(ε ≥ 1) | ours: time-local remainder ≤ pooled remainder |",
-        "|---|" + "---:|" * 16,
+        "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0] for _ in range(16)]
+        counts = [[0, 0] for _ in range(13)]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
@@ -1049,7 +1030,6 @@ def summary_lines(results: list[Result]) -> list[str]:
                 cell = last_values(pick(results, method=CELL_SCORE, **kw), m)
                 pooled = last_values(pick(results, method=POOLED, **kw), m)
                 both = last_values(pick(results, method=POOLED_CELL, **kw), m)
-                local = last_values(pick(results, method=LOCAL, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -1074,15 +1054,6 @@ def summary_lines(results: list[Result]) -> list[str]:
                     (
                         eps >= 1 and bool(both) and paper is not None,
                         bool(both) and np.mean(both) <= pp,
-                    ),
-                    (eps >= 1 and bool(local), bool(local) and np.mean(local) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(local) and paper is not None,
-                        bool(local) and np.mean(local) <= pp,
-                    ),
-                    (
-                        bool(local) and bool(pooled),
-                        bool(local) and bool(pooled) and np.mean(local) <= np.mean(pooled),
                     ),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
@@ -1206,11 +1177,9 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
         if pick(results, order=order, batch=batch, epsilon=1.0, method=CELL_SCORE):
             series.append(("proposed, per-cell score", {"method": CELL_SCORE}, "tab:green"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED):
-            series.append((label(POOLED), {"method": POOLED}, "tab:red"))
+            series.append(("proposed, pooled remainder (default)", {"method": POOLED}, "tab:red"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_CELL):
-            series.append((label(POOLED_CELL), {"method": POOLED_CELL}, "k"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=LOCAL):
-            series.append((label(LOCAL), {"method": LOCAL}, "tab:cyan"))
+            series.append(("proposed, pooled + per-cell score", {"method": POOLED_CELL}, "k"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1371,13 +1340,10 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
         'score" with `score="paper"` (the score printed in Section 7.2), and "proposed, '
         'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|), and '
-        '"proposed, pooled remainder" with `remainder="pooled"` (the counted '
+        '"proposed, pooled remainder: library default" with `remainder="pooled"` (the counted '
         "rows scaled up to the table, and every workload measured so far given to each step's "
-        'last fit, `dpstream.tabular.stream`), "proposed, pooled + per-cell score" with '
-        '`remainder="pooled", score="l2-cell"`, and "proposed, time-local remainder: library '
-        'default" with `remainder="local"` (as pooled, but the rows a counter did not count are '
-        "estimated from the counted batches nearest in time, the window chosen by "
-        'cross-validation, `dpstream.tabular.history`); the others use `remainder="model"`, '
+        'last fit, `dpstream.tabular.stream`), and "proposed, pooled + per-cell score" with '
+        '`remainder="pooled", score="l2-cell"`; the others use `remainder="model"`, '
         "Algorithm 3's. The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
@@ -1409,7 +1375,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         "'paper' columns are the published numbers of Tables 1–2 (hard-coded, not measured "
         "here); in the RelL2 rows they are the paper's RelWE numbers (see Setup). "
-        "'ours: default ≤ …' compares the means of the library's default (the time-local "
+        "'ours: default ≤ …' compares the means of the library's default (the pooled "
         "remainder) with them.",
         "",
         *table_12(results),

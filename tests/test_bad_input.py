@@ -489,7 +489,7 @@ CASES: list[Case] = [
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]
          after=NO_OBJECT),
     Case("constructor", "TabularStream unknown remainder", ValueError,
-         "remainder must be one of ('model', 'pooled', 'local'), got 'paper'",
+         "remainder must be one of ('model', 'pooled'), got 'paper'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, remainder="paper"),  # type: ignore[arg-type]
          after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.tabular import Domain, TabularStream, all_workloads, marginal, workload_errors
-from dpstream.tabular.history import SegmentHistory
 from dpstream.tabular.stream import (
     L2_GRID_BITS,
     NOISE_PENALTY,
@@ -334,7 +333,6 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
         ("baseline", "round", "model"),
         ("proposed", "iid", "model"),
         ("proposed", "round", "pooled"),
-        ("proposed", "round", "local"),
     ],
 )
 def test_a_checkpoint_resumes_exactly(method: str, sampling: str, remainder: str) -> None:
@@ -520,8 +518,8 @@ def test_the_pooled_measurement_matches_its_definition(
     released: list[int], remainder: list[float], sd: float, counted: int, size: int, grown: int
 ) -> None:
     pairs = [(0, 1), (2, 3)]
-    s = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="pooled")
-    assert TabularStream(small(), 1)._remainder_kind == "local"  # the default
+    s = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1)
+    assert s._remainder_kind == "pooled"  # the default
     s._remainder[1] = np.array(remainder)
     s._counted_rows[1] = counted
     got, got_sd = s._measurement(1, np.array(released, dtype=np.float64), sd, size, grown=grown)
@@ -530,16 +528,6 @@ def test_the_pooled_measurement_matches_its_definition(
     )
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, float(size)))
     assert got_sd == pytest.approx(want_sd, rel=1e-12)
-    # "local" with a single segment (one selection) is the pooled measurement.
-    loc = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="local")
-    loc._remainder[1] = np.array(remainder)
-    loc._counted_rows[1] = counted
-    if counted > 0:
-        h = loc._histories[1] = SegmentHistory(4)
-        h.add(np.array(released, dtype=np.float64), counted, 0)
-    got_l, sd_l = loc._measurement(1, np.array(released, dtype=np.float64), sd, size, grown=grown)
-    np.testing.assert_allclose(got_l, want, rtol=1e-9, atol=1e-9 * max(1.0, float(size)))
-    assert sd_l == pytest.approx(want_sd, rel=1e-9)
     # "model" is Algorithm 3's m(t,j) = C_j(t) + r(t-1,j) whatever the counts.
     m = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="model")
     m._remainder[1] = np.array(remainder)
@@ -594,11 +582,11 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
         np.testing.assert_allclose(m, want, atol=0.02 * size / m.size)
 
 
-@pytest.mark.parametrize("remainder", ["pooled", "local", "model"])
+@pytest.mark.parametrize("remainder", ["pooled", "model"])
 def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: str) -> None:
-    """ "pooled" and "local": each step's last fit gets the step's k measurements and an
-    anchor for every workload measured at an earlier step; the earlier fits only the step's.
-    "model": only the step's (Algorithm 3)."""
+    """ "pooled": each step's last fit gets the step's k measurements and an anchor for every
+    workload measured at an earlier step; the earlier fits only the step's. "model": only the
+    step's (Algorithm 3)."""
     d = small()
     rows = table(d, 600, 21)
     s = TabularStream(d, 1, marginals_per_step=2, iters=5, remainder=remainder,
@@ -617,7 +605,7 @@ def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: s
         s.step(rows[t * 100 : (t + 1) * 100])
         now = s.last_selected
         assert [sorted(f) for f in fits[:-1]] == [sorted(now[: i + 1]) for i in range(len(now) - 1)]
-        want = set(now) | (measured if remainder != "model" else set())
+        want = set(now) | (measured if remainder == "pooled" else set())
         assert sorted(fits[-1]) == sorted(want) and len(fits[-1]) == len(want)
         measured |= set(now)
     assert len(measured) > 2

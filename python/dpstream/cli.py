@@ -91,10 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     tab.add_argument(
         "--remainder",
-        choices=["local", "pooled", "model"],
+        choices=["model", "pooled"],
         help="how a measurement counts the rows that came in while its workload was not "
-        "selected (default: local, estimated from the counted batches nearest in time; "
-        "pooled: the counted rows scaled up alike; model: the paper's)",
+        "selected (default: pooled, the counted rows scaled up; model: the paper's)",
     )
 
     demo = sub.add_parser("demo", help="both commands on the data dpstream ships")
@@ -109,7 +108,7 @@ _DEFAULTS: dict[str, Any] = {
     "estimator": "pgm",
     "table_method": "proposed",
     "score": "l2",
-    "remainder": "local",
+    "remainder": "pooled",
     "marginals_per_step": 3,
     "checkpoint_every": 1,
     "plot": False,

@@ -83,18 +83,7 @@ Privacy (Theorem 6.1):
   counter only counts the batches of the steps it was selected at, so a
   measurement must account for the other rows.
 
-  - ``"local"`` (default): as ``"pooled"`` below, but the rows not counted are
-    estimated from the counted batches **nearest in time** rather than from all of
-    them alike. The counter's released increments are kept in time order
-    (:class:`dpstream.tabular.history.SegmentHistory`, at most 32 segments per
-    workload); each gap between selections is estimated, per row, from the ``K``
-    segments around it, and ``K`` is chosen by leave-one-out cross-validation on the
-    segments themselves. On a stream whose batches all look alike the whole history
-    wins (the pooled estimate); on a drifting one (a table arriving sorted) a short
-    window does. Same shrinkage weight ``w`` and anchors as ``"pooled"``; the
-    reported standard deviation is the estimate's (``σ·√(Σ_l v_l(1 + w·a_l)²/Σ_l v_l)``,
-    ``a_l`` the weight of segment ``l``, ``v_l`` the counter steps merged into it).
-  - ``"pooled"``: the counted rows ``n_j`` stand for all ``|f_t|`` rows,
+  - ``"pooled"`` (default): the counted rows ``n_j`` stand for all ``|f_t|`` rows,
     ``m = C_j + w·ρ·C_j + (1 − w)·r`` with ``ρ = (|f_t| − n_j)/n_j`` and the
     shrinkage weight ``w = max(0, ‖C_j‖² − |q_j|σ² − 3σ²√(5|q_j|))/‖C_j‖²`` (``σ`` the
     release's noise per cell), which leaves a counter that is mostly noise to ``r``.
@@ -135,7 +124,6 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
-from dpstream.tabular.history import SegmentHistory
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
@@ -143,8 +131,8 @@ __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 MethodName = Literal["proposed", "baseline"]
 ScoreName = Literal["l2", "l2-cell", "paper"]
 SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
-RemainderName = Literal["model", "pooled", "local"]
-REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled", "local")
+RemainderName = Literal["model", "pooled"]
+REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled")
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -230,14 +218,12 @@ class TabularStream:
             or ``"paper"`` (the score printed in Section 7.2, which never selects
             large workloads; for reproductions).
         remainder: how a measurement accounts for the rows that came in while its
-            workload was not selected (see the module docstring): ``"local"``
-            (default; the rows not counted estimated from the counted batches nearest
-            in time, the window chosen by cross-validation), ``"pooled"`` (the
-            counter's rows scaled up to the whole table alike); both shrunk towards
-            ``"model"`` when the counter is mostly noise, and both give every workload
-            measured so far to each step's last fit. ``"model"``: Algorithm 3's
-            remainder, the synthetic data's values at those times. All are
-            post-processing: the privacy guarantee is the same.
+            workload was not selected (see the module docstring): ``"pooled"``
+            (default; the counter's rows scaled up to the whole table, shrunk
+            towards ``"model"`` when the counter is mostly noise, and every workload
+            measured so far given to each step's last fit) or ``"model"``
+            (Algorithm 3's remainder, the synthetic data's values at those times).
+            Both are post-processing: the privacy guarantee is the same.
         sampling: how the synthetic rows are drawn from the fitted model
             (post-processing, no privacy cost): ``"round"`` (default, as
             Private-PGM's ``synthetic_data``) gives every cell of each sampled
@@ -262,7 +248,7 @@ class TabularStream:
         iters: int = 100,
         max_model_cells: int = 200_000,
         score: ScoreName = "l2",
-        remainder: RemainderName = "local",
+        remainder: RemainderName = "pooled",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -344,8 +330,6 @@ class TabularStream:
         # Public: net rows (insertions − deletions) of the steps at which each workload was
         # selected, i.e. the rows its counter has counted.
         self._counted_rows = np.zeros(len(cliques), dtype=np.int64)
-        # remainder="local": each counter's released increments, in time order.
-        self._histories: list[SegmentHistory | None] = [None] * len(cliques)
         self._baseline_rows: list[Codes] = []
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
@@ -546,9 +530,6 @@ class TabularStream:
             c = self._counters[i]
             if c is not None:
                 arrays[f"counter_{i}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
-            h = self._histories[i]
-            if h is not None:
-                arrays.update(h.to_arrays(f"history_{i}"))
         if header["model"] == "pgm":
             for k, (clique, theta) in enumerate(self._model.potentials.items()):  # type: ignore[union-attr]
                 arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
@@ -619,15 +600,6 @@ class TabularStream:
             s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
             if f"counter_{i}" in arrays:
                 s._counters[i] = Counter.from_bytes(arrays[f"counter_{i}"].tobytes(), rng=s._rng)
-            if f"history_{i}_increments" in arrays:
-                s._histories[i] = SegmentHistory.from_arrays(
-                    int(s._cells[i]),
-                    arrays[f"history_{i}_increments"],
-                    arrays[f"history_{i}_meta"],
-                    arrays[f"history_{i}_covered"],
-                )
-            elif s._remainder_kind == "local" and s._counters[i] is not None:
-                raise ValueError("corrupt TabularStream state: a counter without its history")
         if header["model"] == "pgm":
             from dpstream.tabular.pgm import GraphicalModel
 
@@ -742,10 +714,7 @@ class TabularStream:
         steps ``j`` was selected at) and ``size = |f_t|``.
 
         ``remainder="model"``: ``C_j(t) + r(t−1,j)``, the synthetic data's value for the
-        rows of the other steps (Algorithm 3, lines 16–17). ``"local"``: as ``"pooled"``
-        with ``ρ·C_j(t)`` replaced by ``Σ_l a_l·y_l``, the rows not counted estimated from
-        the counter's increments ``y_l`` nearest in time
-        (:meth:`SegmentHistory.coefficients`). ``"pooled"``:
+        rows of the other steps (Algorithm 3, lines 16–17). ``"pooled"``:
         ``C_j(t) + w·ρ·C_j(t) + (1 − w)·r``, where ``ρ = (|f_t| − n_j)/n_j`` scales the
         counted rows ``n_j`` up to the rows not counted and ``w`` is the share of the
         release's energy that is not noise:
@@ -773,14 +742,6 @@ class TabularStream:
         cells = released.size
         excess = power - cells * var - POOLED_MARGIN * var * math.sqrt(5.0 * cells)
         weight = excess / power if excess > 0.0 else 0.0
-        if self._remainder_kind == "local":
-            h = self._histories[j]
-            assert h is not None
-            a = h.coefficients(size)
-            units = h.noise_units.astype(np.float64)
-            values = released + weight * (a @ h.increments) + (1.0 - weight) * remainder
-            spread = float(np.dot(units, (1.0 + weight * a) ** 2) / units.sum())
-            return values, stddev * math.sqrt(spread)
         ratio = rest / counted
         values = released + (weight * ratio) * released + (1.0 - weight) * remainder
         return values, stddev * (1.0 + weight * ratio)
@@ -792,7 +753,7 @@ class TabularStream:
         marginals measured before drift (the warm start is its only memory). Post-processing of
         earlier counter releases and public counts; none for ``"model"``, whose
         ``C_j + r`` of an unselected workload is the model's own value."""
-        if self._remainder_kind == "model":
+        if self._remainder_kind != "pooled":
             return []
         grown = size - self._size
         out: list[Measurement] = []
@@ -838,11 +799,6 @@ class TabularStream:
             order.append(j)
             counter = self._counter(j)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
-            if self._remainder_kind == "local":
-                h = self._histories[j]
-                if h is None:
-                    h = self._histories[j] = SegmentHistory(int(self._cells[j]))
-                h.add(released - h.increments.sum(axis=0), size - self._size, self._size)
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
