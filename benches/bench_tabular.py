@@ -59,8 +59,9 @@ repository root::
     .venv/bin/python benches/bench_tabular.py --quick   # smoke run (< 2 min), writes to a temp dir
 
 ``--only ORDER:BATCH:EPS[,...]`` (e.g. ``--only randomized:200:1,ordered:200:1``) restricts the
-chosen grid to those datasets and ε, and ``--runs N`` sets the number of runs per setting (a
-partial rerun; RESULTS.md then says which subset was run). ``--time-limit MIN`` starts no new
+chosen grid to those datasets and ε, ``--methods M[,...]`` to those methods (``METHODS``), and
+``--runs N`` sets the number of runs per setting (a partial rerun; RESULTS.md then says which
+subset was run). ``--time-limit MIN`` starts no new
 stream after MIN minutes and reports the streams that finished; run 0 of every setting starts
 before any run 1, so a cut-short run still covers the grid's settings (RESULTS.md lists what did
 not start, and the tables mark cells with fewer than 3 runs). Streams run in ``--workers``
@@ -369,11 +370,26 @@ def parse_only(text: str) -> list[tuple[str, int, float]]:
     return out
 
 
-def restrict(grid: Grid, only: list[tuple[str, int, float]] | None, runs: int | None) -> Grid:
-    """``grid`` restricted to the (order, batch, ε) in ``only`` and with ``runs`` runs per
-    setting (each None: unchanged). Raises ValueError if an ``only`` item is not in the grid."""
+def restrict(
+    grid: Grid,
+    only: list[tuple[str, int, float]] | None,
+    runs: int | None,
+    methods: list[str] | None = None,
+) -> Grid:
+    """``grid`` restricted to the (order, batch, ε) in ``only``, to the ``methods`` and with
+    ``runs`` runs per setting (each None: unchanged). Raises ValueError if an ``only`` item
+    or a method is not in the grid."""
     jobs = list(grid.jobs)
     notes: list[str] = []
+    if methods is not None:
+        unknown = sorted(set(methods) - {j.method for j in jobs})
+        if unknown:
+            raise ValueError(
+                f"method(s) {', '.join(unknown)} not in the {grid.name} grid (methods: "
+                f"{', '.join(METHODS)})"
+            )
+        jobs = [j for j in jobs if j.method in methods]
+        notes.append(f"only {', '.join(methods)} (`--methods`)")
     if only is not None:
         settings = set(only)
         for order, batch, eps in only:
@@ -1563,6 +1579,11 @@ def main() -> None:
         "--runs", type=int, metavar="N", help="runs per setting (default: the grid's)"
     )
     parser.add_argument(
+        "--methods",
+        metavar="METHOD[,...]",
+        help=f"run only these methods of the chosen grid ({', '.join(METHODS)})",
+    )
+    parser.add_argument(
         "--time-limit",
         type=float,
         metavar="MIN",
@@ -1573,7 +1594,8 @@ def main() -> None:
     grid = GRIDS["quick" if args.quick else "full" if args.full else "default"]
     try:
         only = None if args.only is None else parse_only(args.only)
-        grid = restrict(grid, only, args.runs)
+        methods = None if args.methods is None else args.methods.split(",")
+        grid = restrict(grid, only, args.runs, methods)
     except ValueError as exc:
         parser.error(str(exc))
     if args.time_limit is not None and not args.time_limit > 0:

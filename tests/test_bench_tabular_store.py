@@ -51,3 +51,18 @@ def test_a_probe_reproduces_a_stored_stream(tmp_path: Path) -> None:
     stored = bt.load_stored(tmp_path, job)
     assert stored is not None
     assert bt.reproduces(stored, bt.run_job(job, stop=2))
+
+
+def test_restrict_to_settings_methods_and_runs() -> None:
+    grid = bt.GRIDS["default"]
+    sub = bt.restrict(grid, [("ordered", 50, 2.0)], 3, [bt.POOLED])
+    assert {(j.order, j.batch, j.epsilon, j.method) for j in sub.jobs} == {
+        ("ordered", 50, 2.0, bt.POOLED)
+    }
+    assert sorted(j.run for j in sub.jobs) == [0, 1, 2]
+    assert "--methods" in sub.subset and "--runs" in sub.subset and "--only" in sub.subset
+    assert bt.restrict(grid, None, None, None) is grid
+    with pytest.raises(ValueError, match="not in the default grid"):
+        bt.restrict(grid, None, None, ["no-such-method"])
+    with pytest.raises(ValueError, match="not in the default grid"):
+        bt.restrict(grid, [("ordered", 50, 0.5)], None, None)
