@@ -382,11 +382,12 @@ def restrict(
     jobs = list(grid.jobs)
     notes: list[str] = []
     if methods is not None:
-        unknown = sorted(set(methods) - {j.method for j in jobs})
+        known = [m for m in METHODS if any(j.method == m for j in jobs)]
+        unknown = sorted(set(methods) - set(known))
         if unknown:
             raise ValueError(
-                f"method(s) {', '.join(unknown)} not in the {grid.name} grid (methods: "
-                f"{', '.join(METHODS)})"
+                f"method(s) {', '.join(unknown)} not in the {grid.name} grid (its methods: "
+                f"{', '.join(known)})"
             )
         jobs = [j for j in jobs if j.method in methods]
         notes.append(f"only {', '.join(methods)} (`--methods`)")
