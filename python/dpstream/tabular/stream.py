@@ -124,6 +124,7 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.raking import batch_margin, rake
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
@@ -133,6 +134,8 @@ ScoreName = Literal["l2", "l2-cell", "paper"]
 SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
 RemainderName = Literal["model", "pooled"]
 REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled")
+RefitName = Literal["selection", "step"]
+REFITS: tuple[RefitName, ...] = ("selection", "step")
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -249,6 +252,7 @@ class TabularStream:
         max_model_cells: int = 200_000,
         score: ScoreName = "l2",
         remainder: RemainderName = "pooled",
+        refit: RefitName = "selection",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -270,6 +274,7 @@ class TabularStream:
             "max_model_cells": max_model_cells,
             "score": score,
             "remainder": remainder,
+            "refit": refit,
             "sampling": sampling,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
@@ -298,6 +303,9 @@ class TabularStream:
         if remainder not in REMAINDERS:
             raise ValueError(f"remainder must be one of {REMAINDERS}, got {remainder!r}")
         self._remainder_kind: RemainderName = remainder
+        if refit not in REFITS:
+            raise ValueError(f"refit must be one of {REFITS}, got {refit!r}")
+        self._refit: RefitName = refit
         if sampling not in ("round", "iid"):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
@@ -573,6 +581,7 @@ class TabularStream:
         cfg.setdefault("sampling", "iid")  # states written before the option existed
         cfg.setdefault("score", "paper")  # likewise
         cfg.setdefault("remainder", "model")  # likewise
+        cfg.setdefault("refit", "selection")  # likewise
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -773,11 +782,57 @@ class TabularStream:
             return np.full(int(self._cells[i]), size / float(self._cells[i]))
         return self._synthetic_marginals[i] * (size / self._size)
 
+    def _raked_prior(
+        self,
+        i: int,
+        size: int,
+        base: npt.NDArray[np.float64],
+        margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]],
+    ) -> npt.NDArray[np.float64]:
+        """``refit="step"``: ``h_{t,0}`` with the expected batch ``h_{t,0} − g_{t−1}`` raked to
+        the batch's one-way margins measured at this step (:mod:`dpstream.tabular.raking`).
+        Public: the model, the sizes and the step's released counter increments."""
+        prior = self._prior(i, size)
+        clique = self._workloads[i]
+        if size <= self._size or not any(c in margins for c in clique):
+            return prior
+        shape = tuple(self._domain.sizes[c] for c in clique)
+        expected = np.clip(prior - base, 0.0, None).reshape(shape)
+        wanted = {}
+        for a, c in enumerate(clique):
+            if c in margins:
+                other = tuple(b for b in range(len(shape)) if b != a)
+                estimates, variances = margins[c]
+                wanted[a] = batch_margin(estimates, variances, expected.sum(axis=other))
+        out: npt.NDArray[np.float64] = base + rake(expected, wanted).ravel()
+        return out
+
+    def _note_margins(
+        self,
+        j: int,
+        increment: npt.NDArray[np.float64],
+        counter: Counter,
+        margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]],
+    ) -> None:
+        """Record the one-way margins of a released increment of workload ``j``'s counter
+        (a noisy histogram of the batch on ``j``) and their noise variance per cell."""
+        clique = self._workloads[j]
+        shape = tuple(self._domain.sizes[c] for c in clique)
+        var = _increment_variance(counter)
+        cells = increment.size
+        for a, c in enumerate(clique):
+            other = tuple(b for b in range(len(shape)) if b != a)
+            estimates, variances = margins.setdefault(c, ([], []))
+            estimates.append(increment.reshape(shape).sum(axis=other))
+            variances.append(var * (cells // shape[a]))
+
     def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
         # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
         base = list(self._synthetic_marginals)
         model = self._model
+        per_step = self._refit == "step"
         cache: dict[int, npt.NDArray[np.float64]] = {}
+        margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]] = {}
 
         def model_marginals(i: int) -> npt.NDArray[np.float64]:
             if i not in cache:
@@ -785,6 +840,8 @@ class TabularStream:
                     cache[i] = model.marginal(self._workloads[i])  # type: ignore[union-attr]
                 elif self._score == "paper":
                     cache[i] = base[i]  # h_{t,0} = g_{t-1}, as printed
+                elif per_step:
+                    cache[i] = self._raked_prior(i, size, base[i], margins)
                 else:
                     cache[i] = self._prior(i, size)
             return cache[i]
@@ -798,15 +855,21 @@ class TabularStream:
             taken.add(j)
             order.append(j)
             counter = self._counter(j)
+            before = counter.release.astype(np.float64)
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
+            cache = {}
+            if per_step:
+                self._note_margins(j, released - before, counter, margins)
+                continue
             # The step's last fit also sees the workloads measured before ("pooled").
             last = n_taken == self._k - 1
             fit_on = measurements + self._anchors(taken, size) if last else measurements
             model = self._fit(fit_on, float(max(size, 1)), model)
-            cache = {}
+        if per_step:  # one fit, with every workload measured before ("pooled")
+            model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
         self._model = model
         self._record(order)
         assert model is not None
@@ -983,6 +1046,15 @@ def _stddev(counter: Counter) -> float:
     t = max(counter.time, 1)
     terms = t if counter.kind == "simple" else max(1.0, math.log2(t + 1))
     return math.sqrt(2 * terms) * scale
+
+
+def _increment_variance(counter: Counter) -> float:
+    """Rough noise variance per cell of the difference of two consecutive releases: one
+    draw of a simple counter's noise; for the other counters, twice a release's."""
+    if counter.kind == "simple":
+        scale = max(float((s.sensitivity or 1) / s.epsilon) for s in counter.epsilon_split())
+        return 2.0 * scale * scale
+    return 2.0 * _stddev(counter) ** 2
 
 
 def _make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:
