@@ -18,9 +18,11 @@ paper (``score="paper"``, the column "proposed, paper's score"), the proposed me
 per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
 with the pooled remainder (``remainder="pooled"``, the library's default, the column "proposed,
 pooled remainder (library default)"), with the pooled remainder and the per-cell score (the
-column "proposed, pooled + per-cell score") and with the pooled remainder and one fit per step
-(``refit="step"``, the column "proposed, pooled, one fit per step"); all but the last three with
-Algorithm 3's remainder (``remainder="model"``); and for Table 3 the proposed method with the
+column "proposed, pooled + per-cell score"), with the pooled remainder and one fit per step
+(``refit="step"``, the column "proposed, pooled, one fit per step") and with the pooled remainder
+and ``refit="auto"`` (one fit per step except where the step's first measurement shows drift,
+the column "proposed, pooled, auto refit"); all but the last four with Algorithm 3's remainder
+(``remainder="model"``); and for Table 3 the proposed method with the
 ``"unbounded-block"`` counter (Algorithm 4) on Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
 Metrics (Section 7.3). At step t the released synthetic table g is compared with the real
@@ -142,17 +144,22 @@ ORDERS = ("randomized", "ordered")
 # "proposed-pooled": with remainder="pooled" (the library default); "proposed-pooled-cell-score":
 # remainder="pooled" and score="l2-cell"; "proposed-pooled-step": remainder="pooled" and
 # refit="step" (one fit per step; selections against the expected batch raked to the step's
-# measured margins). The others use score "l2" and remainder="model" (Algorithm 3's). New
-# methods go last: the seeds use the index.
+# measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
+# but refitting after each selection at the steps whose first measurement shows drift). The
+# others use score "l2" and remainder="model" (Algorithm 3's). New methods go last: the seeds
+# use the index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
 POOLED_CELL = "proposed-pooled-cell-score"
 POOLED_STEP = "proposed-pooled-step"
-METHODS = ("baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP)
+POOLED_AUTO = "proposed-pooled-auto"
+METHODS = (
+    "baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO,
+)  # fmt: skip
 SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell"}
-REMAINDER_OF = {POOLED: "pooled", POOLED_CELL: "pooled", POOLED_STEP: "pooled"}
-REFIT_OF = {POOLED_STEP: "step"}
+REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO)}
+REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto"}
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -329,8 +336,9 @@ GRIDS: dict[str, Grid] = {
         "default",
         False,
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
-        "proposed with the per-cell score, with the pooled remainder and with both (simple "
-        "counter), 3 runs each, and the proposed "
+        "proposed with the per-cell score, with the pooled remainder, with both, and with the "
+        "pooled remainder and one fit per step or auto refit (simple counter), 3 runs each, "
+        "and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed and the library default (pooled remainder), 1 run each (no sd); "
@@ -346,8 +354,9 @@ GRIDS: dict[str, Grid] = {
         "full",
         False,
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
-        "proposed with the paper's score, with the per-cell score, with the pooled remainder and "
-        "with both (simple counter), and the "
+        "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
+        "with both, and with the pooled remainder and one fit per step or auto refit (simple "
+        "counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -972,10 +981,11 @@ def table_12(results: list[Result]) -> list[str]:
         "| dataset | ε | metric | baseline (ours) | proposed, Algorithm 3's remainder (ours) | "
         "proposed, paper's score (ours) | proposed, per-cell score (ours) | proposed, pooled "
         "remainder: library default (ours) | proposed, pooled + per-cell score (ours) | proposed, "
-        "pooled, one fit per step (ours) | sampling floor | paper: baseline | paper: proposed | "
+        "pooled, one fit per step (ours) | proposed, pooled, auto refit (ours) | sampling floor "
+        "| paper: baseline | paper: proposed | "
         "ours: default ≤ baseline | ours: default ≤ paper's proposed | ours: one fit per step ≤ "
         "baseline | ours: one fit per step ≤ paper's proposed |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|:---:|:---:|",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|:---:|:---:|",
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
@@ -989,7 +999,8 @@ def table_12(results: list[Result]) -> list[str]:
             pooled = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED)
             both = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_CELL)
             step = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_STEP)
-            floor = [r.floor for r in base + prop + printed + cell + pooled + both + step]
+            auto = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_AUTO)
+            floor = [r.floor for r in base + prop + printed + cell + pooled + both + step + auto]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
@@ -1000,6 +1011,7 @@ def table_12(results: list[Result]) -> list[str]:
                     f"{fmt_ms(last_values(prop, m))} | "
                     f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
                     f"{fmt_ms(d)} | {fmt_ms(last_values(both, m))} | {fmt_ms(st)} | "
+                    f"{fmt_ms(last_values(auto, m))} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
                     f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(st, b)} | "
@@ -1047,11 +1059,13 @@ def summary_lines(results: list[Result]) -> list[str]:
         "proposed (ε ≥ 1) | ours: pooled remainder ≤ proposed | ours: pooled + per-cell score "
         "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) | ours: one "
         "fit per step ≤ baseline (ε ≥ 1) | ours: one fit per step ≤ paper's proposed (ε ≥ 1) | "
-        "ours: one fit per step ≤ default |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "ours: one fit per step ≤ default | ours: auto refit ≤ baseline (ε ≥ 1) | ours: auto "
+        "refit ≤ paper's proposed (ε ≥ 1) | ours: auto refit ≤ default |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|---:|---:|",
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0] for _ in range(16)]
+        counts = [[0, 0] for _ in range(19)]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
@@ -1065,6 +1079,7 @@ def summary_lines(results: list[Result]) -> list[str]:
                 pooled = last_values(pick(results, method=POOLED, **kw), m)
                 both = last_values(pick(results, method=POOLED_CELL, **kw), m)
                 step = last_values(pick(results, method=POOLED_STEP, **kw), m)
+                auto = last_values(pick(results, method=POOLED_AUTO, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -1098,6 +1113,15 @@ def summary_lines(results: list[Result]) -> list[str]:
                     (
                         bool(step) and bool(pooled),
                         bool(step) and bool(pooled) and np.mean(step) <= np.mean(pooled),
+                    ),
+                    (eps >= 1 and bool(auto), bool(auto) and np.mean(auto) <= np.mean(b)),
+                    (
+                        eps >= 1 and bool(auto) and paper is not None,
+                        bool(auto) and np.mean(auto) <= pp,
+                    ),
+                    (
+                        bool(auto) and bool(pooled),
+                        bool(auto) and bool(pooled) and np.mean(auto) <= np.mean(pooled),
                     ),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
@@ -1226,6 +1250,8 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
             series.append(("proposed, pooled + per-cell score", {"method": POOLED_CELL}, "k"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_STEP):
             series.append(("proposed, one fit per step", {"method": POOLED_STEP}, "tab:cyan"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_AUTO):
+            series.append(("proposed, auto refit", {"method": POOLED_AUTO}, "tab:olive"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1393,7 +1419,10 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         '`remainder="pooled", refit="step"` (the k selections of a step scored against the '
         "previous step's model, each candidate's expected batch raked to the one-way margins "
         "the step's earlier measurements released, and one fit per step, not one per "
-        'selection); the others use `remainder="model"`, Algorithm 3\'s. The paper '
+        'selection), and "proposed, pooled, auto refit" with `remainder="pooled", '
+        'refit="auto"` (as the last, except at the steps whose first measurement shows the batch '
+        "drifting from the model, which refit after each selection); the others use "
+        '`remainder="model"`, Algorithm 3\'s. The paper '
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",

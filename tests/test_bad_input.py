@@ -492,6 +492,10 @@ CASES: list[Case] = [
          "remainder must be one of ('model', 'pooled'), got 'paper'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, remainder="paper"),  # type: ignore[arg-type]
          after=NO_OBJECT),
+    Case("constructor", "TabularStream unknown refit", ValueError,
+         "refit must be one of ('selection', 'step', 'auto'), got 'always'",
+         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, refit="always"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

@@ -241,6 +241,7 @@ def test_rejected_batches_change_nothing() -> None:
         ({"iters": 0}, ValueError),
         ({"sampling": "systematic"}, ValueError),
         ({"remainder": "paper"}, ValueError),
+        ({"refit": "always"}, ValueError),
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object], error: type) -> None:
@@ -327,22 +328,26 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "sampling", "remainder"),
+    ("method", "sampling", "remainder", "refit"),
     [
-        ("proposed", "round", "model"),
-        ("baseline", "round", "model"),
-        ("proposed", "iid", "model"),
-        ("proposed", "round", "pooled"),
+        ("proposed", "round", "model", "selection"),
+        ("baseline", "round", "model", "selection"),
+        ("proposed", "iid", "model", "selection"),
+        ("proposed", "round", "pooled", "selection"),
+        ("proposed", "round", "pooled", "step"),
+        ("proposed", "round", "pooled", "auto"),
     ],
 )
-def test_a_checkpoint_resumes_exactly(method: str, sampling: str, remainder: str) -> None:
+def test_a_checkpoint_resumes_exactly(
+    method: str, sampling: str, remainder: str, refit: str
+) -> None:
     d = small()
     rows = table(d, 1600, 9)
 
     def make() -> TabularStream:
         return TabularStream(
             d, 1, marginals_per_step=2, iters=20, method=method,  # type: ignore[arg-type]
-            sampling=sampling, remainder=remainder,  # type: ignore[arg-type]
+            sampling=sampling, remainder=remainder, refit=refit,  # type: ignore[arg-type]
             rng=dpstream.Rng(seed=4),
         )  # fmt: skip
 
@@ -609,3 +614,118 @@ def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: s
         assert sorted(fits[-1]) == sorted(want) and len(fits[-1]) == len(want)
         measured |= set(now)
     assert len(measured) > 2
+
+
+def test_one_fit_per_step_sees_the_steps_measurements_and_every_earlier_workload() -> None:
+    """``refit="step"``: no fit between a step's selections; one fit at its end with the
+    step's k measurements and an anchor for every workload measured before."""
+    d = small()
+    rows = table(d, 600, 21)
+    s = TabularStream(d, 1, marginals_per_step=2, iters=5, refit="step", rng=dpstream.Rng(seed=8))
+    fits: list[list[tuple[int, ...]]] = []
+    inner = s._fit
+
+    def spy(ms: list, total: float, warm: object) -> object:
+        fits.append([m.clique for m in ms])
+        return inner(ms, total, warm)
+
+    s._fit = spy  # type: ignore[method-assign]
+    measured: set[tuple[int, ...]] = set()
+    for t in range(6):
+        fits.clear()
+        s.step(rows[t * 100 : (t + 1) * 100])
+        want = set(s.last_selected) | measured
+        assert len(fits) == 1 and sorted(fits[0]) == sorted(want)
+        measured |= set(s.last_selected)
+
+
+def test_one_fit_per_step_scores_later_selections_against_the_batchs_measured_margins() -> None:
+    """After the first selection of a step, a candidate sharing a column with it is scored
+    against an expected batch whose margin on that column is the batch's (nearly noiseless
+    at this ε), while its other margin stays the model's expectation."""
+    d = small()
+    rows = table(d, 400, 5)
+    s = TabularStream(
+        d, 10_000, marginals_per_step=2, iters=20, refit="step", rng=dpstream.Rng(seed=2)
+    )
+    for t in range(4):
+        s.step(rows[t * 100 : (t + 1) * 100])
+    batch = rows[:100].copy()
+    batch[:, 0] = 2  # every record in category 2 of column a: far from the model
+    seen: list[dict[int, np.ndarray]] = []
+    base = [m.copy() for m in s._synthetic_marginals]
+    inner = s._select
+
+    def spy(batch_h, base_h, model_marginals, taken, structure, n, table_rows):  # type: ignore[no-untyped-def]
+        j = inner(batch_h, base_h, model_marginals, taken, structure, n, table_rows)
+        seen.append({i: model_marginals(i) for i in range(len(s.workloads)) if i not in taken})
+        return j
+
+    s._select = spy  # type: ignore[method-assign]
+    s.step(batch)
+    first = set(s.last_selected[0])
+    assert 0 in first  # the batch stands out on column a
+    checked = {"shared": 0, "disjoint": 0}
+    for i, shift in seen[1].items():
+        w = s.workloads[i]
+        shape = tuple(d.sizes[c] for c in w)
+        expected = (shift - base[i]).reshape(shape)
+        prior = (base[i] * (100 / 400)).reshape(shape)  # the model's batch of 100 rows
+        for a, c in enumerate(w):
+            other = tuple(b for b in range(len(shape)) if b != a)
+            got = expected.sum(axis=other)
+            if c in first:
+                real = np.bincount(batch[:, c], minlength=d.sizes[c])
+                np.testing.assert_allclose(got, real, atol=2.0)
+                checked["shared"] += 1
+            elif not set(w) & first:
+                np.testing.assert_allclose(got, prior.sum(axis=other), rtol=1e-9)
+                checked["disjoint"] += 1
+    assert checked["shared"] >= 2 and checked["disjoint"] >= 1, checked
+
+
+def fits_per_step(s: TabularStream, rows: np.ndarray, batch: int) -> list[int]:
+    counts: list[int] = []
+    inner = s._fit
+
+    def spy(ms: list, total: float, warm: object) -> object:
+        counts[-1] += 1
+        return inner(ms, total, warm)
+
+    s._fit = spy  # type: ignore[method-assign]
+    for t in range(rows.shape[0] // batch):
+        counts.append(0)
+        s.step(rows[t * batch : (t + 1) * batch])
+    return counts
+
+
+def test_auto_refits_within_a_step_only_where_the_batch_drifts() -> None:
+    """``refit="auto"``: one fit per step while the batches follow the model (a shuffled
+    stream), ``k`` fits at the steps whose first measurement shows drift (the same rows
+    sorted by their first column: each batch holds one category of it)."""
+    d = small()
+    rows = table(d, 3000, 17)
+    shuffled = rows[np.random.default_rng(1).permutation(len(rows))]
+    ordered = rows[np.argsort(rows[:, 0], kind="stable")]
+    out = {}
+    for name, data in (("shuffled", shuffled), ("sorted", ordered)):
+        s = TabularStream(d, 4, marginals_per_step=2, iters=10, refit="auto",
+                          rng=dpstream.Rng(seed=5))  # fmt: skip
+        out[name] = fits_per_step(s, data, 200)
+        assert set(out[name]) <= {1, 2}
+    assert sum(c == 2 for c in out["shuffled"]) <= 3, out
+    assert sum(c == 2 for c in out["sorted"]) >= 10, out
+
+
+def test_the_drift_statistic_is_a_chi_square_test_against_the_expected_batch() -> None:
+    from dpstream.tabular.stream import DRIFT_Z, _drifted
+
+    e = np.full(16, 25.0)
+    # At the threshold: statistic = c + z·√(2c) exactly is not drift; just above is.
+    limit = 16 + DRIFT_Z * math.sqrt(32)
+    per_cell = limit / 16 * (4.0 + 25.0 + 1.0)  # squared deviation per cell at the limit
+    below = e + math.sqrt(per_cell) * 0.999
+    above = e + math.sqrt(per_cell) * 1.001
+    assert not _drifted(below, e, 4.0) and _drifted(above, e, 4.0)
+    # Negative expected counts (float error) count as zero.
+    assert _drifted(np.array([50.0, 0.0]), np.array([-1e-12, 0.0]), 1.0)
