@@ -16,14 +16,16 @@ Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``mar
 default selection score (``score="l2"``), the proposed method with the score printed in the
 paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
 per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
-with the pooled remainder (``remainder="pooled"``, the library's default, the column "proposed,
-pooled remainder (library default)"), with the pooled remainder and the per-cell score (the
-column "proposed, pooled + per-cell score"), with the pooled remainder and one fit per step
-(``refit="step"``, the column "proposed, pooled, one fit per step") and with the pooled remainder
-and ``refit="auto"`` (one fit per step except where the step's first measurement shows drift,
-the column "proposed, pooled, auto refit"); all but the last four with Algorithm 3's remainder
-(``remainder="model"``); and for Table 3 the proposed method with the
-``"unbounded-block"`` counter (Algorithm 4) on Adult-randomized-bs-50 and Adult-ordered-bs-50.
+with the pooled remainder (``remainder="pooled"``, the library's default, and
+``refit="selection"``, the column "proposed, pooled remainder, refit after each selection"),
+with the pooled remainder and the per-cell score (the column "proposed, pooled + per-cell
+score"), with the pooled remainder and one fit per step (``refit="step"``, the column
+"proposed, pooled, one fit per step") and with the pooled remainder and ``refit="auto"`` (one
+fit per step except where the step's first measurement shows drift; the library's default, the
+column "proposed, pooled, auto refit: library default"); all but the last four with Algorithm
+3's remainder (``remainder="model"``), all but the last two with ``refit="selection"``; and for
+Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
+Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
 Metrics (Section 7.3). At step t the released synthetic table g is compared with the real
 table f_t (all rows so far) on the normalised marginals q of the 91 workloads W. Per workload:
@@ -141,12 +143,13 @@ PAPER_METRIC = {"AvgRelL2": "AvgRelWE", "MaxRelL2": "MaxRelWE"}
 ORDERS = ("randomized", "ordered")
 # "proposed-paper-score": the proposed method with the selection score printed in the paper
 # (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell";
-# "proposed-pooled": with remainder="pooled" (the library default); "proposed-pooled-cell-score":
+# "proposed-pooled": with remainder="pooled" and refit="selection"; "proposed-pooled-cell-score":
 # remainder="pooled" and score="l2-cell"; "proposed-pooled-step": remainder="pooled" and
 # refit="step" (one fit per step; selections against the expected batch raked to the step's
 # measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
-# but refitting after each selection at the steps whose first measurement shows drift). The
-# others use score "l2" and remainder="model" (Algorithm 3's). New methods go last: the seeds
+# but refitting after each selection at the steps whose first measurement shows drift: the
+# library default, DEFAULT). The others use score "l2" and remainder="model" (Algorithm 3's);
+# all but "step" and "auto" refit="selection" (Algorithm 3's). New methods go last: the seeds
 # use the index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
@@ -160,6 +163,8 @@ METHODS = (
 SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell"}
 REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO)}
 REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto"}
+#: The method that is TabularStream's default (the column "library default").
+DEFAULT = POOLED_AUTO
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -341,14 +346,15 @@ GRIDS: dict[str, Grid] = {
         "and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
-        "baseline, proposed and the library default (pooled remainder), 1 run each (no sd); "
+        "baseline, proposed, the pooled remainder and the library default (pooled remainder, "
+        "auto refit), 1 run each (no sd); "
         "ε = 0.5: the two bs-200 datasets, the same three, 1 run each. Every stream runs "
         "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
         "`--full`",
         _jobs(ORDERS, (50, 200), (1.0,), 3, methods=METHODS)
         + _jobs(ORDERS, (50,), (1.0,), 3, methods=("proposed",), counter="unbounded-block")
-        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=("baseline", "proposed", POOLED))
-        + _jobs(ORDERS, (200,), (0.5,), 1, methods=("baseline", "proposed", POOLED)),
+        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=("baseline", "proposed", POOLED, DEFAULT))
+        + _jobs(ORDERS, (200,), (0.5,), 1, methods=("baseline", "proposed", POOLED, DEFAULT)),
     ),
     "full": _grid(
         "full",
@@ -697,8 +703,9 @@ def bench_stream(
 
 
 def refit_options(method: str) -> dict[str, Any]:
-    """``refit=`` for the methods that set it (none for the others: the library default)."""
-    return {"refit": REFIT_OF[method]} if method in REFIT_OF else {}
+    """``refit=`` of a method, always passed: the streams stored before the library's default
+    changed to ``"auto"`` were computed with ``"selection"`` (Algorithm 3's)."""
+    return {"refit": REFIT_OF.get(method, "selection")}
 
 
 def run_job(job: Job, stop: int | None = None) -> Result:
@@ -980,8 +987,9 @@ def table_12(results: list[Result]) -> list[str]:
     lines = [
         "| dataset | ε | metric | baseline (ours) | proposed, Algorithm 3's remainder (ours) | "
         "proposed, paper's score (ours) | proposed, per-cell score (ours) | proposed, pooled "
-        "remainder: library default (ours) | proposed, pooled + per-cell score (ours) | proposed, "
-        "pooled, one fit per step (ours) | proposed, pooled, auto refit (ours) | sampling floor "
+        "remainder, refit after each selection (ours) | proposed, pooled + per-cell score (ours) | "
+        "proposed, pooled, one fit per step (ours) | proposed, pooled, auto refit: library "
+        "default (ours) | sampling floor "
         "| paper: baseline | paper: proposed | "
         "ours: default ≤ baseline | ours: default ≤ paper's proposed | ours: one fit per step ≤ "
         "baseline | ours: one fit per step ≤ paper's proposed |",
@@ -1004,14 +1012,14 @@ def table_12(results: list[Result]) -> list[str]:
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                b, d = last_values(base, m), last_values(pooled, m)
+                b, d = last_values(base, m), last_values(auto, m)
                 st = last_values(step, m)
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {fmt_ms(b)} | "
                     f"{fmt_ms(last_values(prop, m))} | "
                     f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
-                    f"{fmt_ms(d)} | {fmt_ms(last_values(both, m))} | {fmt_ms(st)} | "
-                    f"{fmt_ms(last_values(auto, m))} | "
+                    f"{fmt_ms(last_values(pooled, m))} | {fmt_ms(last_values(both, m))} | "
+                    f"{fmt_ms(st)} | {fmt_ms(d)} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
                     f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(st, b)} | "
@@ -1055,12 +1063,14 @@ def summary_lines(results: list[Result]) -> list[str]:
         "ours: proposed ≤ paper's proposed (ε ≥ 1) | ours: baseline ≤ paper's baseline (ε ≥ 1) "
         "| ours: proposed ≤ proposed with the paper's score | ours: per-cell score ≤ baseline "
         "(ε ≥ 1) | ours: per-cell score ≤ paper's proposed (ε ≥ 1) | ours: proposed ≤ per-cell "
-        "score | ours: pooled remainder ≤ baseline (ε ≥ 1) | ours: pooled remainder ≤ paper's "
-        "proposed (ε ≥ 1) | ours: pooled remainder ≤ proposed | ours: pooled + per-cell score "
+        "score | ours: pooled remainder, refit after each selection ≤ baseline (ε ≥ 1) | ours: "
+        "pooled remainder, refit after each selection ≤ paper's proposed (ε ≥ 1) | ours: pooled "
+        "remainder, refit after each selection ≤ proposed | ours: pooled + per-cell score "
         "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) | ours: one "
         "fit per step ≤ baseline (ε ≥ 1) | ours: one fit per step ≤ paper's proposed (ε ≥ 1) | "
-        "ours: one fit per step ≤ default | ours: auto refit ≤ baseline (ε ≥ 1) | ours: auto "
-        "refit ≤ paper's proposed (ε ≥ 1) | ours: auto refit ≤ default |",
+        "ours: one fit per step ≤ refit after each selection | ours: auto refit (default) ≤ "
+        "baseline (ε ≥ 1) | ours: auto refit (default) ≤ paper's proposed (ε ≥ 1) | ours: auto "
+        "refit (default) ≤ refit after each selection |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         "---:|---:|---:|",
     ]
@@ -1245,13 +1255,13 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
         if pick(results, order=order, batch=batch, epsilon=1.0, method=CELL_SCORE):
             series.append(("proposed, per-cell score", {"method": CELL_SCORE}, "tab:green"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED):
-            series.append(("proposed, pooled remainder (default)", {"method": POOLED}, "tab:red"))
+            series.append(("proposed, pooled remainder", {"method": POOLED}, "tab:red"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_CELL):
             series.append(("proposed, pooled + per-cell score", {"method": POOLED_CELL}, "k"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_STEP):
             series.append(("proposed, one fit per step", {"method": POOLED_STEP}, "tab:cyan"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_AUTO):
-            series.append(("proposed, auto refit", {"method": POOLED_AUTO}, "tab:olive"))
+            series.append(("proposed, auto refit (default)", {"method": POOLED_AUTO}, "tab:olive"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1407,22 +1417,23 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "column first). Batches of B = 50 rows (977 steps, the last of 42 rows) or B = 200 "
         "(245 steps).",
         f"- `TabularStream(domain, ε, workloads=2, marginals_per_step={MARGINALS_PER_STEP}, "
-        f'counter=…, method=…, score=…, remainder=…, estimator="pgm", iters={ITERS}, '
+        f'counter=…, method=…, score=…, remainder=…, refit=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
         'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
         'score" with `score="paper"` (the score printed in Section 7.2), and "proposed, '
         'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|), and '
-        '"proposed, pooled remainder: library default" with `remainder="pooled"` (the counted '
-        "rows scaled up to the table, and every workload measured so far given to each step's "
-        'last fit, `dpstream.tabular.stream`), and "proposed, pooled + per-cell score" with '
-        '`remainder="pooled", score="l2-cell"`, and "proposed, pooled, one fit per step" with '
+        '"proposed, pooled remainder, refit after each selection" with `remainder="pooled"` (the '
+        "counted rows scaled up to the table, and every workload measured so far given to each "
+        'step\'s last fit, `dpstream.tabular.stream`), and "proposed, pooled + per-cell score" '
+        'with `remainder="pooled", score="l2-cell"`, and "proposed, pooled, one fit per step" with '
         '`remainder="pooled", refit="step"` (the k selections of a step scored against the '
         "previous step's model, each candidate's expected batch raked to the one-way margins "
         "the step's earlier measurements released, and one fit per step, not one per "
-        'selection), and "proposed, pooled, auto refit" with `remainder="pooled", '
-        'refit="auto"` (as the last, except at the steps whose first measurement shows the batch '
-        "drifting from the model, which refit after each selection); the others use "
-        '`remainder="model"`, Algorithm 3\'s. The paper '
+        'selection), and "proposed, pooled, auto refit: library default" with '
+        '`remainder="pooled", refit="auto"` (as the last, except at the steps whose first '
+        "measurement shows the batch drifting from the model, which refit after each "
+        "selection: the library's defaults); the others use `remainder=\"model\"`, Algorithm 3's, "
+        'and all but the last two `refit="selection"`, Algorithm 3\'s. The paper '
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
@@ -1454,7 +1465,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "'paper' columns are the published numbers of Tables 1–2 (hard-coded, not measured "
         "here); in the RelL2 rows they are the paper's RelWE numbers (see Setup). "
         "'ours: default ≤ …' compares the means of the library's default (the pooled "
-        "remainder) with them.",
+        'remainder with `refit="auto"`) with them.',
         "",
         *table_12(results),
         "",

@@ -595,7 +595,7 @@ def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: s
     d = small()
     rows = table(d, 600, 21)
     s = TabularStream(d, 1, marginals_per_step=2, iters=5, remainder=remainder,
-                      rng=dpstream.Rng(seed=8))  # fmt: skip
+                      refit="selection", rng=dpstream.Rng(seed=8))  # fmt: skip
     fits: list[list[tuple[int, ...]]] = []
     inner = s._fit
 
