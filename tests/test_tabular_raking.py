@@ -62,6 +62,11 @@ def test_raking_leaves_a_matching_table_and_zero_slices_alone() -> None:
     np.testing.assert_allclose(out[1], [1.0, 3.0])
     np.testing.assert_array_equal(rake(np.zeros((2, 2)), {0: np.ones(2)}), np.zeros((2, 2)))
     np.testing.assert_array_equal(rake(t, {}), t)
+    # A slice of subnormal mass: m / current would overflow to inf (and inf · 0 to NaN).
+    tiny = np.array([[5e-324, 0.0], [2.0, 6.0]])
+    with np.errstate(all="raise"):
+        out = rake(tiny, {0: np.array([4.0, 4.0]), 1: np.array([2.0, 6.0])})
+    assert np.all(np.isfinite(out)) and np.all(out[0] == 0.0)
 
 
 @pytest.mark.parametrize(
