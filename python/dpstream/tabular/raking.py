@@ -25,8 +25,6 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Iterations of iterative proportional fitting in :func:`rake`.
 RAKE_ITERS = 10
-#: Slices of the table with a smaller sum are treated as empty (their factor would overflow).
-_TINY = 1e-290
 
 
 def rake(
@@ -35,10 +33,10 @@ def rake(
     """``table`` (non-negative, any number of axes) scaled by iterative proportional
     fitting so that its sums over all axes but ``a`` approach ``margins[a]``.
 
-    Cells of a margin whose table slice is all zero (or below ``1e-290``) stay zero
-    (raking cannot create an association the table does not have). Margins must be
-    non-negative with the same total (the batch's rows); a table with total 0 is
-    returned unchanged.
+    Cells of a margin whose table slice is all zero (or so small that ``m / slice``
+    overflows) stay zero (raking cannot create an association the table does not
+    have). Margins must be non-negative with the same total (the batch's rows); a
+    table with total 0 is returned unchanged.
     """
     x = np.asarray(table, dtype=np.float64).copy()
     if np.any(x < 0) or not np.all(np.isfinite(x)):
@@ -54,18 +52,19 @@ def rake(
         for a, m in margins.items():
             other = tuple(b for b in range(x.ndim) if b != a)
             current = x.sum(axis=other)
-            # A slice below _TINY would overflow m / current: it counts as empty.
-            factor = np.divide(
-                np.asarray(m, dtype=np.float64),
-                current,
-                out=np.zeros_like(current),
-                where=current > _TINY,
-            )
+            with np.errstate(over="ignore"):
+                factor = np.divide(
+                    np.asarray(m, dtype=np.float64),
+                    current,
+                    out=np.zeros_like(current),
+                    where=current > 0,
+                )
+            # A subnormal slice overflows m / current: it counts as empty (x·factor ≤ m
+            # otherwise, so the product cannot overflow).
+            factor[~np.isfinite(factor)] = 0.0
             shape = [1] * x.ndim
             shape[a] = -1
             x *= factor.reshape(shape)
-    if not np.all(np.isfinite(x)):  # never reached for margins below 1e290; stay safe
-        return np.asarray(table, dtype=np.float64).copy()
     return x
 
 
