@@ -161,8 +161,11 @@ def test_the_l2_score_refuses_what_it_cannot_compute_exactly() -> None:
         excess_l2_scores([np.array([0.5])], [np.zeros(1)], [np.ones(1)], **kw)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="out of range"):
         excess_l2_scores([np.array([2.0**28])], [np.zeros(1)], [np.ones(1)], **kw)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="out of range"):
+    # Non-finite public vectors come from a fault upstream (the fit), and say so.
+    with pytest.raises(ValueError, match="not finite"):
         excess_l2_scores([np.zeros(1)], [np.array([np.nan])], [np.ones(1)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not finite"):
+        excess_l2_scores([np.zeros(1)], [np.zeros(1)], [np.array([np.inf])], **kw)  # type: ignore[arg-type]
 
 
 @given(

@@ -1034,8 +1034,12 @@ def excess_l2_scores(
         xi = np.asarray(x)
         if not np.all(xi == np.round(xi)):
             raise ValueError("batch histograms must hold integer counts")
-        v = xi.astype(np.int64) * unit - np.round(np.asarray(c, dtype=np.float64) * unit)
-        if not np.all(np.isfinite(v)) or (v.size and float(np.abs(v).max()) >= limit):
+        shift = np.asarray(c, dtype=np.float64)
+        if not np.all(np.isfinite(shift)) or not np.all(np.isfinite(np.asarray(m))):
+            # Public vectors from the fit: a NaN or inf here is a bug upstream, not the data.
+            raise ValueError("selection scores: the model's marginals are not finite")
+        v = xi.astype(np.int64) * unit - np.round(shift * unit)
+        if v.size and float(np.abs(v).max()) >= limit:
             raise ValueError(
                 "selection scores out of range (a marginal count beyond 2^27 in one cell)"
             )
