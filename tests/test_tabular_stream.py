@@ -590,6 +590,19 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
         np.testing.assert_allclose(m, want, atol=0.02 * size / m.size)
 
 
+def spy_fits(s: TabularStream) -> list[list[tuple[int, ...]]]:
+    """Record the cliques of the measurements each of ``s``'s fits is given."""
+    fits: list[list[tuple[int, ...]]] = []
+    inner = s._fit
+
+    def spy(ms: list, total: float, warm: object) -> object:
+        fits.append([m.clique for m in ms])
+        return inner(ms, total, warm)
+
+    s._fit = spy  # type: ignore[method-assign]
+    return fits
+
+
 @pytest.mark.parametrize("remainder", ["pooled", "model"])
 def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: str) -> None:
     """ "pooled": each step's last fit gets the step's k measurements and an anchor for every
@@ -599,14 +612,7 @@ def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: s
     rows = table(d, 600, 21)
     s = TabularStream(d, 1, marginals_per_step=2, iters=5, remainder=remainder,
                       refit="selection", rng=dpstream.Rng(seed=8))  # fmt: skip
-    fits: list[list[tuple[int, ...]]] = []
-    inner = s._fit
-
-    def spy(ms: list, total: float, warm: object) -> object:
-        fits.append([m.clique for m in ms])
-        return inner(ms, total, warm)
-
-    s._fit = spy  # type: ignore[method-assign]
+    fits = spy_fits(s)
     measured: set[tuple[int, ...]] = set()
     for t in range(6):
         fits.clear()
@@ -625,14 +631,7 @@ def test_one_fit_per_step_sees_the_steps_measurements_and_every_earlier_workload
     d = small()
     rows = table(d, 600, 21)
     s = TabularStream(d, 1, marginals_per_step=2, iters=5, refit="step", rng=dpstream.Rng(seed=8))
-    fits: list[list[tuple[int, ...]]] = []
-    inner = s._fit
-
-    def spy(ms: list, total: float, warm: object) -> object:
-        fits.append([m.clique for m in ms])
-        return inner(ms, total, warm)
-
-    s._fit = spy  # type: ignore[method-assign]
+    fits = spy_fits(s)
     measured: set[tuple[int, ...]] = set()
     for t in range(6):
         fits.clear()
@@ -688,17 +687,12 @@ def test_one_fit_per_step_scores_later_selections_against_the_batchs_measured_ma
 
 
 def fits_per_step(s: TabularStream, rows: np.ndarray, batch: int) -> list[int]:
+    fits = spy_fits(s)
     counts: list[int] = []
-    inner = s._fit
-
-    def spy(ms: list, total: float, warm: object) -> object:
-        counts[-1] += 1
-        return inner(ms, total, warm)
-
-    s._fit = spy  # type: ignore[method-assign]
     for t in range(rows.shape[0] // batch):
-        counts.append(0)
+        fits.clear()
         s.step(rows[t * batch : (t + 1) * batch])
+        counts.append(len(fits))
     return counts
 
 

@@ -27,6 +27,14 @@ FloatArray = npt.NDArray[np.float64]
 RAKE_ITERS = 10
 
 
+def one_way(table: FloatArray, axis: int) -> FloatArray:
+    """The sums of ``table`` over every axis but ``axis`` (its one-way margin)."""
+    out: FloatArray = np.asarray(table).sum(
+        axis=tuple(b for b in range(np.ndim(table)) if b != axis)
+    )
+    return out
+
+
 def rake(
     table: FloatArray, margins: Mapping[int, FloatArray], iters: int = RAKE_ITERS
 ) -> FloatArray:
@@ -50,8 +58,7 @@ def rake(
         return x
     for _ in range(iters):
         for a, m in margins.items():
-            other = tuple(b for b in range(x.ndim) if b != a)
-            current = x.sum(axis=other)
+            current = one_way(x, a)
             with np.errstate(over="ignore"):
                 factor = np.divide(
                     np.asarray(m, dtype=np.float64),

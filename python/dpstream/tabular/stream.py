@@ -153,7 +153,7 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
-from dpstream.tabular.raking import batch_margin, rake
+from dpstream.tabular.raking import batch_margin, one_way, rake
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
@@ -839,12 +839,11 @@ class TabularStream:
             return prior
         shape = tuple(self._domain.sizes[c] for c in clique)
         expected = np.clip(prior - base, 0.0, None).reshape(shape)
-        wanted = {}
-        for a, c in enumerate(clique):
-            if c in margins:
-                other = tuple(b for b in range(len(shape)) if b != a)
-                estimates, variances = margins[c]
-                wanted[a] = batch_margin(estimates, variances, expected.sum(axis=other))
+        wanted = {
+            a: batch_margin(*margins[c], one_way(expected, a))
+            for a, c in enumerate(clique)
+            if c in margins
+        }
         out: npt.NDArray[np.float64] = base + rake(expected, wanted).ravel()
         return out
 
@@ -860,12 +859,10 @@ class TabularStream:
         clique = self._workloads[j]
         shape = tuple(self._domain.sizes[c] for c in clique)
         var = _increment_variance(counter)
-        cells = increment.size
         for a, c in enumerate(clique):
-            other = tuple(b for b in range(len(shape)) if b != a)
             estimates, variances = margins.setdefault(c, ([], []))
-            estimates.append(increment.reshape(shape).sum(axis=other))
-            variances.append(var * (cells // shape[a]))
+            estimates.append(one_way(increment.reshape(shape), a))
+            variances.append(var * (increment.size // shape[a]))
 
     def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
         # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
@@ -896,24 +893,24 @@ class TabularStream:
             taken.add(j)
             order.append(j)
             counter = self._counter(j)
-            before = counter.release.astype(np.float64)
+            # The released increment (a noisy batch histogram) is read only without refits.
+            before = counter.release.astype(np.float64) if per_step else None
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
             cache = {}
-            if self._refit == "auto" and n_taken == 0:
-                expected = self._prior(j, size) - base[j]  # the model's batch of this size
-                per_step = not _drifted(released - before, expected, _increment_variance(counter))
-            if per_step:
-                self._note_margins(j, released - before, counter, margins)
-                continue
-            # The step's last fit also sees the workloads measured before ("pooled").
-            last = n_taken == self._k - 1
-            fit_on = measurements + self._anchors(taken, size) if last else measurements
-            model = self._fit(fit_on, float(max(size, 1)), model)
-        if per_step:  # one fit, with every workload measured before ("pooled")
-            model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
+            if before is not None:
+                increment = released - before
+                if self._refit == "auto" and n_taken == 0:
+                    expected = self._prior(j, size) - base[j]  # the model's batch of this size
+                    per_step = not _drifted(increment, expected, _increment_variance(counter))
+                if per_step:
+                    self._note_margins(j, increment, counter, margins)
+            if not per_step and n_taken < self._k - 1:
+                model = self._fit(measurements, float(max(size, 1)), model)
+        # The step's last fit also sees the workloads measured before ("pooled").
+        model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
         self._model = model
         self._record(order)
         assert model is not None
@@ -1087,10 +1084,14 @@ def _cliques_of(model: MarginalModel | None) -> tuple[Clique, ...]:
     return tuple(getattr(model, "cliques", ()))
 
 
+def _noise_scale(counter: Counter) -> float:
+    """The largest Laplace scale (sensitivity / ε) among a counter's noisy values."""
+    return max(float((s.sensitivity or 1) / s.epsilon) for s in counter.epsilon_split())
+
+
 def _stddev(counter: Counter) -> float:
     """Rough standard deviation of a counter's release (weights the fit only)."""
-    shares = counter.epsilon_split()
-    scale = max(float((s.sensitivity or 1) / s.epsilon) for s in shares)
+    scale = _noise_scale(counter)
     t = max(counter.time, 1)
     terms = t if counter.kind == "simple" else max(1.0, math.log2(t + 1))
     return math.sqrt(2 * terms) * scale
@@ -1115,8 +1116,7 @@ def _increment_variance(counter: Counter) -> float:
     """Rough noise variance per cell of the difference of two consecutive releases: one
     draw of a simple counter's noise; for the other counters, twice a release's."""
     if counter.kind == "simple":
-        scale = max(float((s.sensitivity or 1) / s.epsilon) for s in counter.epsilon_split())
-        return 2.0 * scale * scale
+        return 2.0 * _noise_scale(counter) ** 2
     return 2.0 * _stddev(counter) ** 2
 
 
