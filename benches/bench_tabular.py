@@ -157,14 +157,16 @@ POOLED = "proposed-pooled"
 POOLED_CELL = "proposed-pooled-cell-score"
 POOLED_STEP = "proposed-pooled-step"
 POOLED_AUTO = "proposed-pooled-auto"
+AUTO_SCORE = "proposed-auto-score"
 METHODS = (
     "baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO,
+    AUTO_SCORE,
 )  # fmt: skip
-SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell"}
-REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO)}
-REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto"}
+SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell", AUTO_SCORE: "auto"}
+REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE)}
+REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto"}
 #: The method that is TabularStream's default (the column "library default").
-DEFAULT = POOLED_AUTO
+DEFAULT = AUTO_SCORE
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 

@@ -331,27 +331,30 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "sampling", "remainder", "refit"),
+    ("method", "sampling", "remainder", "refit", "score", "order"),
     [
-        ("proposed", "round", "model", "selection"),
-        ("baseline", "round", "model", "selection"),
-        ("proposed", "iid", "model", "selection"),
-        ("proposed", "round", "pooled", "selection"),
-        ("proposed", "round", "pooled", "step"),
-        ("proposed", "round", "pooled", "auto"),
+        ("proposed", "round", "model", "selection", "l2", "shuffled"),
+        ("baseline", "round", "model", "selection", "l2", "shuffled"),
+        ("proposed", "iid", "model", "selection", "l2", "shuffled"),
+        ("proposed", "round", "pooled", "selection", "l2", "shuffled"),
+        ("proposed", "round", "pooled", "step", "l2", "shuffled"),
+        ("proposed", "round", "pooled", "auto", "l2", "shuffled"),
+        ("proposed", "round", "pooled", "auto", "auto", "sorted"),
     ],
 )
 def test_a_checkpoint_resumes_exactly(
-    method: str, sampling: str, remainder: str, refit: str
+    method: str, sampling: str, remainder: str, refit: str, score: str, order: str
 ) -> None:
     d = small()
     rows = table(d, 1600, 9)
+    if order == "sorted":  # the batches drift: score="auto" switches to the per-cell score
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
 
     def make() -> TabularStream:
         return TabularStream(
             d, 1, marginals_per_step=2, iters=20, method=method,  # type: ignore[arg-type]
             sampling=sampling, remainder=remainder, refit=refit,  # type: ignore[arg-type]
-            rng=dpstream.Rng(seed=4),
+            score=score, rng=dpstream.Rng(seed=4),  # type: ignore[arg-type]
         )  # fmt: skip
 
     a, b = make(), make()
@@ -361,6 +364,7 @@ def test_a_checkpoint_resumes_exactly(
     data = b.to_bytes()
     b = TabularStream.from_bytes(data)
     assert (b.t, b.size) == (4, 800) and b.seeded
+    assert b._drift_rate == a._drift_rate
     assert b.last_selected == a.last_selected and b.selection_counts == a.selection_counts
     for t in range(4, 8):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
@@ -658,8 +662,8 @@ def test_one_fit_per_step_scores_later_selections_against_the_batchs_measured_ma
     base = [m.copy() for m in s._synthetic_marginals]
     inner = s._select
 
-    def spy(batch_h, base_h, model_marginals, taken, structure, n, table_rows):  # type: ignore[no-untyped-def]
-        j = inner(batch_h, base_h, model_marginals, taken, structure, n, table_rows)
+    def spy(batch_h, base_h, model_marginals, taken, *rest):  # type: ignore[no-untyped-def]
+        j = inner(batch_h, base_h, model_marginals, taken, *rest)
         seen.append({i: model_marginals(i) for i in range(len(s.workloads)) if i not in taken})
         return j
 
@@ -726,3 +730,60 @@ def test_the_drift_statistic_is_a_chi_square_test_against_the_expected_batch() -
     assert not _drifted(below, e, 4.0) and _drifted(above, e, 4.0)
     # Negative expected counts (float error) count as zero.
     assert _drifted(np.array([50.0, 0.0]), np.array([-1e-12, 0.0]), 1.0)
+
+
+def test_the_auto_score_budget() -> None:
+    d = small()
+    b = TabularStream.budget(1, 2, all_workloads(d, 2), d, score="auto")
+    cell = TabularStream.budget(1, 2, all_workloads(d, 2), d, score="l2-cell")
+    assert b.score_sensitivity == 1
+    assert b.drift_score_sensitivity == cell.score_sensitivity == Fraction(1, 2) + Fraction(1, 2**18)
+    assert b.selection == b.measurement == cell.selection
+    for score in ("l2", "l2-cell", "paper"):
+        other = TabularStream.budget(1, 2, all_workloads(d, 2), d, score=score)  # type: ignore[arg-type]
+        assert other.drift_score_sensitivity is None
+
+
+def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``score="auto"``: permute-and-flip gets the "l2-cell" scores and sensitivity once most
+    recent steps drifted (the rows sorted by their first column), and the "l2" ones on a
+    shuffled stream; the per-cell scores are the "l2" scores over √|q_i|."""
+    from dpstream import noise as noise_module
+    from dpstream.tabular import stream as stream_module
+
+    d = small()
+    rows = table(d, 3000, 17)
+    shuffled = rows[np.random.default_rng(1).permutation(len(rows))]
+    ordered = rows[np.argsort(rows[:, 0], kind="stable")]
+    cell = TabularStream.budget(4, 2, all_workloads(d, 2), d, score="l2-cell").score_sensitivity
+    calls: list[tuple[float, bool]] = []
+    inner_pf = noise_module.permute_and_flip
+    inner_scores = stream_module.excess_l2_scores
+
+    def spy_pf(scores, epsilon, sensitivity, *, rng):  # type: ignore[no-untyped-def]
+        calls.append((sensitivity, calls_cell[-1]))
+        return inner_pf(scores, epsilon, sensitivity, rng=rng)
+
+    calls_cell: list[bool] = []
+
+    def spy_scores(*args, per_cell=False, **kw):  # type: ignore[no-untyped-def]
+        calls_cell.append(per_cell)
+        return inner_scores(*args, per_cell=per_cell, **kw)
+
+    monkeypatch.setattr(noise_module, "permute_and_flip", spy_pf)
+    monkeypatch.setattr(stream_module, "excess_l2_scores", spy_scores)
+    out = {}
+    for name, data in (("shuffled", shuffled), ("sorted", ordered)):
+        calls.clear()
+        s = TabularStream(d, 4, marginals_per_step=2, iters=10, score="auto",
+                          rng=dpstream.Rng(seed=5))  # fmt: skip
+        for t in range(15):
+            s.step(data[t * 200 : (t + 1) * 200])
+        # The per-cell score always goes with its sensitivity, the "l2" one with 1.
+        assert all((sens == cell) == per for sens, per in calls), calls
+        out[name] = [per for _, per in calls]
+    assert not any(out["shuffled"]), out
+    # The running drift share passes 1/2 after 7 drifted steps: then every selection.
+    assert not any(out["sorted"][:12]) and all(out["sorted"][-10:]), out

@@ -43,7 +43,7 @@ Privacy (Theorem 6.1):
 * **Selection scores** (``score=``; the sensitivity is what permute-and-flip is
   given, see :meth:`TabularStream.budget`):
 
-  - ``"l2"`` (default): ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h̃)‖₂ − b_i``, where
+  - ``"l2"``: ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h̃)‖₂ − b_i``, where
     ``h̃`` is the current model scaled to the current table size ``|f_t|``
     (at a step's first selection, ``g_{t−1}`` scaled up) and ``b_i`` is public:
     the ℓ2 norm a batch of ``B`` rows drawn from the model itself would
@@ -72,6 +72,17 @@ Privacy (Theorem 6.1):
     in some settings, never the relative ℓ2 errors). Sensitivity ``1/√min|q_i|``
     (rounded up to the grid ``2^-20``) ``+ 2^-18``; the norm term is exact in
     integers.
+  - ``"auto"`` (default): ``"l2"``, or ``"l2-cell"`` with its sensitivity while the
+    stream drifts: while the running share of steps whose first measurement drifted
+    (the test of ``refit="auto"``, below; ``rate ← 0.9·rate + 0.1·drifted``,
+    :data:`DRIFT_DECAY`) exceeds 1/2 (:data:`DRIFT_SHARE`). The choice is made before
+    each selection from earlier releases and public values, so each selection is
+    still one ``ε/2k`` permute-and-flip with the sensitivity of the score it uses
+    (adaptive composition). Why: a shuffled stream (drift at 7% of the steps of
+    Adult, bs-200, ε = 1; the share stays below 1/2) keeps ``"l2"``, best for the
+    relative errors; on a sorted one (95%) ``"l2"`` chases the sorted columns and
+    ``"l2-cell"`` measures the small workloads (``benches/RESULTS.md``, column
+    "proposed, auto score").
   - ``"paper"``: the printed score of Section 7.2 (3),
     ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|`` with
     ``h_{t,0} = g_{t−1}`` (the previous table, not rescaled). Its ``−|q_i|``
@@ -159,8 +170,8 @@ from dpstream.tabular.workloads import Clique, all_workloads, marginal
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 
 MethodName = Literal["proposed", "baseline"]
-ScoreName = Literal["l2", "l2-cell", "paper"]
-SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
+ScoreName = Literal["l2", "l2-cell", "paper", "auto"]
+SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper", "auto")
 RemainderName = Literal["model", "pooled"]
 REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled")
 RefitName = Literal["selection", "step", "auto"]
@@ -188,6 +199,12 @@ POOLED_MARGIN = 3.0
 #: chi-square statistic against the expected batch exceeds its mean by this many standard
 #: deviations (see ``TabularStream._drifted``).
 DRIFT_Z = 3.0
+#: ``score="auto"``: the running share of drifted steps is updated at each step as
+#: ``rate ← DRIFT_DECAY·rate + (1 − DRIFT_DECAY)·drifted``; the ``"l2-cell"`` score is used
+#: while it exceeds ``DRIFT_SHARE``. On Adult at ε = 1 (bs-200) the first measurement
+#: drifts at 95% of the steps of the sorted stream and 7% of the shuffled one.
+DRIFT_DECAY = 0.9
+DRIFT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -202,8 +219,10 @@ class Budget:
         laplace_scale: the discrete Laplace scale ``2k/ε`` of one measurement
             (baseline: of its noise; proposed: of a simple counter's step).
         score_sensitivity: the sensitivity given to permute-and-flip (1 for the
-            ``"l2"`` score, about ``1/√min|q_i| + 2^-18`` for ``"l2-cell"`` and
-            ``1/min|q_i| + 2^-18`` for the ``"paper"`` score).
+            ``"l2"`` and ``"auto"`` scores, about ``1/√min|q_i| + 2^-18`` for
+            ``"l2-cell"`` and ``1/min|q_i| + 2^-18`` for the ``"paper"`` score).
+        drift_score_sensitivity: ``score="auto"`` only (else ``None``): the sensitivity
+            of the ``"l2-cell"`` score it uses while the stream drifts.
     """
 
     epsilon: Fraction
@@ -211,6 +230,7 @@ class Budget:
     measurement: Fraction
     laplace_scale: Fraction
     score_sensitivity: Fraction
+    drift_score_sensitivity: Fraction | None = None
 
 
 def _int(value: object, name: str, minimum: int) -> int:
@@ -247,12 +267,14 @@ class TabularStream:
             only if the model's junction tree with it stays within this many
             cells (a public rule on public structure, as in MWEM+PGM), which
             bounds the fit's time and memory.
-        score: the selection score (see the module docstring): ``"l2"``
-            (default; excess ℓ2 distance of the batch from the model,
-            sensitivity 1), ``"l2-cell"`` (the same per cell: favours small
-            workloads and per-cell error metrics; see the module docstring)
-            or ``"paper"`` (the score printed in Section 7.2, which never selects
-            large workloads; for reproductions).
+        score: the selection score (see the module docstring): ``"auto"``
+            (default: ``"l2"``, and ``"l2-cell"`` while most recent steps'
+            batches drift from the model), ``"l2"`` (excess ℓ2 distance of the
+            batch from the model, sensitivity 1), ``"l2-cell"`` (the same per
+            cell: favours small workloads and per-cell error metrics) or
+            ``"paper"`` (the score printed in Section 7.2, which never selects
+            large workloads; for reproductions). All have the same ε per
+            selection.
         remainder: how a measurement accounts for the rows that came in while its
             workload was not selected (see the module docstring): ``"pooled"``
             (default; the counter's rows scaled up to the whole table, shrunk
@@ -291,7 +313,7 @@ class TabularStream:
         estimator: EstimatorName = "pgm",
         iters: int = 100,
         max_model_cells: int = 200_000,
-        score: ScoreName = "l2",
+        score: ScoreName = "auto",
         remainder: RemainderName = "pooled",
         refit: RefitName = "auto",
         sampling: SamplingName = "round",
@@ -383,6 +405,9 @@ class TabularStream:
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
         self._last_selected: list[int] = []
+        # Public (tests of releases): the running share of steps whose first measurement
+        # drifted (see DRIFT_DECAY).
+        self._drift_rate = 0.0
 
     # ------------------------------------------------------------------ public values
 
@@ -393,7 +418,7 @@ class TabularStream:
         workloads: list[Clique],
         domain: Domain,
         *,
-        score: ScoreName = "l2",
+        score: ScoreName = "auto",
     ) -> Budget:
         """The split of ε for ``k`` selections per step over ``workloads`` (exact).
 
@@ -404,17 +429,16 @@ class TabularStream:
         eps = exact_fraction(epsilon, "epsilon")
         k = _int(k, "marginals_per_step", 1)
         share = eps / (2 * k)
-        if score == "l2":
-            sensitivity = Fraction(1)
-        elif score == "l2-cell":
-            smallest = min(domain.cells(c) for c in workloads)
-            sensitivity = _inverse_sqrt_bound(smallest) + Fraction(1, 2**18)
-        elif score == "paper":
-            smallest = min(domain.cells(c) for c in workloads)
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        smallest = min(domain.cells(c) for c in workloads)
+        cell = _inverse_sqrt_bound(smallest) + Fraction(1, 2**18)
+        if score == "paper":
             sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
         else:
-            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-        return Budget(eps, share, share, 1 / share, sensitivity)
+            sensitivity = cell if score == "l2-cell" else Fraction(1)
+        drift = cell if score == "auto" else None
+        return Budget(eps, share, share, 1 / share, sensitivity, drift)
 
     @property
     def domain(self) -> Domain:
@@ -564,6 +588,7 @@ class TabularStream:
             "step_scale": getattr(self._model, "step_scale", 1.0),
             "model_total": None if self._model is None else float(self._model.total),
             "last_selected": self._last_selected,
+            "drift_rate": self._drift_rate,
         }
         arrays: dict[str, npt.NDArray[Any]] = {
             "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
@@ -631,6 +656,9 @@ class TabularStream:
         s._rng = Rng._from_checkpoint_state(rng_state)
         s._t, s._size = int(header["t"]), int(header["size"])
         s._sample_rng.bit_generator.state = header["sample_rng"]
+        s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
+        if not 0.0 <= s._drift_rate <= 1.0:
+            raise ValueError("corrupt TabularStream state: drift rate")
         if "selections" in arrays:  # states written before selections were kept have zeros
             sel = np.asarray(arrays["selections"], dtype=np.int64)
             last = [int(i) for i in header.get("last_selected", [])]
@@ -695,13 +723,14 @@ class TabularStream:
         structure: frozenset[Clique],
         rows: int,
         table_rows: int,
+        drifting: bool = False,
     ) -> int:
         """Permute-and-flip over the workloads not yet taken at this step that fit the model.
 
         The selection target is ``batch[i] + base[i]`` (``q_i(∇f_t + g_{t−1})``;
         ``base`` is ``None`` for zeros); only ``batch`` depends on the current
         records. ``rows`` (records in the batch) and ``table_rows`` (``|f_t|``) are
-        public.
+        public; so is ``drifting`` (``score="auto"``: the ``"l2-cell"`` score when true).
         """
         candidates = [
             i for i in range(len(self._workloads)) if i not in taken and self._fits(structure, i)
@@ -718,6 +747,7 @@ class TabularStream:
                 [batch[i] + b for i, b in zip(candidates, bases, strict=True)], models
             )
         else:
+            per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
             scores = excess_l2_scores(
                 [batch[i] for i in candidates],
                 [m - b for m, b in zip(models, bases, strict=True)],
@@ -725,14 +755,13 @@ class TabularStream:
                 rows=rows,
                 table_rows=table_rows,
                 noise_stddev=math.sqrt(2) * float(self._budget.laplace_scale),
-                per_cell=self._score == "l2-cell",
+                per_cell=per_cell,
             )
-        pick = noise.permute_and_flip(
-            scores,
-            self._budget.selection,
-            self._budget.score_sensitivity,
-            rng=self._rng,
-        )
+        sensitivity = self._budget.score_sensitivity
+        if self._score == "auto" and drifting:
+            assert self._budget.drift_score_sensitivity is not None
+            sensitivity = self._budget.drift_score_sensitivity
+        pick = noise.permute_and_flip(scores, self._budget.selection, sensitivity, rng=self._rng)
         return candidates[pick]
 
     # ------------------------------------------------------------------ Algorithm 3
@@ -869,6 +898,9 @@ class TabularStream:
         base = list(self._synthetic_marginals)
         model = self._model
         per_step = self._refit != "selection"  # "auto" starts like "step"
+        # score="auto": the first selection follows the previous step's drift test.
+        drift_rate = self._drift_rate
+        test = self._refit == "auto" or self._score == "auto"
         cache: dict[int, npt.NDArray[np.float64]] = {}
         margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]] = {}
 
@@ -889,12 +921,13 @@ class TabularStream:
         measurements: list[Measurement] = []
         for n_taken in range(self._k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
-            j = self._select(diff, base, model_marginals, taken, structure, rows, size)
+            drifting = drift_rate > DRIFT_SHARE
+            j = self._select(diff, base, model_marginals, taken, structure, rows, size, drifting)
             taken.add(j)
             order.append(j)
             counter = self._counter(j)
-            # The released increment (a noisy batch histogram) is read only without refits.
-            before = counter.release.astype(np.float64) if per_step else None
+            # The released increment (a noisy batch histogram) is read only when it is used.
+            before = counter.release.astype(np.float64) if per_step or test else None
             released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
             self._counted_rows[j] += size - self._size
             values, stddev = self._measurement(j, released, _stddev(counter), size)
@@ -902,9 +935,11 @@ class TabularStream:
             cache = {}
             if before is not None:
                 increment = released - before
-                if self._refit == "auto" and n_taken == 0:
+                if test and n_taken == 0:
                     expected = self._prior(j, size) - base[j]  # the model's batch of this size
-                    per_step = not _drifted(increment, expected, _increment_variance(counter))
+                    drifted = _drifted(increment, expected, _increment_variance(counter))
+                    per_step = per_step and not (self._refit == "auto" and drifted)
+                    drift_rate = DRIFT_DECAY * drift_rate + (1.0 - DRIFT_DECAY) * drifted
                 if per_step:
                     self._note_margins(j, increment, counter, margins)
             if not per_step and n_taken < self._k - 1:
@@ -912,6 +947,7 @@ class TabularStream:
         # The step's last fit also sees the workloads measured before ("pooled").
         model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
         self._model = model
+        self._drift_rate = drift_rate
         self._record(order)
         assert model is not None
         for i, clique in enumerate(self._workloads):
