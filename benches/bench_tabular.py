@@ -12,18 +12,20 @@ rows) or B = 200 (245 steps) rows, in two orders (Section 7.1.2):
 Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``marginals_per_step
 = 3`` (the paper does not state its k; 3 is the library default), the built-in PGM estimator
 (``iters=100``, ``max_model_cells=200_000``), ``method="baseline"`` (Algorithm 2) and
-``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the library's
-default selection score (``score="l2"``), the proposed method with the score printed in the
+``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the selection
+score ``score="l2"``, the proposed method with the score printed in the
 paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
 per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
 with the pooled remainder (``remainder="pooled"``, the library's default, and
 ``refit="selection"``, the column "proposed, pooled remainder, refit after each selection"),
 with the pooled remainder and the per-cell score (the column "proposed, pooled + per-cell
 score"), with the pooled remainder and one fit per step (``refit="step"``, the column
-"proposed, pooled, one fit per step") and with the pooled remainder and ``refit="auto"`` (one
-fit per step except where the step's first measurement shows drift; the library's default, the
-column "proposed, pooled, auto refit: library default"); all but the last four with Algorithm
-3's remainder (``remainder="model"``), all but the last two with ``refit="selection"``; and for
+"proposed, pooled, one fit per step"), with the pooled remainder and ``refit="auto"`` (one
+fit per step except where the step's first measurement shows drift; the column "proposed,
+pooled, auto refit") and with those and ``score="auto"`` (``"l2"``, or ``"l2-cell"`` while most
+recent steps drifted: the library's defaults, the column "proposed, pooled, auto refit, auto
+score: library default"); all but the last five with Algorithm 3's remainder
+(``remainder="model"``), all but the last three with ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
 Adult-randomized-bs-50 and Adult-ordered-bs-50.
 
@@ -147,10 +149,11 @@ ORDERS = ("randomized", "ordered")
 # remainder="pooled" and score="l2-cell"; "proposed-pooled-step": remainder="pooled" and
 # refit="step" (one fit per step; selections against the expected batch raked to the step's
 # measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
-# but refitting after each selection at the steps whose first measurement shows drift: the
-# library default, DEFAULT). The others use score "l2" and remainder="model" (Algorithm 3's);
-# all but "step" and "auto" refit="selection" (Algorithm 3's). New methods go last: the seeds
-# use the index.
+# but refitting after each selection at the steps whose first measurement shows drift);
+# "proposed-auto-score": as "proposed-pooled-auto" with score="auto" (the library default,
+# DEFAULT). The others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and
+# the two "auto" refit="selection" (Algorithm 3's). New methods go last: the seeds use the
+# index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
@@ -167,6 +170,8 @@ REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_A
 REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto"}
 #: The method that is TabularStream's default (the column "library default").
 DEFAULT = AUTO_SCORE
+#: The methods of the default grid at ε ≠ 1 (1 run each).
+WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, DEFAULT)
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -344,27 +349,27 @@ GRIDS: dict[str, Grid] = {
         False,
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
-        "pooled remainder and one fit per step or auto refit (simple counter), 3 runs each, "
-        "and the proposed "
+        "pooled remainder and one fit per step, auto refit or auto refit and auto score (simple "
+        "counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
-        "baseline, proposed, the pooled remainder and the library default (pooled remainder, "
-        "auto refit), 1 run each (no sd); "
-        "ε = 0.5: the two bs-200 datasets, the same three, 1 run each. Every stream runs "
+        "baseline, proposed, the pooled remainder, auto refit and the library default (pooled "
+        "remainder, auto refit, auto score), 1 run each (no sd); "
+        "ε = 0.5: the two bs-200 datasets, the same five, 1 run each. Every stream runs "
         "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
         "`--full`",
         _jobs(ORDERS, (50, 200), (1.0,), 3, methods=METHODS)
         + _jobs(ORDERS, (50,), (1.0,), 3, methods=("proposed",), counter="unbounded-block")
-        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=("baseline", "proposed", POOLED, DEFAULT))
-        + _jobs(ORDERS, (200,), (0.5,), 1, methods=("baseline", "proposed", POOLED, DEFAULT)),
+        + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=WIDE_METHODS)
+        + _jobs(ORDERS, (200,), (0.5,), 1, methods=WIDE_METHODS),
     ),
     "full": _grid(
         "full",
         False,
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
-        "with both, and with the pooled remainder and one fit per step or auto refit (simple "
-        "counter), and the "
+        "with both, and with the pooled remainder and one fit per step, auto refit or auto refit "
+        "and auto score (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -990,12 +995,13 @@ def table_12(results: list[Result]) -> list[str]:
         "| dataset | ε | metric | baseline (ours) | proposed, Algorithm 3's remainder (ours) | "
         "proposed, paper's score (ours) | proposed, per-cell score (ours) | proposed, pooled "
         "remainder, refit after each selection (ours) | proposed, pooled + per-cell score (ours) | "
-        "proposed, pooled, one fit per step (ours) | proposed, pooled, auto refit: library "
-        "default (ours) | sampling floor "
+        "proposed, pooled, one fit per step (ours) | proposed, pooled, auto refit (ours) | "
+        "proposed, pooled, auto refit, auto score: library default (ours) | sampling floor "
         "| paper: baseline | paper: proposed | "
-        "ours: default ≤ baseline | ours: default ≤ paper's proposed | ours: one fit per step ≤ "
-        "baseline | ours: one fit per step ≤ paper's proposed |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|:---:|:---:|",
+        "ours: default ≤ baseline | ours: default ≤ paper's proposed | ours: default ≤ auto "
+        "refit | ours: auto refit ≤ paper's proposed |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|:---:"
+        "|:---:|",
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
@@ -1010,22 +1016,26 @@ def table_12(results: list[Result]) -> list[str]:
             both = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_CELL)
             step = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_STEP)
             auto = pick(results, order=order, batch=batch, epsilon=eps, method=POOLED_AUTO)
-            floor = [r.floor for r in base + prop + printed + cell + pooled + both + step + auto]
+            default = pick(results, order=order, batch=batch, epsilon=eps, method=DEFAULT)
+            floor = [
+                r.floor
+                for r in base + prop + printed + cell + pooled + both + step + auto + default
+            ]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                b, d = last_values(base, m), last_values(auto, m)
-                st = last_values(step, m)
+                b, d = last_values(base, m), last_values(default, m)
+                st, au = last_values(step, m), last_values(auto, m)
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {fmt_ms(b)} | "
                     f"{fmt_ms(last_values(prop, m))} | "
                     f"{fmt_ms(last_values(printed, m))} | {fmt_ms(last_values(cell, m))} | "
                     f"{fmt_ms(last_values(pooled, m))} | {fmt_ms(last_values(both, m))} | "
-                    f"{fmt_ms(st)} | {fmt_ms(d)} | "
+                    f"{fmt_ms(st)} | {fmt_ms(au)} | {fmt_ms(d)} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
-                    f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(st, b)} | "
-                    f"{verdict(st, pp) if math.isfinite(pp) else '–'} |"
+                    f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(d, au)} | "
+                    f"{verdict(au, pp) if math.isfinite(pp) else '–'} |"
                 )
     return lines
 
@@ -1070,14 +1080,16 @@ def summary_lines(results: list[Result]) -> list[str]:
         "remainder, refit after each selection ≤ proposed | ours: pooled + per-cell score "
         "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) | ours: one "
         "fit per step ≤ baseline (ε ≥ 1) | ours: one fit per step ≤ paper's proposed (ε ≥ 1) | "
-        "ours: one fit per step ≤ refit after each selection | ours: auto refit (default) ≤ "
-        "baseline (ε ≥ 1) | ours: auto refit (default) ≤ paper's proposed (ε ≥ 1) | ours: auto "
-        "refit (default) ≤ refit after each selection |",
+        "ours: one fit per step ≤ refit after each selection | ours: auto refit ≤ "
+        "baseline (ε ≥ 1) | ours: auto refit ≤ paper's proposed (ε ≥ 1) | ours: auto "
+        "refit ≤ refit after each selection | ours: library default (auto refit, auto score) ≤ "
+        "baseline (ε ≥ 1) | ours: library default ≤ paper's proposed (ε ≥ 1) | ours: library "
+        "default ≤ auto refit |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-        "---:|---:|---:|",
+        "---:|---:|---:|---:|---:|---:|",
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0] for _ in range(19)]
+        counts = [[0, 0] for _ in range(22)]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
@@ -1092,6 +1104,7 @@ def summary_lines(results: list[Result]) -> list[str]:
                 both = last_values(pick(results, method=POOLED_CELL, **kw), m)
                 step = last_values(pick(results, method=POOLED_STEP, **kw), m)
                 auto = last_values(pick(results, method=POOLED_AUTO, **kw), m)
+                default = last_values(pick(results, method=DEFAULT, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -1134,6 +1147,15 @@ def summary_lines(results: list[Result]) -> list[str]:
                     (
                         bool(auto) and bool(pooled),
                         bool(auto) and bool(pooled) and np.mean(auto) <= np.mean(pooled),
+                    ),
+                    (eps >= 1 and bool(default), bool(default) and np.mean(default) <= np.mean(b)),
+                    (
+                        eps >= 1 and bool(default) and paper is not None,
+                        bool(default) and np.mean(default) <= pp,
+                    ),
+                    (
+                        bool(default) and bool(auto),
+                        bool(default) and bool(auto) and np.mean(default) <= np.mean(auto),
                     ),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
@@ -1263,7 +1285,9 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_STEP):
             series.append(("proposed, one fit per step", {"method": POOLED_STEP}, "tab:cyan"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_AUTO):
-            series.append(("proposed, auto refit (default)", {"method": POOLED_AUTO}, "tab:olive"))
+            series.append(("proposed, auto refit", {"method": POOLED_AUTO}, "tab:olive"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=DEFAULT):
+            series.append(("proposed, auto score (default)", {"method": DEFAULT}, "tab:brown"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1421,7 +1445,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f"- `TabularStream(domain, ε, workloads=2, marginals_per_step={MARGINALS_PER_STEP}, "
         f'counter=…, method=…, score=…, remainder=…, refit=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
-        'proposed with the library\'s default selection score `"l2"`, and "proposed, paper\'s '
+        'proposed with the selection score `"l2"`, and "proposed, paper\'s '
         'score" with `score="paper"` (the score printed in Section 7.2), and "proposed, '
         'per-cell score" with `score="l2-cell"` (the "l2" score divided by √|q|), and '
         '"proposed, pooled remainder, refit after each selection" with `remainder="pooled"` (the '
@@ -1431,11 +1455,14 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         '`remainder="pooled", refit="step"` (the k selections of a step scored against the '
         "previous step's model, each candidate's expected batch raked to the one-way margins "
         "the step's earlier measurements released, and one fit per step, not one per "
-        'selection), and "proposed, pooled, auto refit: library default" with '
+        'selection), and "proposed, pooled, auto refit" with '
         '`remainder="pooled", refit="auto"` (as the last, except at the steps whose first '
         "measurement shows the batch drifting from the model, which refit after each "
-        "selection: the library's defaults); the others use `remainder=\"model\"`, Algorithm 3's, "
-        'and all but the last two `refit="selection"`, Algorithm 3\'s. The paper '
+        'selection), and "proposed, pooled, auto refit, auto score: library default" with '
+        '`remainder="pooled", refit="auto", score="auto"` (the "l2-cell" score while the '
+        "running share of drifted steps exceeds 1/2: the library's defaults); the others use "
+        '`remainder="model"`, Algorithm 3\'s, and all but the last three '
+        '`refit="selection"`, Algorithm 3\'s. The paper '
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
