@@ -1226,7 +1226,7 @@ def plot_dataset(
     ]
     if any(not rs for _, rs, _ in groups):
         return False
-    fig, axes = plt.subplots(2, 3, figsize=(15, 7.6), squeeze=False)
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8.4), squeeze=False)
     names = {
         "AvgWE": "(a) Average of workload errors",
         "MaxWE": "(b) Maximum of workload errors",
@@ -1251,9 +1251,12 @@ def plot_dataset(
         ax.set_ylabel(metric)
         ax.grid(True, which="both", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+    # At most four entries per legend row, so that every label fits the figure's width.
+    ncol = min(len(labels), 4)
+    rows = -(-len(labels) // ncol)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=9)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.05, 1, 0.97))
+    fig.tight_layout(rect=(0, 0.035 * rows, 1, 0.97))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
