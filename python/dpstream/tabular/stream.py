@@ -275,7 +275,8 @@ class TabularStream:
             cell: favours small workloads and per-cell error metrics) or
             ``"paper"`` (the score printed in Section 7.2, which never selects
             large workloads; for reproductions). All have the same ε per
-            selection.
+            selection. The baseline method has no drift test: ``"auto"`` is
+            ``"l2"`` there.
         remainder: how a measurement accounts for the rows that came in while its
             workload was not selected (see the module docstring): ``"pooled"``
             (default; the counter's rows scaled up to the whole table, shrunk
