@@ -734,6 +734,8 @@ class TabularStream:
         records. ``rows`` (records in the batch) and ``table_rows`` (``|f_t|``) are
         public; so is ``drifting`` (``score="auto"``: the ``"l2-cell"`` score when true).
         """
+        # score="auto" while drifting: the "l2-cell" score, with its own sensitivity.
+        switched = self._score == "auto" and drifting
         candidates = [
             i for i in range(len(self._workloads)) if i not in taken and self._fits(structure, i)
         ]
@@ -749,7 +751,6 @@ class TabularStream:
                 [batch[i] + b for i, b in zip(candidates, bases, strict=True)], models
             )
         else:
-            per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
             scores = excess_l2_scores(
                 [batch[i] for i in candidates],
                 [m - b for m, b in zip(models, bases, strict=True)],
@@ -757,10 +758,10 @@ class TabularStream:
                 rows=rows,
                 table_rows=table_rows,
                 noise_stddev=math.sqrt(2) * float(self._budget.laplace_scale),
-                per_cell=per_cell,
+                per_cell=self._score == "l2-cell" or switched,
             )
         sensitivity = self._budget.score_sensitivity
-        if self._score == "auto" and drifting:
+        if switched:
             assert self._budget.drift_score_sensitivity is not None
             sensitivity = self._budget.drift_score_sensitivity
         pick = noise.permute_and_flip(scores, self._budget.selection, sensitivity, rng=self._rng)
