@@ -871,7 +871,7 @@ def run_grid(
     reuse: bool = True,
 ) -> tuple[list[Result], list[Job]]:
     """The finished streams of ``grid`` and the jobs never started: with ``time_limit``
-    (seconds) no new stream starts after that long.
+    (seconds) no new stream starts after that long (0: none starts, for --report-only).
 
     Streams found in ``store`` (when ``reuse``) are reused if the current code reproduces their
     metrics over their first PROBE_STEPS steps (seeded streams are deterministic), and
@@ -928,7 +928,9 @@ def run_grid(
                     f"{res.job.key}: {res.steps} steps, step() {res.wall:.0f} s wall / "
                     f"{res.cpu:.0f} s CPU; last {LAST}: {last}"
                 )
-    if pending:
+    if pending and time_limit == 0.0:  # --report-only
+        log(f"{len(pending)} streams of the grid are not in the store (not computed)")
+    elif pending:
         log(f"time limit reached: {len(pending)} streams not started")
     return results, list(reversed(pending))
 
