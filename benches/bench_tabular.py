@@ -130,7 +130,7 @@ PROBE_STEPS = 6
 DIGITS = 6
 
 BASE_SEED = 20_261_205
-MARGINALS_PER_STEP = 3  # the paper's k is not stated; the library default
+MARGINALS_PER_STEP = 3  # the paper's k is not stated; every method's but AUTO_K's
 ITERS = 100
 MAX_MODEL_CELLS = 200_000
 LAST = 10  # the paper's tables average the last 10 time steps
@@ -150,10 +150,11 @@ ORDERS = ("randomized", "ordered")
 # refit="step" (one fit per step; selections against the expected batch raked to the step's
 # measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
 # but refitting after each selection at the steps whose first measurement shows drift);
-# "proposed-auto-score": as "proposed-pooled-auto" with score="auto" (the library default,
-# DEFAULT). The others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and
-# the two "auto" refit="selection" (Algorithm 3's). New methods go last: the seeds use the
-# index.
+# "proposed-auto-score": as "proposed-pooled-auto" with score="auto"; "proposed-auto-k": as
+# "proposed-auto-score" with marginals_per_step="auto" (the library default, DEFAULT). The
+# others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and the "auto"
+# ones refit="selection" (Algorithm 3's); all but "proposed-auto-k" k = MARGINALS_PER_STEP.
+# New methods go last: the seeds use the index.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
@@ -161,15 +162,23 @@ POOLED_CELL = "proposed-pooled-cell-score"
 POOLED_STEP = "proposed-pooled-step"
 POOLED_AUTO = "proposed-pooled-auto"
 AUTO_SCORE = "proposed-auto-score"
+AUTO_K = "proposed-auto-k"
 METHODS = (
     "baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO,
-    AUTO_SCORE,
+    AUTO_SCORE, AUTO_K,
 )  # fmt: skip
-SCORE_OF = {PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell", AUTO_SCORE: "auto"}
-REMAINDER_OF = {m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE)}
-REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto"}
+SCORE_OF = {
+    PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell", AUTO_SCORE: "auto",
+    AUTO_K: "auto",
+}  # fmt: skip
+REMAINDER_OF = {
+    m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE, AUTO_K)
+}
+REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto", AUTO_K: "auto"}
+#: ``marginals_per_step`` of the methods that do not use MARGINALS_PER_STEP.
+K_OF: dict[str, int | str] = {AUTO_K: "auto"}
 #: The method that is TabularStream's default (the column "library default").
-DEFAULT = AUTO_SCORE
+DEFAULT = AUTO_K
 #: The methods of the default grid at ε ≠ 1 (1 run each).
 WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, DEFAULT)
 COUNTERS = ("simple", "unbounded-block")
@@ -702,11 +711,11 @@ def bench_stream(
 ) -> TabularStream:
     """A ``cls`` stream with this benchmark's settings (all 2-way workloads, k, the PGM fit,
     its iterations and cell limit) and a seeded generator; ``options`` add or override."""
-    return cls(
-        domain, Fraction(epsilon), workloads=2, marginals_per_step=MARGINALS_PER_STEP,
-        estimator="pgm", iters=ITERS, max_model_cells=MAX_MODEL_CELLS,
-        rng=dpstream.Rng(seed=seed), **options,
-    )  # fmt: skip
+    settings: dict[str, Any] = {
+        "workloads": 2, "marginals_per_step": MARGINALS_PER_STEP, "estimator": "pgm",
+        "iters": ITERS, "max_model_cells": MAX_MODEL_CELLS, "rng": dpstream.Rng(seed=seed),
+    }  # fmt: skip
+    return cls(domain, Fraction(epsilon), **{**settings, **options})
 
 
 def refit_options(method: str) -> dict[str, Any]:
@@ -746,6 +755,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         score=SCORE_OF.get(job.method, "l2"),
         remainder=REMAINDER_OF.get(job.method, "model"),
         **refit_options(job.method),
+        marginals_per_step=K_OF.get(job.method, MARGINALS_PER_STEP),
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []

@@ -206,6 +206,10 @@ DRIFT_Z = 3.0
 #: drifts at 95% of the steps of the sorted stream and 7% of the shuffled one.
 DRIFT_DECAY = 0.9
 DRIFT_SHARE = 0.5
+#: ``marginals_per_step="auto"``: workloads selected per step while the running share of
+#: drifted steps is at most ``DRIFT_SHARE`` (calm), and above it (drifting).
+CALM_K = 1
+DRIFT_K = 3
 
 
 @dataclass(frozen=True)
@@ -308,7 +312,7 @@ class TabularStream:
         epsilon: RealLike,
         *,
         workloads: int | list[Clique] = 2,
-        marginals_per_step: int = 3,
+        marginals_per_step: int | Literal["auto"] = "auto",
         counter: KindName = "simple",
         horizon: int | None = None,
         method: MethodName = "proposed",
@@ -351,11 +355,22 @@ class TabularStream:
         else:
             raise TypeError("workloads must be an int k or a list of column-index tuples")
         self._workloads: list[Clique] = cliques
-        self._k = _int(marginals_per_step, "marginals_per_step", 1)
+        # marginals_per_step="auto": CALM_K selections at calm steps, DRIFT_K while drifting
+        # (fewer when there are fewer workloads); the baseline has no drift test: DRIFT_K.
+        self._k_auto = isinstance(marginals_per_step, str) and marginals_per_step == "auto"
+        if self._k_auto:
+            self._k = min(DRIFT_K, len(cliques))
+        else:
+            self._k = _int(marginals_per_step, "marginals_per_step", 1)
         if self._k > len(cliques):
             raise ValueError(
                 f"marginals_per_step = {self._k} exceeds the number of workloads {len(cliques)}"
             )
+        levels = (
+            sorted({min(CALM_K, self._k), self._k})
+            if self._k_auto and method == "proposed"
+            else [self._k]
+        )
         if counter not in KINDS:
             raise ValueError(f"counter must be one of {KINDS}, got {counter!r}")
         if method not in ("proposed", "baseline"):
@@ -384,9 +399,14 @@ class TabularStream:
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
-        self._budget = self.budget(self._epsilon, self._k, cliques, domain, score=score)
+        self._budgets = {
+            k: self.budget(self._epsilon, k, cliques, domain, score=score) for k in levels
+        }
+        self._budget = self._budgets[self._k]
         self._counter_kind: KindName = counter
-        self._counters: list[Counter | None] = [None] * len(cliques)
+        # Per number of selections k of a step: one counter per workload (ε/2k), fed at the
+        # steps with that k that select the workload. A workload's counts are their sum.
+        self._counters: dict[int, list[Counter | None]] = {k: [None] * len(cliques) for k in levels}
         self._horizon = horizon
         if method == "proposed":
             # One vector counter per workload, allocated when first selected;
@@ -502,7 +522,8 @@ class TabularStream:
     def __repr__(self) -> str:
         text = (
             f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
-            f"workloads={len(self._workloads)}, k={self._k}, method={self._method!r}, "
+            f"workloads={len(self._workloads)}, k={'auto' if self._k_auto else self._k}, "
+            f"method={self._method!r}, "
             f"estimator={self._estimator!r}, t={self._t})"
         )
         if self.seeded:
@@ -603,9 +624,12 @@ class TabularStream:
         for i in range(len(self._workloads)):
             arrays[f"marginal_{i}"] = self._synthetic_marginals[i]
             arrays[f"remainder_{i}"] = self._remainder[i]
-            c = self._counters[i]
-            if c is not None:
-                arrays[f"counter_{i}"] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
+            for k, cs in self._counters.items():
+                c = cs[i]
+                if c is not None:
+                    # The stream's k keeps the name it had before k could vary.
+                    name = f"counter_{i}" if k == self._k else f"counter_k{k}_{i}"
+                    arrays[name] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
         if header["model"] == "pgm":
             for k, (clique, theta) in enumerate(self._model.potentials.items()):  # type: ignore[union-attr]
                 arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
@@ -678,8 +702,13 @@ class TabularStream:
         for i in range(n):
             s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
             s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
-            if f"counter_{i}" in arrays:
-                s._counters[i] = Counter.from_bytes(arrays[f"counter_{i}"].tobytes(), rng=s._rng)
+            for k, cs in s._counters.items():
+                name = f"counter_{i}" if k == s._k else f"counter_k{k}_{i}"
+                if name in arrays:
+                    c = Counter.from_bytes(arrays[name].tobytes(), rng=s._rng)
+                    if c.kind != s._counter_kind or c.epsilon != s._budgets[k].measurement:
+                        raise ValueError(f"corrupt TabularStream state: {name}")
+                    cs[i] = c
         if header["model"] == "pgm":
             from dpstream.tabular.pgm import GraphicalModel
 
@@ -726,6 +755,7 @@ class TabularStream:
         rows: int,
         table_rows: int,
         drifting: bool = False,
+        budget: Budget | None = None,
     ) -> int:
         """Permute-and-flip over the workloads not yet taken at this step that fit the model.
 
@@ -733,7 +763,9 @@ class TabularStream:
         ``base`` is ``None`` for zeros); only ``batch`` depends on the current
         records. ``rows`` (records in the batch) and ``table_rows`` (``|f_t|``) are
         public; so is ``drifting`` (``score="auto"``: the ``"l2-cell"`` score when true).
+        ``budget``: the split of the step's ``k`` (default: the stream's ``k``).
         """
+        budget = self._budget if budget is None else budget
         # score="auto" while drifting: the "l2-cell" score, with its own sensitivity.
         switched = self._score == "auto" and drifting
         candidates = [
@@ -757,30 +789,49 @@ class TabularStream:
                 models,
                 rows=rows,
                 table_rows=table_rows,
-                noise_stddev=math.sqrt(2) * float(self._budget.laplace_scale),
+                noise_stddev=math.sqrt(2) * float(budget.laplace_scale),
                 per_cell=self._score == "l2-cell" or switched,
             )
-        sensitivity = self._budget.score_sensitivity
+        sensitivity = budget.score_sensitivity
         if switched:
-            assert self._budget.drift_score_sensitivity is not None
-            sensitivity = self._budget.drift_score_sensitivity
-        pick = noise.permute_and_flip(scores, self._budget.selection, sensitivity, rng=self._rng)
+            assert budget.drift_score_sensitivity is not None
+            sensitivity = budget.drift_score_sensitivity
+        pick = noise.permute_and_flip(scores, budget.selection, sensitivity, rng=self._rng)
         return candidates[pick]
 
     # ------------------------------------------------------------------ Algorithm 3
 
-    def _counter(self, i: int) -> Counter:
-        c = self._counters[i]
+    def _counter(self, i: int, k: int) -> Counter:
+        """Workload ``i``'s counter for the steps that select ``k`` workloads (``ε/2k``)."""
+        c = self._counters[k][i]
         if c is None:
             c = Counter(
                 self._counter_kind,
-                self._budget.measurement,
+                self._budgets[k].measurement,
                 int(self._cells[i]),
                 horizon=self._horizon,
                 rng=self._rng,
             )
-            self._counters[i] = c
+            self._counters[k][i] = c
         return c
+
+    def _measured(self, i: int) -> bool:
+        """Whether workload ``i`` has a counter (was ever selected)."""
+        return any(cs[i] is not None for cs in self._counters.values())
+
+    def _release(self, i: int) -> tuple[npt.NDArray[np.float64], float]:
+        """Workload ``i``'s released counts ``C_i(t)`` (the sum of its counters' releases,
+        zeros if never selected) and their rough standard deviation per cell."""
+        total = np.zeros(int(self._cells[i]))
+        stddevs: list[float] = []
+        for cs in self._counters.values():
+            c = cs[i]
+            if c is not None:
+                total += c.release.astype(np.float64)
+                stddevs.append(_stddev(c))
+        # One counter: its own value, bit for bit (the independent noises' variances add).
+        stddev = stddevs[0] if len(stddevs) == 1 else math.sqrt(sum(v * v for v in stddevs))
+        return total, stddev
 
     def _measurement(
         self,
@@ -839,12 +890,11 @@ class TabularStream:
             return []
         grown = size - self._size
         out: list[Measurement] = []
-        for i, c in enumerate(self._counters):
-            if c is None or i in taken or self._counted_rows[i] <= 0:
+        for i in range(len(self._workloads)):
+            if i in taken or self._counted_rows[i] <= 0 or not self._measured(i):
                 continue
-            values, stddev = self._measurement(
-                i, c.release.astype(np.float64), _stddev(c), size, grown=grown
-            )
+            released, stddev = self._release(i)
+            values, stddev = self._measurement(i, released, stddev, size, grown=grown)
             out.append(Measurement(self._workloads[i], values, stddev))
         return out
 
@@ -903,7 +953,10 @@ class TabularStream:
         per_step = self._refit != "selection"  # "auto" starts like "step"
         # score="auto": the first selection follows the previous step's drift test.
         drift_rate = self._drift_rate
-        test = self._refit == "auto" or self._score == "auto"
+        test = self._refit == "auto" or self._score == "auto" or self._k_auto
+        # marginals_per_step="auto": the step's k follows the earlier steps' drift (public).
+        k = self._k if not self._k_auto or drift_rate > DRIFT_SHARE else min(self._budgets)
+        budget = self._budgets[k]
         cache: dict[int, npt.NDArray[np.float64]] = {}
         margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]] = {}
 
@@ -922,22 +975,25 @@ class TabularStream:
         taken: set[int] = set()
         order: list[int] = []
         measurements: list[Measurement] = []
-        for n_taken in range(self._k):
+        for n_taken in range(k):
             structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
             drifting = drift_rate > DRIFT_SHARE
-            j = self._select(diff, base, model_marginals, taken, structure, rows, size, drifting)
+            j = self._select(
+                diff, base, model_marginals, taken, structure, rows, size, drifting, budget
+            )
             taken.add(j)
             order.append(j)
-            counter = self._counter(j)
+            counter = self._counter(j, k)
             # The released increment (a noisy batch histogram) is read only when it is used.
             before = counter.release.astype(np.float64) if per_step or test else None
-            released = counter.step(diff[j].astype(np.int64)).astype(np.float64)
+            after = counter.step(diff[j].astype(np.int64)).astype(np.float64)
             self._counted_rows[j] += size - self._size
-            values, stddev = self._measurement(j, released, _stddev(counter), size)
+            released, stddev = self._release(j)
+            values, stddev = self._measurement(j, released, stddev, size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
             cache = {}
             if before is not None:
-                increment = released - before
+                increment = after - before
                 if test and n_taken == 0:
                     expected = self._prior(j, size) - base[j]  # the model's batch of this size
                     drifted = _drifted(increment, expected, _increment_variance(counter))
@@ -945,7 +1001,7 @@ class TabularStream:
                     drift_rate = DRIFT_DECAY * drift_rate + (1.0 - DRIFT_DECAY) * drifted
                 if per_step:
                     self._note_margins(j, increment, counter, margins)
-            if not per_step and n_taken < self._k - 1:
+            if not per_step and n_taken < k - 1:
                 model = self._fit(measurements, float(max(size, 1)), model)
         # The step's last fit also sees the workloads measured before ("pooled").
         model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
@@ -958,11 +1014,7 @@ class TabularStream:
                 size / max(model.total, 1e-300)
             )
             if i not in taken:
-                c = self._counters[i]
-                counts = (
-                    c.release.astype(np.float64) if c is not None else np.zeros(int(self._cells[i]))
-                )
-                self._remainder[i] = self._synthetic_marginals[i] - counts
+                self._remainder[i] = self._synthetic_marginals[i] - self._release(i)[0]
 
     # ------------------------------------------------------------------ Algorithm 2
 
