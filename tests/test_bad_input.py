@@ -484,6 +484,10 @@ CASES: list[Case] = [
     Case("constructor", "TabularStream marginals_per_step > workloads", ValueError,
          "marginals_per_step = 9 exceeds the number of workloads 3",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=9), after=NO_OBJECT),
+    Case("constructor", "TabularStream marginals_per_step neither an int nor 'auto'", ValueError,
+         "marginals_per_step must be an int or 'auto', got 'Auto'",
+         lambda _: TabularStream(DOMAIN, 1, marginals_per_step="Auto"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "TabularStream unknown selection score", ValueError,
          "score must be one of ('l2', 'l2-cell', 'paper', 'auto'), got 'l1'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]

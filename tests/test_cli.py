@@ -180,6 +180,16 @@ def test_table_command_writes_releases_and_metrics(tmp_path: Path) -> None:
     assert (metrics["avg_we"] > 0).all() and (metrics["avg_we"] < 0.1).all()
     result = run("table", "--input", str(tmp_path / "a.csv"), "--epsilon", "1", "--out", "x")
     assert result.returncode == 2 and "--domain is required" in result.stderr
+    table = ["table", "--input", str(tmp_path / "a.csv"), "--domain"]
+    table += [str(ADULT / "adult-domain.json"), "--batch-size", "300", "--epsilon", "1"]
+    for k, needle in (("many", "positive integer or auto"), ("0", "must be a positive integer")):
+        result = run(*table, "--marginals-per-step", k, "--out", str(tmp_path / "x"))
+        assert result.returncode == 2 and needle in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    # "auto" (the default) and an integer both run.
+    for k in ("auto", "2"):
+        argv = [*table, "--marginals-per-step", k, "--out", str(tmp_path / k), "--quiet"]
+        assert main([*argv, "--seed", "1"]) == 0
 
 
 def test_table_with_string_categories(tmp_path: Path) -> None:

@@ -787,3 +787,106 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     assert not any(out["shuffled"]), out
     # The running drift share passes 1/2 after 7 drifted steps: then every selection.
     assert not any(out["sorted"][:12]) and all(out["sorted"][-10:]), out
+
+
+def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``marginals_per_step="auto"``: a step makes CALM_K selections while the running drift
+    share is at most DRIFT_SHARE and DRIFT_K above it; every selection and every counter of
+    a step with k selections gets ε/2k, so each step spends exactly ε."""
+    from dpstream import noise as noise_module
+    from dpstream.tabular.stream import CALM_K, DRIFT_K, DRIFT_SHARE
+
+    d = small()
+    eps = Fraction(4)
+    rows = table(d, 4000, 21)
+    shuffled = rows[np.random.default_rng(2).permutation(len(rows))]
+    ordered = rows[np.argsort(rows[:, 0], kind="stable")]
+    picks: list[Fraction] = []
+    inner_pf = noise_module.permute_and_flip
+
+    def spy_pf(scores, epsilon, sensitivity, *, rng):  # type: ignore[no-untyped-def]
+        picks.append(Fraction(epsilon))
+        return inner_pf(scores, epsilon, sensitivity, rng=rng)
+
+    monkeypatch.setattr(noise_module, "permute_and_flip", spy_pf)
+    ks: dict[str, list[int]] = {}
+    for name, data in (("shuffled", shuffled), ("sorted", ordered)):
+        s = TabularStream(d, eps, iters=10, rng=dpstream.Rng(seed=6))
+        assert s.budgets == {
+            k: TabularStream.budget(eps, k, s.workloads, d) for k in (CALM_K, DRIFT_K)
+        }
+        ks[name] = []
+        for t in range(20):
+            drifting = s._drift_rate > DRIFT_SHARE
+            picks.clear()
+            s.step(data[t * 200 : (t + 1) * 200])
+            k = len(s.last_selected)
+            assert k == (DRIFT_K if drifting else CALM_K)
+            assert picks == [eps / (2 * k)] * k  # the selections: ε/2 in all
+            ks[name].append(k)
+        for k, counters in s._counters.items():
+            for c in counters:  # the counters of k-selection steps: ε/2k each
+                assert c is None or c.epsilon == eps / (2 * k)
+        steps = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
+        assert steps == sum(ks[name]) == sum(s.selection_counts.values())
+    # Shuffled rows stay calm (one selection per step); sorted ones drift after a few steps.
+    assert set(ks["shuffled"]) == {CALM_K}, ks
+    assert ks["sorted"][0] == CALM_K and set(ks["sorted"][-5:]) == {DRIFT_K}, ks
+
+
+def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
+    d = small()
+    rows = table(d, 5200, 21)
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+
+    def make() -> TabularStream:
+        return TabularStream(d, 4, iters=10, rng=dpstream.Rng(seed=6))
+
+    a, b = make(), make()
+    for t in range(20):
+        a.step(rows[200 * t : 200 * (t + 1)])
+        b.step(rows[200 * t : 200 * (t + 1)])
+    # Both kinds of step have happened, so some workloads have two counters.
+    assert all(any(c is not None for c in cs) for cs in b._counters.values())
+    data = b.to_bytes()
+    b = TabularStream.from_bytes(data)
+    assert "k=auto" in repr(b) and b.budgets == a.budgets
+    for t in range(20, 26):
+        assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
+    assert b.selection_counts == a.selection_counts
+    # A counter under the other k's name (the wrong ε) is refused as corrupt.
+    import io as _io
+
+    magic = b"DPSTREAM-TABULAR"
+    npz = np.load(_io.BytesIO(data[len(magic) :]))
+    arrays = {k: npz[k] for k in npz.files}
+    i = next(i for i in range(len(a.workloads)) if f"counter_k1_{i}" in arrays)
+    if f"counter_{i}" in arrays:
+        arrays[f"counter_{i}"], arrays[f"counter_k1_{i}"] = (
+            arrays[f"counter_k1_{i}"],
+            arrays[f"counter_{i}"],
+        )
+    else:
+        arrays[f"counter_{i}"] = arrays.pop(f"counter_k1_{i}")
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    with pytest.raises(ValueError, match="corrupt TabularStream state: counter"):
+        TabularStream.from_bytes(magic + buf.getvalue())
+
+
+def test_marginals_per_step_is_an_int_or_auto() -> None:
+    d = small()
+    with pytest.raises(ValueError, match="marginals_per_step must be an int or 'auto'"):
+        TabularStream(d, 1, marginals_per_step="Auto")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="marginals_per_step must be an int"):
+        TabularStream(d, 1, marginals_per_step=2.0)  # type: ignore[arg-type]
+    # "auto" with fewer workloads than DRIFT_K: at most all of them per step.
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], rng=dpstream.Rng(seed=1))
+    assert sorted(s.budgets) == [1, 2]
+    # The baseline has no drift test: "auto" is DRIFT_K selections at every step.
+    base = TabularStream(d, 1, method="baseline", rng=dpstream.Rng(seed=1))
+    assert sorted(base.budgets) == [3]
+    base.step(table(d, 100, 1))
+    assert len(base.last_selected) == 3

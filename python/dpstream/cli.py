@@ -80,7 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     tab = sub.add_parser("table", help="categorical table stream (tabular synthesizer)")
     common(tab)
     tab.add_argument("--domain", type=Path, help="JSON: column -> size or category list")
-    tab.add_argument("--marginals-per-step", type=int, help="workloads measured per step")
+    tab.add_argument(
+        "--marginals-per-step",
+        type=_int_or_auto,
+        help="workloads measured per step: a positive integer, or auto (default: 1 while "
+        "the stream is calm, 3 while it drifts)",
+    )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
     tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
     tab.add_argument(
@@ -109,7 +114,7 @@ _DEFAULTS: dict[str, Any] = {
     "table_method": "proposed",
     "score": "l2",
     "remainder": "pooled",
-    "marginals_per_step": 3,
+    "marginals_per_step": "auto",
     "checkpoint_every": 1,
     "plot": False,
     "quiet": False,
@@ -162,6 +167,25 @@ def _positive(opts: dict[str, Any], name: str) -> int | None:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {v!r}")
     return v
+
+
+def _int_or_auto(text: str) -> int | str:
+    """``--marginals-per-step``: ``auto`` or an integer (checked by _marginals_per_step)."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or auto, got {text!r}"
+        ) from None
+
+
+def _marginals_per_step(opts: dict[str, Any]) -> int | str:
+    if opts.get("marginals_per_step") == "auto":
+        return "auto"
+    k = _positive(opts, "marginals_per_step")
+    return "auto" if k is None else k
 
 
 # ----------------------------------------------------------------------------- batching
@@ -434,7 +458,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         stream = TabularStream(
             domain,
             eps,
-            marginals_per_step=_positive(opts, "marginals_per_step") or 3,
+            marginals_per_step=_marginals_per_step(opts),
             method=opts["table_method"],
             estimator=opts["estimator"],
             score=opts["score"],
