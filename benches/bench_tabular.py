@@ -24,7 +24,7 @@ score"), with the pooled remainder and one fit per step (``refit="step"``, the c
 fit per step except where the step's first measurement shows drift; the column "proposed,
 pooled, auto refit"), with those and ``score="auto"`` (``"l2"``, or ``"l2-cell"`` while most
 recent steps drifted; the column "proposed, pooled, auto refit, auto score, k = 3") and with
-those and ``marginals_per_step="auto"`` (1 selection per step while the stream is calm, 3
+those and ``marginals_per_step="auto"`` (2 selections per step while the stream is calm, 3
 while it drifts: the library's defaults, the column "library default"); all but the last six
 with Algorithm 3's remainder (``remainder="model"``), all but the last four with
 ``refit="selection"``; and for
@@ -1485,7 +1485,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'selection), and "proposed, pooled, auto refit, auto score, k = 3" with '
         '`remainder="pooled", refit="auto", score="auto"` (the "l2-cell" score while the '
         'running share of drifted steps exceeds 1/2), and "library default" with those and '
-        '`marginals_per_step="auto"` (1 selection per step while that share is at most 1/2, '
+        '`marginals_per_step="auto"` (2 selections per step while that share is at most 0.2, '
         "3 above it; each selection and measurement of a step with k selections gets ε/2k: "
         "the library's defaults); the others use "
         '`remainder="model"`, Algorithm 3\'s, and all but the last four '
@@ -1660,9 +1660,10 @@ def notes(
         "measurements at ε = 1 are dominated by noise on every workload with more than a few "
         "cells. Fewer selections per step help: a workload selected at about Tk/91 steps and "
         "scaled up to the table (the pooled remainder) has noise variance about "
-        "(Tk/91)·2(2k/ε)²·(91/(Tk))², proportional to k. Hence the library default's one "
-        "selection per step while the stream is calm (and 3 while it drifts, where the counted "
-        "rows do not stand for the table and more workloads must be re-measured per step).",
+        "(Tk/91)·2(2k/ε)²·(91/(Tk))², proportional to k. Hence the library default's two "
+        "selections per step while the stream is calm (one would starve the workloads on many "
+        "cells, rarely the single best pick) and 3 while it drifts, where the counted rows do "
+        "not stand for the table and more workloads must be re-measured per step.",
     ]
 
 

@@ -793,10 +793,10 @@ def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``marginals_per_step="auto"``: a step makes CALM_K selections while the running drift
-    share is at most DRIFT_SHARE and DRIFT_K above it; every selection and every counter of
+    share is at most K_DRIFT_SHARE and DRIFT_K above it; every selection and every counter of
     a step with k selections gets ε/2k, so each step spends exactly ε."""
     from dpstream import noise as noise_module
-    from dpstream.tabular.stream import CALM_K, DRIFT_K, DRIFT_SHARE
+    from dpstream.tabular.stream import CALM_K, DRIFT_K, K_DRIFT_SHARE
 
     d = small()
     eps = Fraction(4)
@@ -819,7 +819,7 @@ def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
         }
         ks[name] = []
         for t in range(20):
-            drifting = s._drift_rate > DRIFT_SHARE
+            drifting = s._drift_rate > K_DRIFT_SHARE
             picks.clear()
             s.step(data[t * 200 : (t + 1) * 200])
             k = len(s.last_selected)
@@ -831,7 +831,7 @@ def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
                 assert c is None or c.epsilon == eps / (2 * k)
         steps = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
         assert steps == sum(ks[name]) == sum(s.selection_counts.values())
-    # Shuffled rows stay calm (one selection per step); sorted ones drift after a few steps.
+    # Shuffled rows stay calm (CALM_K selections per step); sorted ones drift after a few steps.
     assert set(ks["shuffled"]) == {CALM_K}, ks
     assert ks["sorted"][0] == CALM_K and set(ks["sorted"][-5:]) == {DRIFT_K}, ks
 
@@ -862,14 +862,14 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     magic = b"DPSTREAM-TABULAR"
     npz = np.load(_io.BytesIO(data[len(magic) :]))
     arrays = {k: npz[k] for k in npz.files}
-    i = next(i for i in range(len(a.workloads)) if f"counter_k1_{i}" in arrays)
+    from dpstream.tabular.stream import CALM_K
+
+    calm = [f"counter_k{CALM_K}_{i}" for i in range(len(a.workloads))]
+    i = next(i for i, name in enumerate(calm) if name in arrays)
     if f"counter_{i}" in arrays:
-        arrays[f"counter_{i}"], arrays[f"counter_k1_{i}"] = (
-            arrays[f"counter_k1_{i}"],
-            arrays[f"counter_{i}"],
-        )
+        arrays[f"counter_{i}"], arrays[calm[i]] = arrays[calm[i]], arrays[f"counter_{i}"]
     else:
-        arrays[f"counter_{i}"] = arrays.pop(f"counter_k1_{i}")
+        arrays[f"counter_{i}"] = arrays.pop(calm[i])
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
     with pytest.raises(ValueError, match="corrupt TabularStream state: counter"):
@@ -884,7 +884,11 @@ def test_marginals_per_step_is_an_int_or_auto() -> None:
         TabularStream(d, 1, marginals_per_step=2.0)  # type: ignore[arg-type]
     # "auto" with fewer workloads than DRIFT_K: at most all of them per step.
     s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], rng=dpstream.Rng(seed=1))
-    assert sorted(s.budgets) == [1, 2]
+    assert sorted(s.budgets) == [2]
+    s = TabularStream(d, 1, workloads=[(0, 1)], rng=dpstream.Rng(seed=1))
+    assert sorted(s.budgets) == [1]
+    s.step(table(d, 100, 1))
+    assert s.last_selected == [(0, 1)]
     # The baseline has no drift test: "auto" is DRIFT_K selections at every step.
     base = TabularStream(d, 1, method="baseline", rng=dpstream.Rng(seed=1))
     assert sorted(base.budgets) == [3]

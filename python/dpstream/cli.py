@@ -34,7 +34,7 @@ import tomllib
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument(
         "--marginals-per-step",
         type=_int_or_auto,
-        help="workloads measured per step: a positive integer, or auto (default: 1 while "
+        help="workloads measured per step: a positive integer, or auto (default: 2 while "
         "the stream is calm, 3 while it drifts)",
     )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
@@ -181,7 +181,7 @@ def _int_or_auto(text: str) -> int | str:
         ) from None
 
 
-def _marginals_per_step(opts: dict[str, Any]) -> int | str:
+def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
     if opts.get("marginals_per_step") == "auto":
         return "auto"
     k = _positive(opts, "marginals_per_step")
