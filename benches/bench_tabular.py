@@ -10,7 +10,8 @@ rows) or B = 200 (245 steps) rows, in two orders (Section 7.1.2):
   first), the same stream in every run.
 
 Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``marginals_per_step
-= 3`` (the paper does not state its k) but in the last method, the built-in PGM estimator
+= 3`` (the paper does not state its k; the library default) but in the last method, the
+built-in PGM estimator
 (``iters=100``, ``max_model_cells=200_000``), ``method="baseline"`` (Algorithm 2) and
 ``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the selection
 score ``score="l2"``, the proposed method with the score printed in the
@@ -23,9 +24,10 @@ score"), with the pooled remainder and one fit per step (``refit="step"``, the c
 "proposed, pooled, one fit per step"), with the pooled remainder and ``refit="auto"`` (one
 fit per step except where the step's first measurement shows drift; the column "proposed,
 pooled, auto refit"), with those and ``score="auto"`` (``"l2"``, or ``"l2-cell"`` while most
-recent steps drifted; the column "proposed, pooled, auto refit, auto score, k = 3") and with
-those and ``marginals_per_step="auto"`` (2 selections per step while the stream is calm, 3
-while it drifts: the library's defaults, the column "library default"); all but the last six
+recent steps drifted: the library's defaults, the column "proposed, pooled, auto refit, auto
+score: library default") and with those and ``marginals_per_step="auto"`` (2 selections per
+step while the stream is calm, 3 while it drifts; the column "proposed, library default with
+auto k"); all but the last six
 with Algorithm 3's remainder (``remainder="model"``), all but the last four with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
@@ -152,8 +154,8 @@ ORDERS = ("randomized", "ordered")
 # refit="step" (one fit per step; selections against the expected batch raked to the step's
 # measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
 # but refitting after each selection at the steps whose first measurement shows drift);
-# "proposed-auto-score": as "proposed-pooled-auto" with score="auto"; "proposed-auto-k": as
-# "proposed-auto-score" with marginals_per_step="auto" (the library default, DEFAULT). The
+# "proposed-auto-score": as "proposed-pooled-auto" with score="auto" (the library default,
+# DEFAULT); "proposed-auto-k": as "proposed-auto-score" with marginals_per_step="auto". The
 # others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and the "auto"
 # ones refit="selection" (Algorithm 3's); all but "proposed-auto-k" k = MARGINALS_PER_STEP.
 # New methods go last: the seeds use the index.
@@ -180,7 +182,7 @@ REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto", AUTO_K
 #: ``marginals_per_step`` of the methods that do not use MARGINALS_PER_STEP.
 K_OF: dict[str, int | str] = {AUTO_K: "auto"}
 #: The method that is TabularStream's default (the column "library default").
-DEFAULT = AUTO_K
+DEFAULT = AUTO_SCORE
 #: The methods of the default grid at ε ≠ 1 (1 run each).
 WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, DEFAULT)
 COUNTERS = ("simple", "unbounded-block")
@@ -361,11 +363,11 @@ GRIDS: dict[str, Grid] = {
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
         "pooled remainder and one fit per step, auto refit, auto refit and auto score, or those "
-        "and auto k (the library default; simple counter), 3 runs each, and the proposed "
+        "and auto k (simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed, the pooled remainder, auto refit and the library default (pooled "
-        "remainder, auto refit, auto score, auto k), 1 run each (no sd); "
+        "remainder, auto refit, auto score), 1 run each (no sd); "
         "ε = 0.5: the two bs-200 datasets, the same five, 1 run each. Every stream runs "
         "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
         "`--full`",
@@ -380,7 +382,7 @@ GRIDS: dict[str, Grid] = {
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
-        "and auto score, or those and auto k (the library default; simple counter), and the "
+        "and auto score (the library default), or those and auto k (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -1014,8 +1016,8 @@ T12_COLUMNS = (
     ("proposed, pooled + per-cell score (ours)", POOLED_CELL),
     ("proposed, pooled, one fit per step (ours)", POOLED_STEP),
     ("proposed, pooled, auto refit (ours)", POOLED_AUTO),
-    ("proposed, pooled, auto refit, auto score, k = 3 (ours)", AUTO_SCORE),
-    ("library default: as the last with auto k (ours)", DEFAULT),
+    ("proposed, pooled, auto refit, auto score: library default (ours)", DEFAULT),
+    ("proposed, library default with auto k (ours)", AUTO_K),
 )
 
 
@@ -1024,8 +1026,8 @@ def table_12(results: list[Result]) -> list[str]:
         "| dataset | ε | metric | "
         + " | ".join(label for label, _ in T12_COLUMNS)
         + " | sampling floor | paper: baseline | paper: proposed | ours: default ≤ baseline | "
-        "ours: default ≤ paper's proposed | ours: default ≤ auto score, k = 3 | ours: auto "
-        "score, k = 3 ≤ paper's proposed |",
+        "ours: default ≤ paper's proposed | ours: auto k ≤ default | ours: auto k ≤ paper's "
+        "proposed |",
         "|---|---:|---|" + "---:|" * (len(T12_COLUMNS) + 3) + ":---:|" * 4,
     ]
     for order, batch in datasets_of(results):
@@ -1034,19 +1036,19 @@ def table_12(results: list[Result]) -> list[str]:
             kw = {"order": order, "batch": batch, "epsilon": eps, "counter": "simple"}
             columns = [pick(results, method=method, **kw) for _, method in T12_COLUMNS]
             floor = [r.floor for rs in columns for r in rs]
-            base, k3, default = (
-                pick(results, method=method, **kw) for method in ("baseline", AUTO_SCORE, DEFAULT)
+            base, default, auto_k = (
+                pick(results, method=method, **kw) for method in ("baseline", DEFAULT, AUTO_K)
             )
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                b, d, a = last_values(base, m), last_values(default, m), last_values(k3, m)
+                b, d, a = last_values(base, m), last_values(default, m), last_values(auto_k, m)
                 cells = " | ".join(fmt_ms(last_values(rs, m)) for rs in columns)
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {cells} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
                     f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
-                    f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(d, a)} | "
+                    f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(a, d)} | "
                     f"{verdict(a, pp) if math.isfinite(pp) else '–'} |"
                 )
     return lines
@@ -1096,8 +1098,8 @@ def summary_lines(results: list[Result]) -> list[str]:
         "baseline (ε ≥ 1) | ours: auto refit ≤ paper's proposed (ε ≥ 1) | ours: auto "
         "refit ≤ refit after each selection | ours: library default (auto refit, auto score, "
         "auto k) ≤ baseline (ε ≥ 1) | ours: library default ≤ paper's proposed (ε ≥ 1) | ours: "
-        "library default ≤ auto refit | ours: auto score, k = 3 ≤ baseline (ε ≥ 1) | ours: auto "
-        "score, k = 3 ≤ paper's proposed (ε ≥ 1) | ours: library default ≤ auto score, k = 3 |",
+        "library default ≤ auto refit | ours: auto k ≤ baseline (ε ≥ 1) | ours: auto k ≤ "
+        "paper's proposed (ε ≥ 1) | ours: auto k ≤ library default |",
         "|---|" + "---:|" * 25,
     ]
     for m, metric in enumerate(METRICS):
@@ -1117,7 +1119,7 @@ def summary_lines(results: list[Result]) -> list[str]:
                 step = last_values(pick(results, method=POOLED_STEP, **kw), m)
                 auto = last_values(pick(results, method=POOLED_AUTO, **kw), m)
                 default = last_values(pick(results, method=DEFAULT, **kw), m)
-                k3 = last_values(pick(results, method=AUTO_SCORE, **kw), m)
+                auto_k = last_values(pick(results, method=AUTO_K, **kw), m)
                 paper = PAPER_T12.get(name, {}).get(eps)
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
                 checks = [
@@ -1170,11 +1172,14 @@ def summary_lines(results: list[Result]) -> list[str]:
                         bool(default) and bool(auto),
                         bool(default) and bool(auto) and np.mean(default) <= np.mean(auto),
                     ),
-                    (eps >= 1 and bool(k3), bool(k3) and np.mean(k3) <= np.mean(b)),
-                    (eps >= 1 and bool(k3) and paper is not None, bool(k3) and np.mean(k3) <= pp),
+                    (eps >= 1 and bool(auto_k), bool(auto_k) and np.mean(auto_k) <= np.mean(b)),
                     (
-                        bool(default) and bool(k3),
-                        bool(default) and bool(k3) and np.mean(default) <= np.mean(k3),
+                        eps >= 1 and bool(auto_k) and paper is not None,
+                        bool(auto_k) and np.mean(auto_k) <= pp,
+                    ),
+                    (
+                        bool(default) and bool(auto_k),
+                        bool(default) and bool(auto_k) and np.mean(auto_k) <= np.mean(default),
                     ),
                 ]
                 for c, (use, ok) in zip(counts, checks, strict=True):
@@ -1308,10 +1313,10 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
             series.append(("proposed, one fit per step", {"method": POOLED_STEP}, "tab:cyan"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_AUTO):
             series.append(("proposed, auto refit", {"method": POOLED_AUTO}, "tab:olive"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=AUTO_SCORE):
-            series.append(("proposed, auto score, k = 3", {"method": AUTO_SCORE}, "tab:brown"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=DEFAULT):
-            series.append(("proposed, auto k (default)", {"method": DEFAULT}, "tab:pink"))
+            series.append(("proposed, auto score (default)", {"method": DEFAULT}, "tab:brown"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=AUTO_K):
+            series.append(("proposed, auto k", {"method": AUTO_K}, "tab:pink"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1482,16 +1487,16 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'selection), and "proposed, pooled, auto refit" with '
         '`remainder="pooled", refit="auto"` (as the last, except at the steps whose first '
         "measurement shows the batch drifting from the model, which refit after each "
-        'selection), and "proposed, pooled, auto refit, auto score, k = 3" with '
+        'selection), and "proposed, pooled, auto refit, auto score: library default" with '
         '`remainder="pooled", refit="auto", score="auto"` (the "l2-cell" score while the '
-        'running share of drifted steps exceeds 1/2), and "library default" with those and '
-        '`marginals_per_step="auto"` (2 selections per step while that share is at most 0.2, '
-        "3 above it; each selection and measurement of a step with k selections gets ε/2k: "
-        "the library's defaults); the others use "
+        "running share of drifted steps exceeds 1/2: the library's defaults), and \"proposed, "
+        'library default with auto k" with those and `marginals_per_step="auto"` (2 '
+        "selections per step while that share is at most 0.2, 3 above it; each selection and "
+        "measurement of a step with k selections gets ε/2k); the others use "
         '`remainder="model"`, Algorithm 3\'s, and all but the last four '
         '`refit="selection"`, Algorithm 3\'s. The paper '
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here "
-        "but in the library default. "
+        "(the library's default) but in the auto-k column. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
         "- Metrics (Section 7.3) at step t between the released synthetic table g and f_t (all "
@@ -1660,7 +1665,7 @@ def notes(
         "measurements at ε = 1 are dominated by noise on every workload with more than a few "
         "cells. Fewer selections per step help: a workload selected at about Tk/91 steps and "
         "scaled up to the table (the pooled remainder) has noise variance about "
-        "(Tk/91)·2(2k/ε)²·(91/(Tk))², proportional to k. Hence the library default's two "
+        "(Tk/91)·2(2k/ε)²·(91/(Tk))², proportional to k. Hence the auto-k column's two "
         "selections per step while the stream is calm (one would starve the workloads on many "
         "cells, rarely the single best pick) and 3 while it drifts, where the counted rows do "
         "not stand for the table and more workloads must be re-measured per step.",

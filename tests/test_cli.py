@@ -186,7 +186,7 @@ def test_table_command_writes_releases_and_metrics(tmp_path: Path) -> None:
         result = run(*table, "--marginals-per-step", k, "--out", str(tmp_path / "x"))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
-    # "auto" (the default) and an integer both run.
+    # "auto" and an integer both run.
     for k in ("auto", "2"):
         argv = [*table, "--marginals-per-step", k, "--out", str(tmp_path / k), "--quiet"]
         assert main([*argv, "--seed", "1"]) == 0

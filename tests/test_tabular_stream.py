@@ -813,7 +813,7 @@ def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
     monkeypatch.setattr(noise_module, "permute_and_flip", spy_pf)
     ks: dict[str, list[int]] = {}
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
-        s = TabularStream(d, eps, iters=10, rng=dpstream.Rng(seed=6))
+        s = TabularStream(d, eps, marginals_per_step="auto", iters=10, rng=dpstream.Rng(seed=6))
         assert s.budgets == {
             k: TabularStream.budget(eps, k, s.workloads, d) for k in (CALM_K, DRIFT_K)
         }
@@ -842,7 +842,7 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
 
     def make() -> TabularStream:
-        return TabularStream(d, 4, iters=10, rng=dpstream.Rng(seed=6))
+        return TabularStream(d, 4, marginals_per_step="auto", iters=10, rng=dpstream.Rng(seed=6))
 
     a, b = make(), make()
     for t in range(20):
@@ -883,14 +883,16 @@ def test_marginals_per_step_is_an_int_or_auto() -> None:
     with pytest.raises(TypeError, match="marginals_per_step must be an int"):
         TabularStream(d, 1, marginals_per_step=2.0)  # type: ignore[arg-type]
     # "auto" with fewer workloads than DRIFT_K: at most all of them per step.
-    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], rng=dpstream.Rng(seed=1))
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], marginals_per_step="auto")
     assert sorted(s.budgets) == [2]
-    s = TabularStream(d, 1, workloads=[(0, 1)], rng=dpstream.Rng(seed=1))
+    s = TabularStream(d, 1, workloads=[(0, 1)], marginals_per_step="auto", rng=dpstream.Rng(seed=1))
     assert sorted(s.budgets) == [1]
     s.step(table(d, 100, 1))
     assert s.last_selected == [(0, 1)]
     # The baseline has no drift test: "auto" is DRIFT_K selections at every step.
-    base = TabularStream(d, 1, method="baseline", rng=dpstream.Rng(seed=1))
+    base = TabularStream(
+        d, 1, method="baseline", marginals_per_step="auto", rng=dpstream.Rng(seed=1)
+    )
     assert sorted(base.budgets) == [3]
     base.step(table(d, 100, 1))
     assert len(base.last_selected) == 3

@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument(
         "--marginals-per-step",
         type=_int_or_auto,
-        help="workloads measured per step: a positive integer, or auto (default: 2 while "
+        help="workloads measured per step: a positive integer (default 3), or auto (2 while "
         "the stream is calm, 3 while it drifts)",
     )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
@@ -114,7 +114,7 @@ _DEFAULTS: dict[str, Any] = {
     "table_method": "proposed",
     "score": "l2",
     "remainder": "pooled",
-    "marginals_per_step": "auto",
+    "marginals_per_step": 3,
     "checkpoint_every": 1,
     "plot": False,
     "quiet": False,
@@ -185,7 +185,7 @@ def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
     if opts.get("marginals_per_step") == "auto":
         return "auto"
     k = _positive(opts, "marginals_per_step")
-    return "auto" if k is None else k
+    return 3 if k is None else k
 
 
 # ----------------------------------------------------------------------------- batching

@@ -95,8 +95,8 @@ Privacy (Theorem 6.1):
     (``benches/RESULTS.md``). Floats rounded down to the grid ``2^-20``;
     sensitivity ``max_i 1/|q_i| + 2^-18``, which bounds the change of a
     rounded score for scores below ``2^31`` (larger scores are refused).
-* **Selections per step** (``marginals_per_step=``): an int ``k``, or ``"auto"``
-  (default): :data:`CALM_K` ``= 2`` selections while the running share of drifted
+* **Selections per step** (``marginals_per_step=``): an int ``k`` (default 3), or
+  ``"auto"``: :data:`CALM_K` ``= 2`` selections while the running share of drifted
   steps (the one ``score="auto"`` reads) is at most :data:`K_DRIFT_SHARE` ``= 0.2``,
   and :data:`DRIFT_K` ``= 3`` above it. Why: each selection and measurement gets
   ``ε/2k``, so on a stream whose batches look like the table so far (where the pooled
@@ -278,8 +278,8 @@ class TabularStream:
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
         marginals_per_step: workloads selected and measured per step (the
-            paper's ``k``, which it does not state), or ``"auto"`` (default:
-            2 while the stream is calm, 3 while it drifts; see the module
+            paper's ``k``, which it does not state; default 3), or ``"auto"``
+            (2 while the stream is calm, 3 while it drifts; see the module
             docstring). Each selection and each measurement of a step with ``k``
             selections gets ``ε/2k``: a larger ``k`` measures more workloads per
             step with more noise each. ``"auto"`` with the baseline method is 3.
@@ -337,7 +337,7 @@ class TabularStream:
         epsilon: RealLike,
         *,
         workloads: int | list[Clique] = 2,
-        marginals_per_step: int | Literal["auto"] = "auto",
+        marginals_per_step: int | Literal["auto"] = 3,
         counter: KindName = "simple",
         horizon: int | None = None,
         method: MethodName = "proposed",
