@@ -1096,8 +1096,8 @@ def summary_lines(results: list[Result]) -> list[str]:
         "fit per step ≤ baseline (ε ≥ 1) | ours: one fit per step ≤ paper's proposed (ε ≥ 1) | "
         "ours: one fit per step ≤ refit after each selection | ours: auto refit ≤ "
         "baseline (ε ≥ 1) | ours: auto refit ≤ paper's proposed (ε ≥ 1) | ours: auto "
-        "refit ≤ refit after each selection | ours: library default (auto refit, auto score, "
-        "auto k) ≤ baseline (ε ≥ 1) | ours: library default ≤ paper's proposed (ε ≥ 1) | ours: "
+        "refit ≤ refit after each selection | ours: library default (auto refit, auto score) "
+        "≤ baseline (ε ≥ 1) | ours: library default ≤ paper's proposed (ε ≥ 1) | ours: "
         "library default ≤ auto refit | ours: auto k ≤ baseline (ε ≥ 1) | ours: auto k ≤ "
         "paper's proposed (ε ≥ 1) | ours: auto k ≤ library default |",
         "|---|" + "---:|" * 25,
