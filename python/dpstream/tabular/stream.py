@@ -854,10 +854,6 @@ class TabularStream:
             self._counters[k][i] = c
         return c
 
-    def _measured(self, i: int) -> bool:
-        """Whether workload ``i`` has a counter (was ever selected)."""
-        return any(cs[i] is not None for cs in self._counters.values())
-
     def _release(self, i: int) -> tuple[npt.NDArray[np.float64], float]:
         """Workload ``i``'s released counts ``C_i(t)`` (the sum of its counters' releases,
         zeros if never selected) and their rough standard deviation per cell."""
@@ -930,7 +926,7 @@ class TabularStream:
         grown = size - self._size
         out: list[Measurement] = []
         for i in range(len(self._workloads)):
-            if i in taken or self._counted_rows[i] <= 0 or not self._measured(i):
+            if i in taken or self._counted_rows[i] <= 0:  # counted rows: it has a counter
                 continue
             released, stddev = self._release(i)
             values, stddev = self._measurement(i, released, stddev, size, grown=grown)
