@@ -147,6 +147,9 @@ METRICS = ("AvgWE", "MaxWE", "AvgRelWE", "MaxRelWE", "AvgRelL2", "MaxRelL2")
 # with the paper's RelWE columns (the printed-definition RelWE rows with the same columns too).
 PAPER_METRIC = {"AvgRelL2": "AvgRelWE", "MaxRelL2": "MaxRelWE"}
 ORDERS = ("randomized", "ordered")
+#: Orders outside the grids: "file-order", the rows in the order of adult.csv (by index), run by
+#: benches/diag_tabular_order.py. Seeds use the index in ALL_ORDERS, so ORDERS' keep theirs.
+ALL_ORDERS = (*ORDERS, "file-order")
 # "proposed-paper-score": the proposed method with the selection score printed in the paper
 # (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell";
 # "proposed-pooled": with remainder="pooled" and refit="selection"; "proposed-pooled-cell-score":
@@ -478,6 +481,10 @@ def stream_rows(codes: IntArray, order: str, run: int) -> IntArray:
     """The rows of ``codes`` in the stream's order (Section 7.1.2)."""
     if order == "ordered":  # increasing, lexicographic by all columns, first column first
         return codes[np.lexsort(codes.T[::-1])]
+    if order == "file-order":  # adult.csv's own row order
+        return codes.copy()
+    if order != "randomized":
+        raise ValueError(f"unknown order {order!r}: one of {', '.join(ALL_ORDERS)}")
     perm = np.random.default_rng(seed_of(7, run)).permutation(codes.shape[0])
     return codes[perm]
 
@@ -741,13 +748,13 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         n_steps = min(n_steps, job.max_steps)
     ev = Evaluator(domain)
     when = set(eval_steps(n_steps))
-    floor_rng = np.random.default_rng(seed_of(11, job.run, job.batch, ORDERS.index(job.order)))
+    floor_rng = np.random.default_rng(seed_of(11, job.run, job.batch, ALL_ORDERS.index(job.order)))
     stream = bench_stream(
         domain,
         job.epsilon,
         seed_of(
             1,
-            ORDERS.index(job.order),
+            ALL_ORDERS.index(job.order),
             job.batch,
             int(job.epsilon * 4),
             METHODS.index(job.method),
