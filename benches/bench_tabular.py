@@ -1476,8 +1476,10 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "`adult-domain.json`; 91 two-way workloads). Adult-randomized: a uniformly random order "
         "(a new seeded permutation per run, shared by every method in that run); "
         "Adult-ordered: rows sorted increasingly, lexicographically by all columns (first "
-        "column first). Batches of B = 50 rows (977 steps, the last of 42 rows) or B = 200 "
-        "(245 steps).",
+        "column first): our reading of the paper's \"sort the entire dataset in increasing "
+        'order"; the section "which order is the paper\'s Adult-ordered?" '
+        "(`benches/diag_tabular_order.py`) compares it with the rows in file order. Batches of "
+        "B = 50 rows (977 steps, the last of 42 rows) or B = 200 (245 steps).",
         f"- `TabularStream(domain, ε, workloads=2, marginals_per_step={MARGINALS_PER_STEP}, "
         f'counter=…, method=…, score=…, remainder=…, refit=…, estimator="pgm", iters={ITERS}, '
         f"max_model_cells={MAX_MODEL_CELLS:_}" + ", rng=dpstream.Rng(seed=…))`: baseline and "
