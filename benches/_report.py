@@ -6,6 +6,7 @@ import importlib.metadata
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -86,3 +87,12 @@ def write_section(section: str, title: str, results_path: Path) -> None:
     tmp = results_path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.replace(tmp, results_path)
+
+
+def publish(section: str, title: str, results_path: Path, no_write: bool) -> None:
+    """Print ``section`` (``no_write``), or write it into ``results_path`` under ``title``."""
+    if no_write:
+        sys.stdout.write(section)
+        return
+    write_section(section, title, results_path)
+    print(f"wrote {results_path}", file=sys.stderr, flush=True)

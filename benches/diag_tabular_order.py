@@ -37,12 +37,12 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import cpu_model, git_revision, version, write_section
+from _report import cpu_model, git_revision, publish, version
 
 SECTION_TITLE = "## Tabular stream: which order is the paper's Adult-ordered? (issue 5)"
 FILE_ORDER = "file-order"
-#: (our order, the paper's dataset it is compared with)
-ORDERS = (("randomized", "randomized"), ("ordered", "ordered"), (FILE_ORDER, "ordered"))
+#: Our streams, in the table's column order; the last two are set against the paper's ordered.
+ORDERS = ("randomized", "ordered", FILE_ORDER)
 METRICS = ("AvgWE", "MaxWE", "AvgRelL2", "MaxRelL2")
 BATCHES = (50, 200)
 RUNS = 3
@@ -51,7 +51,7 @@ RUNS = 3
 def jobs(quick: bool) -> list[bt.Job]:
     """The file-order streams to run, then the stored streams of the two other orders."""
     runs, cap = (1, bt.QUICK_STEPS) if quick else (RUNS, None)
-    orders = [FILE_ORDER] if quick else [o for o, _ in ORDERS]
+    orders = [FILE_ORDER] if quick else list(ORDERS)
     return [
         bt.Job(o, b, e, bt.DEFAULT, "simple", r, cap)
         for o in orders
@@ -63,13 +63,6 @@ def jobs(quick: bool) -> list[bt.Job]:
 
 def ratio(a: float, b: float) -> float:
     return a / b if b > 0 and math.isfinite(a) and math.isfinite(b) else math.nan
-
-
-def means(results: list[bt.Result], order: str, batch: int, eps: float) -> list[float]:
-    """The mean over runs of each of METRICS (NaN if no run)."""
-    rs = bt.pick(results, order=order, batch=batch, epsilon=eps)
-    idx = [bt.METRICS.index(m) for m in METRICS]
-    return [float(np.mean(bt.last_values(rs, i))) if rs else math.nan for i in idx]
 
 
 def reading(paper: list[float], ordered: list[float], file_order: list[float]) -> str:
@@ -102,22 +95,22 @@ def render(results: list[bt.Result], runtime: float, command: str, workers: int)
     beats: dict[str, list[bool]] = {"ordered": [], FILE_ORDER: []}
     for batch in BATCHES:
         for eps in bt.EPSILONS:
-            ms = {o: means(results, o, batch, eps) for o, _ in ORDERS}
-            runs = {o: bt.pick(results, order=o, batch=batch, epsilon=eps) for o, _ in ORDERS}
+            runs = {o: bt.pick(results, order=o, batch=batch, epsilon=eps) for o in ORDERS}
             paper = {
                 p: bt.PAPER_T12[bt.dataset_name(p, batch)][eps] for p in ("randomized", "ordered")
             }
-            for m, metric in enumerate(METRICS):
+            for metric in METRICS:
                 pr, po = (paper[p][bt.paper_metric(metric)][1] for p in ("randomized", "ordered"))
                 paper_r.append(ratio(po, pr))
-                i = bt.METRICS.index(metric)
-                cells = [bt.fmt_ms(bt.last_values(runs[o], i)) for o, _ in ORDERS]
-                rs = {o: ratio(ms[o][m], ms["randomized"][m]) for o in ours}
+                values = {o: bt.last_values(runs[o], bt.METRICS.index(metric)) for o in ORDERS}
+                mean = {o: float(np.mean(v)) if v else math.nan for o, v in values.items()}
+                rs = {o: ratio(mean[o], mean["randomized"]) for o in ours}
                 for o in ours:
                     ours[o].append(rs[o])
-                    if eps >= 1 and math.isfinite(ms[o][m]):
-                        beats[o].append(ms[o][m] <= po)
-                file_ok = bt.verdict(bt.last_values(runs[FILE_ORDER], i), po)
+                    if eps >= 1 and math.isfinite(mean[o]):
+                        beats[o].append(mean[o] <= po)
+                cells = [bt.fmt_ms(values[o]) for o in ORDERS]
+                file_ok = bt.verdict(values[FILE_ORDER], po)
                 rows.append(
                     f"| {batch} | {eps:g} | {bt.metric_label(metric)} | {' | '.join(cells)} | "
                     f"{bt.fmt(pr)} | {bt.fmt(po)} | {bt.fmt(paper_r[-1])} | "
@@ -209,13 +202,10 @@ def main() -> None:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    results, _ = bt.run_grid(grid, max(1, args.workers), store, log)
-    section = render(results, time.perf_counter() - start, command, max(1, args.workers))
-    if args.no_write:
-        sys.stdout.write(section)
-    else:
-        write_section(section, SECTION_TITLE, args.results)
-        log(f"wrote {args.results}")
+    workers = max(1, args.workers)
+    results, _ = bt.run_grid(grid, workers, store, log)
+    section = render(results, time.perf_counter() - start, command, workers)
+    publish(section, SECTION_TITLE, args.results, args.no_write)
 
 
 if __name__ == "__main__":

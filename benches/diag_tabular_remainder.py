@@ -34,7 +34,6 @@ import argparse
 import datetime as dt
 import math
 import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from typing import Any
 import bench_tabular as bt
 import numpy as np
 import numpy.typing as npt
-from _report import cpu_model, git_revision, version, write_section
+from _report import cpu_model, git_revision, publish, version
 from dpstream.tabular import TabularStream
 from dpstream.tabular.workloads import marginal
 
@@ -255,11 +254,7 @@ def main() -> None:
         label = f"{o.order}-{o.batch} eps={o.epsilon:g} {o.score} {o.variant}"
         print(f"{label}: AvgWE={o.last[0]:.5f} MaxWE={o.last[1]:.4f} ({o.seconds:.0f} s)")
     section = render(outcomes, time.perf_counter() - start, args.workers, args.quick)
-    if args.no_write:
-        sys.stdout.write(section)
-    else:
-        write_section(section, SECTION_TITLE, args.results)
-        print(f"wrote {args.results}")
+    publish(section, SECTION_TITLE, args.results, args.no_write)
 
 
 if __name__ == "__main__":

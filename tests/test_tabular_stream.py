@@ -789,7 +789,7 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     assert not any(out["sorted"][:12]) and all(out["sorted"][-10:]), out
 
 
-def test_auto_k_selects_one_workload_per_calm_step_and_three_while_drifting(
+def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_drifting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """``marginals_per_step="auto"``: a step makes CALM_K selections while the running drift

@@ -185,7 +185,7 @@ def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
     if opts.get("marginals_per_step") == "auto":
         return "auto"
     k = _positive(opts, "marginals_per_step")
-    return 3 if k is None else k
+    return k if k is not None else int(_DEFAULTS["marginals_per_step"])
 
 
 # ----------------------------------------------------------------------------- batching
