@@ -158,7 +158,8 @@ ALL_ORDERS = (*ORDERS, "file-order")
 # measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
 # but refitting after each selection at the steps whose first measurement shows drift);
 # "proposed-auto-score": as "proposed-pooled-auto" with score="auto" (the library default,
-# DEFAULT); "proposed-auto-k": as "proposed-auto-score" with marginals_per_step="auto". The
+# DEFAULT); "proposed-auto-k": as "proposed-auto-score" with marginals_per_step="auto";
+# "proposed-shrinkage-stddev": as "proposed-auto-score" with pooled_stddev="shrinkage". The
 # others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and the "auto"
 # ones refit="selection" (Algorithm 3's); all but "proposed-auto-k" k = MARGINALS_PER_STEP.
 # New methods go last: the seeds use the index.
@@ -170,20 +171,26 @@ POOLED_STEP = "proposed-pooled-step"
 POOLED_AUTO = "proposed-pooled-auto"
 AUTO_SCORE = "proposed-auto-score"
 AUTO_K = "proposed-auto-k"
+SHRINK = "proposed-shrinkage-stddev"
 METHODS = (
     "baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO,
-    AUTO_SCORE, AUTO_K,
+    AUTO_SCORE, AUTO_K, SHRINK,
 )  # fmt: skip
 SCORE_OF = {
     PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell", AUTO_SCORE: "auto",
-    AUTO_K: "auto",
+    AUTO_K: "auto", SHRINK: "auto",
 }  # fmt: skip
 REMAINDER_OF = {
-    m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE, AUTO_K)
+    m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE, AUTO_K, SHRINK)
 }
-REFIT_OF = {POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto", AUTO_K: "auto"}
+REFIT_OF = {
+    POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto", AUTO_K: "auto", SHRINK: "auto",
+}  # fmt: skip
 #: ``marginals_per_step`` of the methods that do not use MARGINALS_PER_STEP.
 K_OF: dict[str, int | str] = {AUTO_K: "auto"}
+#: ``pooled_stddev`` of the methods that do not use "noise" (always passed, so that the stored
+#: streams stay valid if the library's default changes).
+STDDEV_OF = {SHRINK: "shrinkage"}
 #: The method that is TabularStream's default (the column "library default").
 DEFAULT = AUTO_SCORE
 #: The methods of the default grid at ε ≠ 1 (1 run each).
@@ -767,6 +774,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         remainder=REMAINDER_OF.get(job.method, "model"),
         **refit_options(job.method),
         marginals_per_step=K_OF.get(job.method, MARGINALS_PER_STEP),
+        pooled_stddev=STDDEV_OF.get(job.method, "noise"),
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []

@@ -133,6 +133,20 @@ Privacy (Theorem 6.1):
     so what the model got wrong while ``j`` was not selected stays in it
     (``benches/diag_tabular_remainder.py``: with the true values of those rows
     instead, AvgWE on Adult-randomized-bs-200 at ε = 1 drops 8-fold).
+
+  The fit weighs each measurement by ``1/σ_m²``, the standard deviation per cell it is
+  told (``pooled_stddev=``, post-processing too):
+
+  - ``"noise"`` (default): ``σ_m = σ(1 + wρ)``, the noise of the release as the pooled
+    measurement scales it (``σ`` the release's noise per cell). It treats the remainder
+    part ``(1 − w)·r`` as exact, so a workload whose counter is mostly noise (``w``
+    near 0) is held at the model's own values with the weight of a fresh measurement.
+  - ``"shrinkage"``: ``σ_m = σ·√((1 + wρ)(1 + ρ))``, the geometric mean of that noise and
+    the noise ``σ(1 + ρ)`` of the counter scaled up without shrinkage. Why: for large
+    ``ρ`` it is about ``σρ·√w``, the root of the risk ``w·(σρ)²`` per cell of a
+    James–Stein shrinkage estimate with weight ``w`` (the noise alone, ``σρw``,
+    understates it by ``√w``), and for ``w`` near 0 it no longer claims the
+    remainder's precision: the counter could not tell that precision apart from noise.
 * **Refit** (``refit=``; post-processing, no privacy cost): when the model is
   refitted within a step.
 
@@ -199,6 +213,8 @@ RemainderName = Literal["model", "pooled"]
 REMAINDERS: tuple[RemainderName, ...] = ("model", "pooled")
 RefitName = Literal["selection", "step", "auto"]
 REFITS: tuple[RefitName, ...] = ("selection", "step", "auto")
+PooledStddevName = Literal["noise", "shrinkage"]
+POOLED_STDDEVS: tuple[PooledStddevName, ...] = ("noise", "shrinkage")
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -317,6 +333,13 @@ class TabularStream:
             measured so far given to each step's last fit) or ``"model"``
             (Algorithm 3's remainder, the synthetic data's values at those times).
             Both are post-processing: the privacy guarantee is the same.
+        pooled_stddev: ``remainder="pooled"`` only: the standard deviation per cell
+            the fit is told for a pooled measurement (it sets the measurement's weight
+            in the fit; see the module docstring). ``"noise"`` (default): the noise of
+            the counter's release as scaled, ``σ(1 + wρ)``, as if the remainder part
+            were exact. ``"shrinkage"``: ``σ·√((1 + wρ)(1 + ρ))``, which also counts
+            the error of the shrinkage towards the remainder. Post-processing: the
+            same guarantee.
         refit: when the model is refitted within a step (see the module
             docstring): ``"auto"`` (default: as ``"step"``, except at the steps
             whose first measurement shows the batch drifting from the model, which
@@ -351,6 +374,7 @@ class TabularStream:
         score: ScoreName = "auto",
         remainder: RemainderName = "pooled",
         refit: RefitName = "auto",
+        pooled_stddev: PooledStddevName = "noise",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -373,6 +397,7 @@ class TabularStream:
             "score": score,
             "remainder": remainder,
             "refit": refit,
+            "pooled_stddev": pooled_stddev,
             "sampling": sampling,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
@@ -419,6 +444,11 @@ class TabularStream:
         if refit not in REFITS:
             raise ValueError(f"refit must be one of {REFITS}, got {refit!r}")
         self._refit: RefitName = refit
+        if pooled_stddev not in POOLED_STDDEVS:
+            raise ValueError(
+                f"pooled_stddev must be one of {POOLED_STDDEVS}, got {pooled_stddev!r}"
+            )
+        self._pooled_stddev: PooledStddevName = pooled_stddev
         if sampling not in ("round", "iid"):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
@@ -713,6 +743,7 @@ class TabularStream:
         cfg.setdefault("score", "paper")  # likewise
         cfg.setdefault("remainder", "model")  # likewise
         cfg.setdefault("refit", "selection")  # likewise
+        cfg.setdefault("pooled_stddev", "noise")  # likewise
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -912,7 +943,10 @@ class TabularStream:
         weight = excess / power if excess > 0.0 else 0.0
         ratio = rest / counted
         values = released + (weight * ratio) * released + (1.0 - weight) * remainder
-        return values, stddev * (1.0 + weight * ratio)
+        noise = stddev * (1.0 + weight * ratio)
+        if self._pooled_stddev == "noise":
+            return values, noise
+        return values, math.sqrt(noise * stddev * (1.0 + ratio))
 
     def _anchors(self, taken: set[int], size: int) -> list[Measurement]:
         """``remainder="pooled"``: the pooled measurements, at the current size, of every
