@@ -27,8 +27,10 @@ pooled, auto refit"), with those and ``score="auto"`` (``"l2"``, or ``"l2-cell"`
 recent steps drifted: the library's defaults, the column "proposed, pooled, auto refit, auto
 score: library default") and with those and ``marginals_per_step="auto"`` (2 selections per
 step while the stream is calm, 3 while it drifts; the column "proposed, library default with
-auto k"); all but the last six
-with Algorithm 3's remainder (``remainder="model"``), all but the last four with
+auto k") and with the library's defaults and ``pooled_stddev="shrinkage"`` (the fit told the
+error of the pooled measurements' shrinkage, not their noise alone; the column "proposed,
+library default with the shrinkage stddev"); all but the last seven
+with Algorithm 3's remainder (``remainder="model"``), all but the last five with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
 Adult-randomized-bs-50 and Adult-ordered-bs-50.
@@ -373,7 +375,7 @@ GRIDS: dict[str, Grid] = {
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
         "pooled remainder and one fit per step, auto refit, auto refit and auto score, or those "
-        "and auto k (simple counter), 3 runs each, and the proposed "
+        "and auto k or the shrinkage stddev (simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed, the pooled remainder, auto refit and the library default (pooled "
@@ -392,7 +394,8 @@ GRIDS: dict[str, Grid] = {
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
-        "and auto score (the library default), or those and auto k (simple counter), and the "
+        "and auto score (the library default), or those and auto k or the shrinkage stddev "
+        "(simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -1033,7 +1036,10 @@ T12_COLUMNS = (
     ("proposed, pooled, auto refit (ours)", POOLED_AUTO),
     ("proposed, pooled, auto refit, auto score: library default (ours)", DEFAULT),
     ("proposed, library default with auto k (ours)", AUTO_K),
+    ("proposed, library default with the shrinkage stddev (ours)", SHRINK),
 )
+#: Variants of the library default that Table 1–2 compares with it and with the paper.
+DEFAULT_VARIANTS = (("auto k", AUTO_K), ("shrinkage stddev", SHRINK))
 
 
 def table_12(results: list[Result]) -> list[str]:
@@ -1041,9 +1047,15 @@ def table_12(results: list[Result]) -> list[str]:
         "| dataset | ε | metric | "
         + " | ".join(label for label, _ in T12_COLUMNS)
         + " | sampling floor | paper: baseline | paper: proposed | ours: default ≤ baseline | "
-        "ours: default ≤ paper's proposed | ours: auto k ≤ default | ours: auto k ≤ paper's "
-        "proposed |",
-        "|---|---:|---|" + "---:|" * (len(T12_COLUMNS) + 3) + ":---:|" * 4,
+        "ours: default ≤ paper's proposed | "
+        + " | ".join(
+            f"ours: {name} ≤ default | ours: {name} ≤ paper's proposed"
+            for name, _ in DEFAULT_VARIANTS
+        )
+        + " |",
+        "|---|---:|---|"
+        + "---:|" * (len(T12_COLUMNS) + 3)
+        + ":---:|" * (2 + 2 * len(DEFAULT_VARIANTS)),
     ]
     for order, batch in datasets_of(results):
         name = dataset_name(order, batch)
@@ -1051,20 +1063,25 @@ def table_12(results: list[Result]) -> list[str]:
             kw = {"order": order, "batch": batch, "epsilon": eps, "counter": "simple"}
             columns = [pick(results, method=method, **kw) for _, method in T12_COLUMNS]
             floor = [r.floor for rs in columns for r in rs]
-            base, default, auto_k = (
-                pick(results, method=method, **kw) for method in ("baseline", DEFAULT, AUTO_K)
-            )
+            base, default = (pick(results, method=method, **kw) for method in ("baseline", DEFAULT))
+            variants = [pick(results, method=method, **kw) for _, method in DEFAULT_VARIANTS]
             paper = PAPER_T12.get(name, {}).get(eps)
             for m, metric in enumerate(METRICS):
                 pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                b, d, a = last_values(base, m), last_values(default, m), last_values(auto_k, m)
+                b, d = last_values(base, m), last_values(default, m)
                 cells = " | ".join(fmt_ms(last_values(rs, m)) for rs in columns)
+                verdicts = [(d, b), (d, pp)]
+                for rs in variants:
+                    verdicts += [(last_values(rs, m), d), (last_values(rs, m), pp)]
                 lines.append(
                     f"| {name} | {eps:g} | {metric_label(metric)} | {cells} | "
                     f"{fmt(float(np.mean([f[m] for f in floor]))) if floor else '–'} | "
-                    f"{fmt(pb)} | {fmt(pp)} | {verdict(d, b)} | "
-                    f"{verdict(d, pp) if math.isfinite(pp) else '–'} | {verdict(a, d)} | "
-                    f"{verdict(a, pp) if math.isfinite(pp) else '–'} |"
+                    f"{fmt(pb)} | {fmt(pp)} | "
+                    + " | ".join(
+                        verdict(x, y) if not isinstance(y, float) or math.isfinite(y) else "–"
+                        for x, y in verdicts
+                    )
+                    + " |"
                 )
     return lines
 
@@ -1096,110 +1113,74 @@ def table_3(results: list[Result]) -> list[str]:
     return lines
 
 
+#: The columns of the summary: (label, method x, reference y, ε ≥ 1 only). A row counts when
+#: both have values; it is a success when x's mean ≤ y's. ``PAPER_PROPOSED``/``PAPER_BASELINE``
+#: as y are the paper's columns (the RelL2 rows against its RelWE).
+PAPER_PROPOSED = "paper: proposed"
+PAPER_BASELINE = "paper: baseline"
+SUMMARY: tuple[tuple[str, str, str, bool], ...] = (
+    ("ours: proposed ≤ baseline (all ε)", "proposed", "baseline", False),
+    ("ours: proposed ≤ baseline (ε ≥ 1)", "proposed", "baseline", True),
+    ("ours: proposed ≤ paper's proposed (ε ≥ 1)", "proposed", PAPER_PROPOSED, True),
+    ("ours: baseline ≤ paper's baseline (ε ≥ 1)", "baseline", PAPER_BASELINE, True),
+    ("ours: proposed ≤ proposed with the paper's score", "proposed", PAPER_SCORE, False),
+    ("ours: per-cell score ≤ baseline (ε ≥ 1)", CELL_SCORE, "baseline", True),
+    ("ours: per-cell score ≤ paper's proposed (ε ≥ 1)", CELL_SCORE, PAPER_PROPOSED, True),
+    ("ours: proposed ≤ per-cell score", "proposed", CELL_SCORE, False),
+    ("ours: pooled remainder, refit after each selection ≤ baseline (ε ≥ 1)", POOLED, "baseline",
+     True),
+    ("ours: pooled remainder, refit after each selection ≤ paper's proposed (ε ≥ 1)", POOLED,
+     PAPER_PROPOSED, True),
+    ("ours: pooled remainder, refit after each selection ≤ proposed", POOLED, "proposed", False),
+    ("ours: pooled + per-cell score ≤ baseline (ε ≥ 1)", POOLED_CELL, "baseline", True),
+    ("ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1)", POOLED_CELL, PAPER_PROPOSED,
+     True),
+    ("ours: one fit per step ≤ baseline (ε ≥ 1)", POOLED_STEP, "baseline", True),
+    ("ours: one fit per step ≤ paper's proposed (ε ≥ 1)", POOLED_STEP, PAPER_PROPOSED, True),
+    ("ours: one fit per step ≤ refit after each selection", POOLED_STEP, POOLED, False),
+    ("ours: auto refit ≤ baseline (ε ≥ 1)", POOLED_AUTO, "baseline", True),
+    ("ours: auto refit ≤ paper's proposed (ε ≥ 1)", POOLED_AUTO, PAPER_PROPOSED, True),
+    ("ours: auto refit ≤ refit after each selection", POOLED_AUTO, POOLED, False),
+    ("ours: library default (auto refit, auto score) ≤ baseline (ε ≥ 1)", DEFAULT, "baseline",
+     True),
+    ("ours: library default ≤ paper's proposed (ε ≥ 1)", DEFAULT, PAPER_PROPOSED, True),
+    ("ours: library default ≤ auto refit", DEFAULT, POOLED_AUTO, False),
+    ("ours: auto k ≤ baseline (ε ≥ 1)", AUTO_K, "baseline", True),
+    ("ours: auto k ≤ paper's proposed (ε ≥ 1)", AUTO_K, PAPER_PROPOSED, True),
+    ("ours: auto k ≤ library default", AUTO_K, DEFAULT, False),
+    ("ours: shrinkage stddev ≤ baseline (ε ≥ 1)", SHRINK, "baseline", True),
+    ("ours: shrinkage stddev ≤ paper's proposed (ε ≥ 1)", SHRINK, PAPER_PROPOSED, True),
+    ("ours: shrinkage stddev ≤ library default", SHRINK, DEFAULT, False),
+)  # fmt: skip
+
+
 def summary_lines(results: list[Result]) -> list[str]:
     """Counts of rows where proposed beats baseline / the paper, per metric, at ε ≥ 1 (the
-    RelL2 rows against the paper's RelWE)."""
+    RelL2 rows against the paper's RelWE): one column per ``SUMMARY`` entry, over the settings
+    that have both baseline and proposed (simple counter) streams."""
     lines = [
-        "| metric | ours: proposed ≤ baseline (all ε) | ours: proposed ≤ baseline (ε ≥ 1) | "
-        "ours: proposed ≤ paper's proposed (ε ≥ 1) | ours: baseline ≤ paper's baseline (ε ≥ 1) "
-        "| ours: proposed ≤ proposed with the paper's score | ours: per-cell score ≤ baseline "
-        "(ε ≥ 1) | ours: per-cell score ≤ paper's proposed (ε ≥ 1) | ours: proposed ≤ per-cell "
-        "score | ours: pooled remainder, refit after each selection ≤ baseline (ε ≥ 1) | ours: "
-        "pooled remainder, refit after each selection ≤ paper's proposed (ε ≥ 1) | ours: pooled "
-        "remainder, refit after each selection ≤ proposed | ours: pooled + per-cell score "
-        "≤ baseline (ε ≥ 1) | ours: pooled + per-cell score ≤ paper's proposed (ε ≥ 1) | ours: one "
-        "fit per step ≤ baseline (ε ≥ 1) | ours: one fit per step ≤ paper's proposed (ε ≥ 1) | "
-        "ours: one fit per step ≤ refit after each selection | ours: auto refit ≤ "
-        "baseline (ε ≥ 1) | ours: auto refit ≤ paper's proposed (ε ≥ 1) | ours: auto "
-        "refit ≤ refit after each selection | ours: library default (auto refit, auto score) "
-        "≤ baseline (ε ≥ 1) | ours: library default ≤ paper's proposed (ε ≥ 1) | ours: "
-        "library default ≤ auto refit | ours: auto k ≤ baseline (ε ≥ 1) | ours: auto k ≤ "
-        "paper's proposed (ε ≥ 1) | ours: auto k ≤ library default |",
-        "|---|" + "---:|" * 25,
+        "| metric | " + " | ".join(label for label, *_ in SUMMARY) + " |",
+        "|---|" + "---:|" * len(SUMMARY),
     ]
     for m, metric in enumerate(METRICS):
-        counts = [[0, 0] for _ in range(25)]
+        counts = [[0, 0] for _ in SUMMARY]
         for order, batch in datasets_of(results):
             name = dataset_name(order, batch)
             for eps in epsilons_of(results, order=order, batch=batch):
-                kw = {"order": order, "batch": batch, "epsilon": eps}
-                b = last_values(pick(results, method="baseline", **kw), m)
-                p = last_values(pick(results, method="proposed", counter="simple", **kw), m)
-                if not b or not p:
-                    continue
-                printed = last_values(pick(results, method=PAPER_SCORE, **kw), m)
-                cell = last_values(pick(results, method=CELL_SCORE, **kw), m)
-                pooled = last_values(pick(results, method=POOLED, **kw), m)
-                both = last_values(pick(results, method=POOLED_CELL, **kw), m)
-                step = last_values(pick(results, method=POOLED_STEP, **kw), m)
-                auto = last_values(pick(results, method=POOLED_AUTO, **kw), m)
-                default = last_values(pick(results, method=DEFAULT, **kw), m)
-                auto_k = last_values(pick(results, method=AUTO_K, **kw), m)
+                kw = {"order": order, "batch": batch, "epsilon": eps, "counter": "simple"}
                 paper = PAPER_T12.get(name, {}).get(eps)
-                pb, pp = paper[paper_metric(metric)] if paper else (math.nan, math.nan)
-                checks = [
-                    (True, np.mean(p) <= np.mean(b)),
-                    (eps >= 1, np.mean(p) <= np.mean(b)),
-                    (eps >= 1 and paper is not None, np.mean(p) <= pp),
-                    (eps >= 1 and paper is not None, np.mean(b) <= pb),
-                    (bool(printed), bool(printed) and np.mean(p) <= np.mean(printed)),
-                    (eps >= 1 and bool(cell), bool(cell) and np.mean(cell) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(cell) and paper is not None,
-                        bool(cell) and np.mean(cell) <= pp,
-                    ),
-                    (bool(cell), bool(cell) and np.mean(p) <= np.mean(cell)),
-                    (eps >= 1 and bool(pooled), bool(pooled) and np.mean(pooled) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(pooled) and paper is not None,
-                        bool(pooled) and np.mean(pooled) <= pp,
-                    ),
-                    (bool(pooled), bool(pooled) and np.mean(pooled) <= np.mean(p)),
-                    (eps >= 1 and bool(both), bool(both) and np.mean(both) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(both) and paper is not None,
-                        bool(both) and np.mean(both) <= pp,
-                    ),
-                    (eps >= 1 and bool(step), bool(step) and np.mean(step) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(step) and paper is not None,
-                        bool(step) and np.mean(step) <= pp,
-                    ),
-                    (
-                        bool(step) and bool(pooled),
-                        bool(step) and bool(pooled) and np.mean(step) <= np.mean(pooled),
-                    ),
-                    (eps >= 1 and bool(auto), bool(auto) and np.mean(auto) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(auto) and paper is not None,
-                        bool(auto) and np.mean(auto) <= pp,
-                    ),
-                    (
-                        bool(auto) and bool(pooled),
-                        bool(auto) and bool(pooled) and np.mean(auto) <= np.mean(pooled),
-                    ),
-                    (eps >= 1 and bool(default), bool(default) and np.mean(default) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(default) and paper is not None,
-                        bool(default) and np.mean(default) <= pp,
-                    ),
-                    (
-                        bool(default) and bool(auto),
-                        bool(default) and bool(auto) and np.mean(default) <= np.mean(auto),
-                    ),
-                    (eps >= 1 and bool(auto_k), bool(auto_k) and np.mean(auto_k) <= np.mean(b)),
-                    (
-                        eps >= 1 and bool(auto_k) and paper is not None,
-                        bool(auto_k) and np.mean(auto_k) <= pp,
-                    ),
-                    (
-                        bool(default) and bool(auto_k),
-                        bool(default) and bool(auto_k) and np.mean(auto_k) <= np.mean(default),
-                    ),
-                ]
-                for c, (use, ok) in zip(counts, checks, strict=True):
-                    if use:
-                        c[0] += int(ok)
+                means: dict[str, float] = {}
+                if paper is not None:
+                    means[PAPER_BASELINE], means[PAPER_PROPOSED] = paper[paper_metric(metric)]
+                for method in {x for _, x, y, _ in SUMMARY} | {y for _, _, y, _ in SUMMARY}:
+                    values = last_values(pick(results, method=method, **kw), m)
+                    if values:
+                        means[method] = float(np.mean(values))
+                if "baseline" not in means or "proposed" not in means:
+                    continue
+                for c, (_, x, y, at_least_1) in zip(counts, SUMMARY, strict=True):
+                    if (eps >= 1 or not at_least_1) and x in means and y in means:
+                        c[0] += int(means[x] <= means[y])
                         c[1] += 1
         lines.append(
             f"| {metric_label(metric)} | " + " | ".join(f"{a}/{n}" for a, n in counts) + " |"
@@ -1332,6 +1313,8 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
             series.append(("proposed, auto score (default)", {"method": DEFAULT}, "tab:brown"))
         if pick(results, order=order, batch=batch, epsilon=1.0, method=AUTO_K):
             series.append(("proposed, auto k", {"method": AUTO_K}, "tab:pink"))
+        if pick(results, order=order, batch=batch, epsilon=1.0, method=SHRINK):
+            series.append(("proposed, shrinkage stddev", {"method": SHRINK}, "tab:gray"))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1509,9 +1492,13 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "running share of drifted steps exceeds 1/2: the library's defaults), and \"proposed, "
         'library default with auto k" with those and `marginals_per_step="auto"` (2 '
         "selections per step while that share is at most 0.2, 3 above it; each selection and "
-        "measurement of a step with k selections gets ε/2k); the others use "
-        '`remainder="model"`, Algorithm 3\'s, and all but the last four '
-        '`refit="selection"`, Algorithm 3\'s. The paper '
+        'measurement of a step with k selections gets ε/2k), and "proposed, library default '
+        'with the shrinkage stddev" with the defaults and `pooled_stddev="shrinkage"` (the fit '
+        "weighs a pooled measurement by the error of its shrinkage towards the remainder, "
+        "σ·√((1 + wρ)(1 + ρ)), not by its scaled noise σ(1 + wρ) alone); the others use "
+        '`remainder="model"`, Algorithm 3\'s, and all but the last five '
+        '`refit="selection"`, Algorithm 3\'s. All pass `pooled_stddev` ("noise" but in the '
+        "shrinkage column). The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here "
         "(the library's default) but in the auto-k column. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "

@@ -500,6 +500,10 @@ CASES: list[Case] = [
          "refit must be one of ('selection', 'step', 'auto'), got 'always'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, refit="always"),  # type: ignore[arg-type]
          after=NO_OBJECT),
+    Case("constructor", "TabularStream unknown pooled_stddev", ValueError,
+         "pooled_stddev must be one of ('noise', 'shrinkage'), got 'risk'",
+         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, pooled_stddev="risk"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),
@@ -677,6 +681,17 @@ def _flip(data: bytes) -> bytes:
     return bytes(bad)
 
 
+def _flip_member(data: bytes) -> bytes:
+    """A TabularStream state (an .npz zip) with a byte flipped inside the first array member
+    past its middle. Why not the middle byte itself: a zip's local headers repeat fields
+    (sizes) that readers take from the central directory, so a flip there leaves the data
+    intact and decodable; a member's content is checked (CRC-32)."""
+    at = data.index(b"\x93NUMPY", len(data) // 2) + 20
+    bad = bytearray(data)
+    bad[at] ^= 0x10
+    return bytes(bad)
+
+
 def _length(data: bytes) -> bytes:
     body = bytearray(data[:-4])
     body[12:20] = struct.pack("<Q", 2**64 - 1)
@@ -777,7 +792,7 @@ def _forged_table(header: object) -> bytes:
 def test_broken_tabular_state_is_refused(tmp_path: Path) -> None:
     cases = {
         "truncated": TABLE_STATE[: len(TABLE_STATE) // 2],
-        "flipped": _flip(TABLE_STATE),
+        "flipped": _flip_member(TABLE_STATE),
         "header only": TABLE_STATE[:16],
         "foreign": b"DPSTREAM-TABULAR" + b"\0" * 64,
         "forged header (a domain of the wrong type)": _forged_table({"domain": "color"}),

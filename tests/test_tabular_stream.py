@@ -245,6 +245,8 @@ def test_rejected_batches_change_nothing() -> None:
         ({"sampling": "systematic"}, ValueError),
         ({"remainder": "paper"}, ValueError),
         ({"refit": "always"}, ValueError),
+        ({"pooled_stddev": "risk"}, ValueError),
+        ({"pooled_stddev": None}, ValueError),
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object], error: type) -> None:
@@ -421,6 +423,52 @@ def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() 
     assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
 
 
+def test_a_state_written_before_the_pooled_stddev_option_resumes_with_the_noise() -> None:
+    import io as _io
+    import json as _json
+
+    d = small()
+    s = TabularStream(d, 1, marginals_per_step=2, rng=dpstream.Rng(seed=3))
+    for t in range(3):
+        s.step(table(d, 100, t))
+    raw = s.to_bytes()
+    magic = b"DPSTREAM-TABULAR"
+    npz = np.load(_io.BytesIO(raw[len(magic) :]))
+    arrays = {k: npz[k] for k in npz.files}
+    header = _json.loads(arrays["header"].tobytes())
+    del header["config"]["pooled_stddev"]
+    arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    old = TabularStream.from_bytes(magic + buf.getvalue())
+    assert old._pooled_stddev == "noise"
+    batch = table(d, 100, 7)
+    assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
+
+
+def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_changes_only_the_weights() -> None:
+    d = small()
+    rows = table(d, 1600, 9)
+
+    def make(stddev: str) -> TabularStream:
+        return TabularStream(
+            d, 1, marginals_per_step=2, iters=20, pooled_stddev=stddev,  # type: ignore[arg-type]
+            rng=dpstream.Rng(seed=4),
+        )  # fmt: skip
+
+    a, b, n = make("shrinkage"), make("shrinkage"), make("noise")
+    for t in range(4):
+        for s in (a, b, n):
+            s.step(rows[200 * t : 200 * (t + 1)])
+    b = TabularStream.from_bytes(b.to_bytes())
+    assert b._pooled_stddev == "shrinkage"
+    for t in range(4, 8):
+        assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
+        n.step(rows[200 * t : 200 * (t + 1)])
+    # The option is wired through: the same seed, the measurements weighed differently.
+    assert not np.array_equal(a._synthetic_marginals[0], n._synthetic_marginals[0])
+
+
 def test_step_returns_the_domains_labels() -> None:
     d = Domain({"colour": ["red", "green", "blue"], "n": 2})
     s = TabularStream(d, 1, marginals_per_step=1, rng=dpstream.Rng(seed=3))
@@ -497,10 +545,16 @@ def test_the_selections_are_reported(method: str) -> None:
 
 
 def pooled_reference(
-    released: np.ndarray, remainder: np.ndarray, sd: float, counted: int, size: int, grown: int
+    released: np.ndarray,
+    remainder: np.ndarray,
+    sd: float,
+    counted: int,
+    size: int,
+    grown: int,
+    stddev: str = "noise",
 ) -> tuple[np.ndarray, float]:
     """The "pooled" measurement from its definition, in exact rationals (but for the square
-    root of the margin, which is a float in both)."""
+    roots of the margin and of the "shrinkage" standard deviation, floats in both)."""
     rest = size - counted
     if counted <= 0 or rest <= 0:
         return released + remainder, sd
@@ -514,7 +568,11 @@ def pooled_reference(
     w = (power - noise) / power if power > noise else Fraction(0)
     rho = Fraction(rest, counted)
     out = [x + w * rho * x + (1 - w) * v for x, v in zip(c, r, strict=True)]
-    return np.array([float(v) for v in out]), float(Fraction(sd) * (1 + w * rho))
+    noise_sd = Fraction(sd) * (1 + w * rho)
+    if stddev == "noise":
+        return np.array([float(v) for v in out]), float(noise_sd)
+    # The geometric mean of the scaled noise σ(1 + wρ) and the unshrunk σ(1 + ρ).
+    return np.array([float(v) for v in out]), math.sqrt(noise_sd * Fraction(sd) * (1 + rho))
 
 
 @given(
@@ -524,21 +582,39 @@ def pooled_reference(
     st.integers(-5, 300),
     st.integers(0, 900),
     st.integers(-50, 200),
+    st.sampled_from(["noise", "shrinkage"]),
 )
 def test_the_pooled_measurement_matches_its_definition(
-    released: list[int], remainder: list[float], sd: float, counted: int, size: int, grown: int
+    released: list[int],
+    remainder: list[float],
+    sd: float,
+    counted: int,
+    size: int,
+    grown: int,
+    stddev: str,
 ) -> None:
     pairs = [(0, 1), (2, 3)]
-    s = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1)
+    s = TabularStream(
+        small(),
+        1,
+        workloads=pairs,
+        marginals_per_step=1,
+        pooled_stddev=stddev,  # type: ignore[arg-type]
+    )
     assert s._remainder_kind == "pooled"  # the default
     s._remainder[1] = np.array(remainder)
     s._counted_rows[1] = counted
     got, got_sd = s._measurement(1, np.array(released, dtype=np.float64), sd, size, grown=grown)
     want, want_sd = pooled_reference(
-        np.array(released, float), np.array(remainder), sd, counted, size, grown
+        np.array(released, float), np.array(remainder), sd, counted, size, grown, stddev
     )
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, float(size)))
     assert got_sd == pytest.approx(want_sd, rel=1e-12)
+    # The shrinkage's stated error is never below the noise's, and the values are the same.
+    _, noise_sd = pooled_reference(
+        np.array(released, float), np.array(remainder), sd, counted, size, grown
+    )
+    assert got_sd >= noise_sd * (1 - 1e-12)
     # "model" is Algorithm 3's m(t,j) = C_j(t) + r(t-1,j) whatever the counts.
     m = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="model")
     m._remainder[1] = np.array(remainder)

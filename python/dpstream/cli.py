@@ -90,9 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
     tab.add_argument(
         "--score",
-        choices=["l2", "l2-cell", "paper"],
-        help="workload selection score (default: l2; l2-cell: per cell, favours small "
-        "workloads; paper: the score printed in the paper)",
+        choices=["auto", "l2", "l2-cell", "paper"],
+        help="workload selection score (default: auto, the library's: l2, or l2-cell while "
+        "the stream drifts; l2-cell: per cell, favours small workloads; paper: the score "
+        "printed in the paper)",
     )
     tab.add_argument(
         "--remainder",
@@ -112,7 +113,7 @@ _DEFAULTS: dict[str, Any] = {
     "method": "online",
     "estimator": "pgm",
     "table_method": "proposed",
-    "score": "l2",
+    "score": "auto",
     "remainder": "pooled",
     "marginals_per_step": 3,
     "checkpoint_every": 1,
