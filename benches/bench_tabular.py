@@ -29,8 +29,9 @@ score: library default") and with those and ``marginals_per_step="auto"`` (2 sel
 step while the stream is calm, 3 while it drifts; the column "proposed, library default with
 auto k") and with the library's defaults and ``pooled_stddev="shrinkage"`` (the fit told the
 error of the pooled measurements' shrinkage, not their noise alone; the column "proposed,
-library default with the shrinkage stddev"); all but the last seven
-with Algorithm 3's remainder (``remainder="model"``), all but the last five with
+library default with the shrinkage stddev"), and with both (the column "proposed, library
+default with the shrinkage stddev and auto k"); all but the last eight
+with Algorithm 3's remainder (``remainder="model"``), all but the last six with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
 Adult-randomized-bs-50 and Adult-ordered-bs-50.
@@ -152,19 +153,8 @@ ORDERS = ("randomized", "ordered")
 #: Orders outside the grids: "file-order", the rows in the order of adult.csv (by index), run by
 #: benches/diag_tabular_order.py. Seeds use the index in ALL_ORDERS, so ORDERS' keep theirs.
 ALL_ORDERS = (*ORDERS, "file-order")
-# "proposed-paper-score": the proposed method with the selection score printed in the paper
-# (TabularStream(score="paper")); "proposed-cell-score": with score="l2-cell";
-# "proposed-pooled": with remainder="pooled" and refit="selection"; "proposed-pooled-cell-score":
-# remainder="pooled" and score="l2-cell"; "proposed-pooled-step": remainder="pooled" and
-# refit="step" (one fit per step; selections against the expected batch raked to the step's
-# measured margins); "proposed-pooled-auto": remainder="pooled" and refit="auto" (as "step",
-# but refitting after each selection at the steps whose first measurement shows drift);
-# "proposed-auto-score": as "proposed-pooled-auto" with score="auto" (the library default,
-# DEFAULT); "proposed-auto-k": as "proposed-auto-score" with marginals_per_step="auto";
-# "proposed-shrinkage-stddev": as "proposed-auto-score" with pooled_stddev="shrinkage". The
-# others use score "l2" and remainder="model" (Algorithm 3's); all but "step" and the "auto"
-# ones refit="selection" (Algorithm 3's); all but "proposed-auto-k" k = MARGINALS_PER_STEP.
-# New methods go last: the seeds use the index.
+# Method names, and the TabularStream options of each (METHOD_OPTIONS, over BASE_OPTIONS).
+# New methods go last: the seeds use the index in METHODS.
 PAPER_SCORE = "proposed-paper-score"
 CELL_SCORE = "proposed-cell-score"
 POOLED = "proposed-pooled"
@@ -174,25 +164,32 @@ POOLED_AUTO = "proposed-pooled-auto"
 AUTO_SCORE = "proposed-auto-score"
 AUTO_K = "proposed-auto-k"
 SHRINK = "proposed-shrinkage-stddev"
-METHODS = (
-    "baseline", "proposed", PAPER_SCORE, CELL_SCORE, POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO,
-    AUTO_SCORE, AUTO_K, SHRINK,
-)  # fmt: skip
-SCORE_OF = {
-    PAPER_SCORE: "paper", CELL_SCORE: "l2-cell", POOLED_CELL: "l2-cell", AUTO_SCORE: "auto",
-    AUTO_K: "auto", SHRINK: "auto",
+SHRINK_K = "proposed-shrinkage-auto-k"
+#: Every option is always passed, so that the stored streams stay valid when a library default
+#: changes: Algorithm 3 as printed (the "l2" score aside), k = MARGINALS_PER_STEP.
+BASE_OPTIONS: dict[str, Any] = {
+    "method": "proposed", "score": "l2", "remainder": "model", "refit": "selection",
+    "marginals_per_step": MARGINALS_PER_STEP, "pooled_stddev": "noise",
 }  # fmt: skip
-REMAINDER_OF = {
-    m: "pooled" for m in (POOLED, POOLED_CELL, POOLED_STEP, POOLED_AUTO, AUTO_SCORE, AUTO_K, SHRINK)
+#: The library's defaults (the column "library default", DEFAULT).
+_LIBRARY = {"score": "auto", "remainder": "pooled", "refit": "auto"}
+METHOD_OPTIONS: dict[str, dict[str, Any]] = {
+    "baseline": {"method": "baseline"},
+    "proposed": {},
+    PAPER_SCORE: {"score": "paper"},  # the selection score printed in the paper
+    CELL_SCORE: {"score": "l2-cell"},
+    POOLED: {"remainder": "pooled"},
+    POOLED_CELL: {"remainder": "pooled", "score": "l2-cell"},
+    # one fit per step; selections against the expected batch raked to the step's margins
+    POOLED_STEP: {"remainder": "pooled", "refit": "step"},
+    # as "step", but refitting after each selection at the steps whose first measurement drifts
+    POOLED_AUTO: {"remainder": "pooled", "refit": "auto"},
+    AUTO_SCORE: _LIBRARY,
+    AUTO_K: {**_LIBRARY, "marginals_per_step": "auto"},
+    SHRINK: {**_LIBRARY, "pooled_stddev": "shrinkage"},
+    SHRINK_K: {**_LIBRARY, "pooled_stddev": "shrinkage", "marginals_per_step": "auto"},
 }
-REFIT_OF = {
-    POOLED_STEP: "step", POOLED_AUTO: "auto", AUTO_SCORE: "auto", AUTO_K: "auto", SHRINK: "auto",
-}  # fmt: skip
-#: ``marginals_per_step`` of the methods that do not use MARGINALS_PER_STEP.
-K_OF: dict[str, int | str] = {AUTO_K: "auto"}
-#: ``pooled_stddev`` of the methods that do not use "noise" (always passed, so that the stored
-#: streams stay valid if the library's default changes).
-STDDEV_OF = {SHRINK: "shrinkage"}
+METHODS = tuple(METHOD_OPTIONS)
 #: The method that is TabularStream's default (the column "library default").
 DEFAULT = AUTO_SCORE
 #: The methods of the default grid at ε ≠ 1 (1 run each).
@@ -375,7 +372,7 @@ GRIDS: dict[str, Grid] = {
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
         "pooled remainder and one fit per step, auto refit, auto refit and auto score, or those "
-        "and auto k or the shrinkage stddev (simple counter), 3 runs each, and the proposed "
+        "and auto k, the shrinkage stddev or both (simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed, the pooled remainder, auto refit and the library default (pooled "
@@ -394,8 +391,8 @@ GRIDS: dict[str, Grid] = {
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
-        "and auto score (the library default), or those and auto k or the shrinkage stddev "
-        "(simple counter), and the "
+        "and auto score (the library default), or those and auto k, the shrinkage stddev or "
+        "both (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -739,10 +736,9 @@ def bench_stream(
     return cls(domain, Fraction(epsilon), **{**settings, **options})
 
 
-def refit_options(method: str) -> dict[str, Any]:
-    """``refit=`` of a method, always passed: the streams stored before the library's default
-    changed to ``"auto"`` were computed with ``"selection"`` (Algorithm 3's)."""
-    return {"refit": REFIT_OF.get(method, "selection")}
+def method_options(method: str) -> dict[str, Any]:
+    """The TabularStream options of a bench method (all of them: see ``BASE_OPTIONS``)."""
+    return {**BASE_OPTIONS, **METHOD_OPTIONS[method]}
 
 
 def run_job(job: Job, stop: int | None = None) -> Result:
@@ -772,12 +768,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
             job.run,
         ),
         counter=job.counter,
-        method="baseline" if job.method == "baseline" else "proposed",
-        score=SCORE_OF.get(job.method, "l2"),
-        remainder=REMAINDER_OF.get(job.method, "model"),
-        **refit_options(job.method),
-        marginals_per_step=K_OF.get(job.method, MARGINALS_PER_STEP),
-        pooled_stddev=STDDEV_OF.get(job.method, "noise"),
+        **method_options(job.method),
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []
@@ -1037,9 +1028,12 @@ T12_COLUMNS = (
     ("proposed, pooled, auto refit, auto score: library default (ours)", DEFAULT),
     ("proposed, library default with auto k (ours)", AUTO_K),
     ("proposed, library default with the shrinkage stddev (ours)", SHRINK),
+    ("proposed, library default with the shrinkage stddev and auto k (ours)", SHRINK_K),
 )
 #: Variants of the library default that Table 1–2 compares with it and with the paper.
-DEFAULT_VARIANTS = (("auto k", AUTO_K), ("shrinkage stddev", SHRINK))
+DEFAULT_VARIANTS = (
+    ("auto k", AUTO_K), ("shrinkage stddev", SHRINK), ("shrinkage stddev + auto k", SHRINK_K),
+)  # fmt: skip
 
 
 def table_12(results: list[Result]) -> list[str]:
@@ -1151,6 +1145,10 @@ SUMMARY: tuple[tuple[str, str, str, bool], ...] = (
     ("ours: shrinkage stddev ≤ baseline (ε ≥ 1)", SHRINK, "baseline", True),
     ("ours: shrinkage stddev ≤ paper's proposed (ε ≥ 1)", SHRINK, PAPER_PROPOSED, True),
     ("ours: shrinkage stddev ≤ library default", SHRINK, DEFAULT, False),
+    ("ours: shrinkage stddev + auto k ≤ baseline (ε ≥ 1)", SHRINK_K, "baseline", True),
+    ("ours: shrinkage stddev + auto k ≤ paper's proposed (ε ≥ 1)", SHRINK_K, PAPER_PROPOSED,
+     True),
+    ("ours: shrinkage stddev + auto k ≤ library default", SHRINK_K, DEFAULT, False),
 )  # fmt: skip
 
 
@@ -1221,6 +1219,21 @@ def _curves(
     t = np.asarray(rs[0].eval_t)
     v = np.asarray([[row[m] for row in getattr(r, what)] for r in rs])
     return t, v.mean(axis=0), v.min(axis=0), v.max(axis=0)
+
+
+#: The methods drawn (when run) next to baseline and proposed in the ε = 1 figures.
+FIGURE_SERIES = (
+    ("proposed, paper's score", PAPER_SCORE, "tab:purple"),
+    ("proposed, per-cell score", CELL_SCORE, "tab:green"),
+    ("proposed, pooled remainder", POOLED, "tab:red"),
+    ("proposed, pooled + per-cell score", POOLED_CELL, "k"),
+    ("proposed, one fit per step", POOLED_STEP, "tab:cyan"),
+    ("proposed, auto refit", POOLED_AUTO, "tab:olive"),
+    ("proposed, auto score (default)", DEFAULT, "tab:brown"),
+    ("proposed, auto k", AUTO_K, "tab:pink"),
+    ("proposed, shrinkage stddev", SHRINK, "tab:gray"),
+    ("proposed, shrinkage stddev + auto k", SHRINK_K, "gold"),
+)
 
 
 def plot_dataset(
@@ -1297,24 +1310,9 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
             ("proposed, Algorithm 3's remainder", {"method": "proposed", "counter": "simple"},
              "tab:blue"),
         ]  # fmt: skip
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=PAPER_SCORE):
-            series.append(("proposed, paper's score", {"method": PAPER_SCORE}, "tab:purple"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=CELL_SCORE):
-            series.append(("proposed, per-cell score", {"method": CELL_SCORE}, "tab:green"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED):
-            series.append(("proposed, pooled remainder", {"method": POOLED}, "tab:red"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_CELL):
-            series.append(("proposed, pooled + per-cell score", {"method": POOLED_CELL}, "k"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_STEP):
-            series.append(("proposed, one fit per step", {"method": POOLED_STEP}, "tab:cyan"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=POOLED_AUTO):
-            series.append(("proposed, auto refit", {"method": POOLED_AUTO}, "tab:olive"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=DEFAULT):
-            series.append(("proposed, auto score (default)", {"method": DEFAULT}, "tab:brown"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=AUTO_K):
-            series.append(("proposed, auto k", {"method": AUTO_K}, "tab:pink"))
-        if pick(results, order=order, batch=batch, epsilon=1.0, method=SHRINK):
-            series.append(("proposed, shrinkage stddev", {"method": SHRINK}, "tab:gray"))
+        for label, method, colour in FIGURE_SERIES:
+            if pick(results, order=order, batch=batch, epsilon=1.0, method=method):
+                series.append((label, {"method": method}, colour))
         title = (
             f"{name}, ε = 1: baseline vs proposed (simple counter); mean over runs, band = min..max"
         )
@@ -1495,12 +1493,13 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'measurement of a step with k selections gets ε/2k), and "proposed, library default '
         'with the shrinkage stddev" with the defaults and `pooled_stddev="shrinkage"` (the fit '
         "weighs a pooled measurement by the error of its shrinkage towards the remainder, "
-        "σ·√((1 + wρ)(1 + ρ)), not by its scaled noise σ(1 + wρ) alone); the others use "
-        '`remainder="model"`, Algorithm 3\'s, and all but the last five '
-        '`refit="selection"`, Algorithm 3\'s. All pass `pooled_stddev` ("noise" but in the '
-        "shrinkage column). The paper "
+        'σ·√((1 + wρ)(1 + ρ)), not by its scaled noise σ(1 + wρ) alone), and "proposed, '
+        'library default with the shrinkage stddev and auto k" with both; the others use '
+        '`remainder="model"`, Algorithm 3\'s, and all but the last six '
+        '`refit="selection"`, Algorithm 3\'s. Every option is passed (`pooled_stddev="noise"` '
+        "but in the shrinkage columns). The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here "
-        "(the library's default) but in the auto-k column. "
+        "(the library's default) but in the auto-k columns. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
         "- Metrics (Section 7.3) at step t between the released synthetic table g and f_t (all "
