@@ -10,27 +10,26 @@ rows) or B = 200 (245 steps) rows, in two orders (Section 7.1.2):
   first), the same stream in every run.
 
 Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``marginals_per_step
-= 3`` (the paper does not state its k; the library default) but in the last method, the
+= 3`` (the paper does not state its k) but in the auto-k methods, the
 built-in PGM estimator
 (``iters=100``, ``max_model_cells=200_000``), ``method="baseline"`` (Algorithm 2) and
 ``"proposed"`` (Algorithm 3) with the ``"simple"`` counter (Section 7) and the selection
 score ``score="l2"``, the proposed method with the score printed in the
 paper (``score="paper"``, the column "proposed, paper's score"), the proposed method with the
 per-cell score (``score="l2-cell"``, the column "proposed, per-cell score"), the proposed method
-with the pooled remainder (``remainder="pooled"``, the library's default, and
+with the pooled remainder (``remainder="pooled"``, a library default, and
 ``refit="selection"``, the column "proposed, pooled remainder, refit after each selection"),
 with the pooled remainder and the per-cell score (the column "proposed, pooled + per-cell
 score"), with the pooled remainder and one fit per step (``refit="step"``, the column
 "proposed, pooled, one fit per step"), with the pooled remainder and ``refit="auto"`` (one
 fit per step except where the step's first measurement shows drift; the column "proposed,
 pooled, auto refit"), with those and ``score="auto"`` (``"l2"``, or ``"l2-cell"`` while most
-recent steps drifted: the library's defaults, the column "proposed, pooled, auto refit, auto
-score: library default") and with those and ``marginals_per_step="auto"`` (2 selections per
-step while the stream is calm, 3 while it drifts; the column "proposed, library default with
-auto k") and with the library's defaults and ``pooled_stddev="shrinkage"`` (the fit told the
-error of the pooled measurements' shrinkage, not their noise alone; the column "proposed,
-library default with the shrinkage stddev"), and with both (the column "proposed, library
-default with the shrinkage stddev and auto k"); all but the last eight
+recent steps drifted; the column "proposed, pooled, auto refit, auto score"), and with those
+and ``marginals_per_step="auto"`` (2 selections per step while the stream is calm, 3 while it
+drifts; the column "proposed, auto score, auto k"), or ``pooled_stddev="shrinkage"`` (the fit
+told the error of the pooled measurements' shrinkage, not their noise alone; the column
+"proposed, auto score, shrinkage stddev"), or both (the library's defaults, the column
+"proposed, auto score, shrinkage stddev, auto k: library default"); all but the last eight
 with Algorithm 3's remainder (``remainder="model"``), all but the last six with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
@@ -171,7 +170,7 @@ BASE_OPTIONS: dict[str, Any] = {
     "method": "proposed", "score": "l2", "remainder": "model", "refit": "selection",
     "marginals_per_step": MARGINALS_PER_STEP, "pooled_stddev": "noise",
 }  # fmt: skip
-#: The library's defaults (the column "library default", DEFAULT).
+#: The library's defaults but pooled_stddev and marginals_per_step (the column "auto score").
 _LIBRARY = {"score": "auto", "remainder": "pooled", "refit": "auto"}
 METHOD_OPTIONS: dict[str, dict[str, Any]] = {
     "baseline": {"method": "baseline"},
@@ -191,9 +190,9 @@ METHOD_OPTIONS: dict[str, dict[str, Any]] = {
 }
 METHODS = tuple(METHOD_OPTIONS)
 #: The method that is TabularStream's default (the column "library default").
-DEFAULT = AUTO_SCORE
+DEFAULT = SHRINK_K
 #: The methods of the default grid at ε ≠ 1 (1 run each).
-WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, DEFAULT)
+WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, AUTO_SCORE, DEFAULT)
 COUNTERS = ("simple", "unbounded-block")
 EPSILONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -375,11 +374,11 @@ GRIDS: dict[str, Grid] = {
         "and auto k, the shrinkage stddev or both (simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
-        "baseline, proposed, the pooled remainder, auto refit and the library default (pooled "
-        "remainder, auto refit, auto score), 1 run each (no sd); "
-        "ε = 0.5: the two bs-200 datasets, the same five, 1 run each. Every stream runs "
-        "to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs everywhere) is "
-        "`--full`",
+        "baseline, proposed, the pooled remainder, auto refit, auto score and the library "
+        "default (pooled remainder, auto refit, auto score, shrinkage stddev, auto k), 1 run "
+        "each (no sd); ε = 0.5: the two bs-200 datasets, the same six, 1 run each. Every "
+        "stream runs to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs "
+        "everywhere) is `--full`",
         _jobs(ORDERS, (50, 200), (1.0,), 3, methods=METHODS)
         + _jobs(ORDERS, (50,), (1.0,), 3, methods=("proposed",), counter="unbounded-block")
         + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=WIDE_METHODS)
@@ -391,8 +390,8 @@ GRIDS: dict[str, Grid] = {
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
-        "and auto score (the library default), or those and auto k, the shrinkage stddev or "
-        "both (simple counter), and the "
+        "and auto score, or those and auto k, the shrinkage stddev or both (the library "
+        "default) (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -1025,14 +1024,15 @@ T12_COLUMNS = (
     ("proposed, pooled + per-cell score (ours)", POOLED_CELL),
     ("proposed, pooled, one fit per step (ours)", POOLED_STEP),
     ("proposed, pooled, auto refit (ours)", POOLED_AUTO),
-    ("proposed, pooled, auto refit, auto score: library default (ours)", DEFAULT),
-    ("proposed, library default with auto k (ours)", AUTO_K),
-    ("proposed, library default with the shrinkage stddev (ours)", SHRINK),
-    ("proposed, library default with the shrinkage stddev and auto k (ours)", SHRINK_K),
+    ("proposed, pooled, auto refit, auto score (ours)", AUTO_SCORE),
+    ("proposed, auto score, auto k (ours)", AUTO_K),
+    ("proposed, auto score, shrinkage stddev (ours)", SHRINK),
+    ("proposed, auto score, shrinkage stddev, auto k: library default (ours)", DEFAULT),
 )
 #: Variants of the library default that Table 1–2 compares with it and with the paper.
 DEFAULT_VARIANTS = (
-    ("auto k", AUTO_K), ("shrinkage stddev", SHRINK), ("shrinkage stddev + auto k", SHRINK_K),
+    ("auto score (noise stddev, k = 3)", AUTO_SCORE), ("auto k (noise stddev)", AUTO_K),
+    ("shrinkage stddev (k = 3)", SHRINK),
 )  # fmt: skip
 
 
@@ -1135,20 +1135,19 @@ SUMMARY: tuple[tuple[str, str, str, bool], ...] = (
     ("ours: auto refit ≤ baseline (ε ≥ 1)", POOLED_AUTO, "baseline", True),
     ("ours: auto refit ≤ paper's proposed (ε ≥ 1)", POOLED_AUTO, PAPER_PROPOSED, True),
     ("ours: auto refit ≤ refit after each selection", POOLED_AUTO, POOLED, False),
-    ("ours: library default (auto refit, auto score) ≤ baseline (ε ≥ 1)", DEFAULT, "baseline",
-     True),
-    ("ours: library default ≤ paper's proposed (ε ≥ 1)", DEFAULT, PAPER_PROPOSED, True),
-    ("ours: library default ≤ auto refit", DEFAULT, POOLED_AUTO, False),
+    ("ours: auto score ≤ baseline (ε ≥ 1)", AUTO_SCORE, "baseline", True),
+    ("ours: auto score ≤ paper's proposed (ε ≥ 1)", AUTO_SCORE, PAPER_PROPOSED, True),
+    ("ours: auto score ≤ auto refit", AUTO_SCORE, POOLED_AUTO, False),
     ("ours: auto k ≤ baseline (ε ≥ 1)", AUTO_K, "baseline", True),
     ("ours: auto k ≤ paper's proposed (ε ≥ 1)", AUTO_K, PAPER_PROPOSED, True),
-    ("ours: auto k ≤ library default", AUTO_K, DEFAULT, False),
+    ("ours: auto k ≤ auto score", AUTO_K, AUTO_SCORE, False),
     ("ours: shrinkage stddev ≤ baseline (ε ≥ 1)", SHRINK, "baseline", True),
     ("ours: shrinkage stddev ≤ paper's proposed (ε ≥ 1)", SHRINK, PAPER_PROPOSED, True),
-    ("ours: shrinkage stddev ≤ library default", SHRINK, DEFAULT, False),
-    ("ours: shrinkage stddev + auto k ≤ baseline (ε ≥ 1)", SHRINK_K, "baseline", True),
-    ("ours: shrinkage stddev + auto k ≤ paper's proposed (ε ≥ 1)", SHRINK_K, PAPER_PROPOSED,
-     True),
-    ("ours: shrinkage stddev + auto k ≤ library default", SHRINK_K, DEFAULT, False),
+    ("ours: shrinkage stddev ≤ auto score", SHRINK, AUTO_SCORE, False),
+    ("ours: library default (auto score, shrinkage stddev, auto k) ≤ baseline (ε ≥ 1)", DEFAULT,
+     "baseline", True),
+    ("ours: library default ≤ paper's proposed (ε ≥ 1)", DEFAULT, PAPER_PROPOSED, True),
+    ("ours: library default ≤ auto score", DEFAULT, AUTO_SCORE, False),
 )  # fmt: skip
 
 
@@ -1229,10 +1228,10 @@ FIGURE_SERIES = (
     ("proposed, pooled + per-cell score", POOLED_CELL, "k"),
     ("proposed, one fit per step", POOLED_STEP, "tab:cyan"),
     ("proposed, auto refit", POOLED_AUTO, "tab:olive"),
-    ("proposed, auto score (default)", DEFAULT, "tab:brown"),
-    ("proposed, auto k", AUTO_K, "tab:pink"),
-    ("proposed, shrinkage stddev", SHRINK, "tab:gray"),
-    ("proposed, shrinkage stddev + auto k", SHRINK_K, "gold"),
+    ("proposed, auto score", AUTO_SCORE, "tab:brown"),
+    ("proposed, auto score, auto k", AUTO_K, "tab:pink"),
+    ("proposed, auto score, shrinkage stddev", SHRINK, "tab:gray"),
+    ("proposed, auto score, shrinkage stddev, auto k (default)", DEFAULT, "gold"),
 )
 
 
@@ -1485,21 +1484,22 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'selection), and "proposed, pooled, auto refit" with '
         '`remainder="pooled", refit="auto"` (as the last, except at the steps whose first '
         "measurement shows the batch drifting from the model, which refit after each "
-        'selection), and "proposed, pooled, auto refit, auto score: library default" with '
+        'selection), and "proposed, pooled, auto refit, auto score" with '
         '`remainder="pooled", refit="auto", score="auto"` (the "l2-cell" score while the '
-        "running share of drifted steps exceeds 1/2: the library's defaults), and \"proposed, "
-        'library default with auto k" with those and `marginals_per_step="auto"` (2 '
+        'running share of drifted steps exceeds 1/2), and "proposed, auto score, auto k" with '
+        'those and `marginals_per_step="auto"` (2 '
         "selections per step while that share is at most 0.2, 3 above it; each selection and "
-        'measurement of a step with k selections gets ε/2k), and "proposed, library default '
-        'with the shrinkage stddev" with the defaults and `pooled_stddev="shrinkage"` (the fit '
+        'measurement of a step with k selections gets ε/2k), and "proposed, auto score, '
+        'shrinkage stddev" with those and `pooled_stddev="shrinkage"` (the fit '
         "weighs a pooled measurement by the error of its shrinkage towards the remainder, "
         'σ·√((1 + wρ)(1 + ρ)), not by its scaled noise σ(1 + wρ) alone), and "proposed, '
-        'library default with the shrinkage stddev and auto k" with both; the others use '
+        "auto score, shrinkage stddev, auto k: library default\" with both (the library's "
+        "defaults); the others use "
         '`remainder="model"`, Algorithm 3\'s, and all but the last six '
         '`refit="selection"`, Algorithm 3\'s. Every option is passed (`pooled_stddev="noise"` '
         "but in the shrinkage columns). The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here "
-        "(the library's default) but in the auto-k columns. "
+        "but in the auto-k columns. "
         "Seeded generators: reproducible, not private. Synthetic rows are drawn "
         f"{sampling_text()}.",
         "- Metrics (Section 7.3) at step t between the released synthetic table g and f_t (all "
@@ -1529,8 +1529,8 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         "'paper' columns are the published numbers of Tables 1–2 (hard-coded, not measured "
         "here); in the RelL2 rows they are the paper's RelWE numbers (see Setup). "
-        "'ours: default ≤ …' compares the means of the library's default (the pooled "
-        'remainder with `refit="auto"`) with them.',
+        "'ours: default ≤ …' compares the means of the library's default (the column "
+        "\"…: library default\") with them, and 'ours: X ≤ …' those of the column X.",
         "",
         *table_12(results),
         "",

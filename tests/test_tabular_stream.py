@@ -428,7 +428,8 @@ def test_a_state_written_before_the_pooled_stddev_option_resumes_with_the_noise(
     import json as _json
 
     d = small()
-    s = TabularStream(d, 1, marginals_per_step=2, rng=dpstream.Rng(seed=3))
+    # Such a state weighed the pooled measurements by their noise.
+    s = TabularStream(d, 1, marginals_per_step=2, pooled_stddev="noise", rng=dpstream.Rng(seed=3))
     for t in range(3):
         s.step(table(d, 100, t))
     raw = s.to_bytes()

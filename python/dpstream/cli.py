@@ -83,8 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument(
         "--marginals-per-step",
         type=_int_or_auto,
-        help="workloads measured per step: a positive integer (default 3), or auto (2 while "
-        "the stream is calm, 3 while it drifts)",
+        help="workloads measured per step: auto (the default: 2 while the stream is calm, 3 "
+        "while it drifts) or a positive integer",
     )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
     tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
@@ -115,7 +115,7 @@ _DEFAULTS: dict[str, Any] = {
     "table_method": "proposed",
     "score": "auto",
     "remainder": "pooled",
-    "marginals_per_step": 3,
+    "marginals_per_step": "auto",
     "checkpoint_every": 1,
     "plot": False,
     "quiet": False,
@@ -183,10 +183,8 @@ def _int_or_auto(text: str) -> int | str:
 
 
 def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
-    if opts.get("marginals_per_step") == "auto":
-        return "auto"
-    k = _positive(opts, "marginals_per_step")
-    return k if k is not None else int(_DEFAULTS["marginals_per_step"])
+    k = _positive(opts, "marginals_per_step") if opts.get("marginals_per_step") != "auto" else None
+    return "auto" if k is None else k
 
 
 # ----------------------------------------------------------------------------- batching

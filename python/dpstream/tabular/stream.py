@@ -364,7 +364,7 @@ class TabularStream:
         epsilon: RealLike,
         *,
         workloads: int | list[Clique] = 2,
-        marginals_per_step: int | Literal["auto"] = 3,
+        marginals_per_step: int | Literal["auto"] = "auto",
         counter: KindName = "simple",
         horizon: int | None = None,
         method: MethodName = "proposed",
@@ -374,7 +374,7 @@ class TabularStream:
         score: ScoreName = "auto",
         remainder: RemainderName = "pooled",
         refit: RefitName = "auto",
-        pooled_stddev: PooledStddevName = "noise",
+        pooled_stddev: PooledStddevName = "shrinkage",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
