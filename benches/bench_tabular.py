@@ -1643,10 +1643,10 @@ def notes(
         f"{OTHER_COLUMN} with a uniform {UNIFORM_COLUMN} (Setup), which suggests the same "
         "behaviour in the paper's runs; its RelWE numbers are then those of a relative ℓ2 "
         f"error (RelL2 of that workload: {example.rel_l2:.3f}), not of the printed RelWE "
-        f'({fmt(example.rel_we)}). The library\'s default score (`score="l2"`, the '
-        '"proposed" column) compares the batch with the model\'s prediction at the current '
-        "table size, subtracts the ℓ2 norm that sampling alone gives and a penalty for the "
-        "noise a measurement adds (`dpstream.tabular.stream`), with sensitivity 1.",
+        f'({fmt(example.rel_we)}). The score `"l2"` (the "proposed" column; the library\'s '
+        'default `"auto"` uses it while the stream does not drift) compares the batch with '
+        "the model's prediction at the current table size, subtracts the ℓ2 norm that "
+        "sampling alone gives and a penalty for the noise a measurement adds (`dpstream.tabular.stream`), with sensitivity 1.",
         '- The column "proposed, per-cell score" runs `score="l2-cell"`: the "l2" score divided '
         "by √|q| (the batch's excess RMS error per cell), which weighs small workloads more; WE "
         "and RelWE are per-cell averages, RelL2 is not. On the ordered streams the batches differ "

@@ -86,7 +86,7 @@ Privacy (Theorem 6.1):
     Adult, bs-200, ε = 1; the share stays below 1/2) keeps ``"l2"``, best for the
     relative errors; on a sorted one (95%) ``"l2"`` chases the sorted columns and
     ``"l2-cell"`` measures the small workloads (``benches/RESULTS.md``, column
-    "proposed, pooled, auto refit, auto score: library default": on Adult sorted by
+    "proposed, pooled, auto refit, auto score": on Adult sorted by
     its columns, MaxWE 1.7 to 3.4 times lower than with ``"l2"`` with batches of 200).
   - ``"paper"``: the printed score of Section 7.2 (3),
     ``e_i = ‖q_i(∇f_t + g_{t−1}) − q_i(h_{t,l−1})‖₁/|q_i| − |q_i|`` with
@@ -95,8 +95,8 @@ Privacy (Theorem 6.1):
     (``benches/RESULTS.md``). Floats rounded down to the grid ``2^-20``;
     sensitivity ``max_i 1/|q_i| + 2^-18``, which bounds the change of a
     rounded score for scores below ``2^31`` (larger scores are refused).
-* **Selections per step** (``marginals_per_step=``): an int ``k`` (default 3), or
-  ``"auto"``: :data:`CALM_K` ``= 2`` selections while the running share of drifted
+* **Selections per step** (``marginals_per_step=``): an int ``k``, or
+  ``"auto"`` (default): :data:`CALM_K` ``= 2`` selections while the running share of drifted
   steps (the one ``score="auto"`` reads) is at most :data:`K_DRIFT_SHARE` ``= 0.2``,
   and :data:`DRIFT_K` ``= 3`` above it. Why: each selection and measurement gets
   ``ε/2k``, so on a stream whose batches look like the table so far (where the pooled
@@ -108,11 +108,14 @@ Privacy (Theorem 6.1):
   workloads it measures, but a workload on many cells is then rarely the single
   best pick and may never be measured (on Adult, age × … stayed at a relative
   error of 0.7). The choice reads only public values, so the guarantee is the same.
-  Not the default: on Adult (``benches/RESULTS.md``, column "proposed, library
-  default with auto k") it lowers AvgWE and AvgRelL2 at every ε on the shuffled
-  stream with batches of 50, but with batches of 200 only at ε = 0.5, and on the
-  sorted streams (where the drift test, weak at small ε, leaves some steps calm) it
-  is mostly worse.
+  A default together with ``pooled_stddev="shrinkage"`` (below), not alone: on Adult
+  (``benches/RESULTS.md``, 16 settings of 3 runs), against ``k = 3``, it lowers
+  AvgRelL2 in 7 settings alone (with batches of 50 on the shuffled stream; it is worse
+  with batches of 200 and on the sorted streams, where the drift test, weak at small
+  ε, leaves some steps calm) and in 13 with the shrinkage standard deviation. Why
+  together: with two counters per workload (one per ``k``), each counts fewer rows,
+  so its pooled measurement is scaled up by a larger ``ρ``, where the noise-only
+  standard deviation overstates its precision most.
 * **Remainder** (``remainder=``; post-processing, no privacy cost): a workload's
   counter only counts the batches of the steps it was selected at, so a
   measurement must account for the other rows.
@@ -137,16 +140,20 @@ Privacy (Theorem 6.1):
   The fit weighs each measurement by ``1/σ_m²``, the standard deviation per cell it is
   told (``pooled_stddev=``, post-processing too):
 
-  - ``"noise"`` (default): ``σ_m = σ(1 + wρ)``, the noise of the release as the pooled
+  - ``"noise"``: ``σ_m = σ(1 + wρ)``, the noise of the release as the pooled
     measurement scales it (``σ`` the release's noise per cell). It treats the remainder
     part ``(1 − w)·r`` as exact, so a workload whose counter is mostly noise (``w``
     near 0) is held at the model's own values with the weight of a fresh measurement.
-  - ``"shrinkage"``: ``σ_m = σ·√((1 + wρ)(1 + ρ))``, the geometric mean of that noise and
-    the noise ``σ(1 + ρ)`` of the counter scaled up without shrinkage. Why: for large
-    ``ρ`` it is about ``σρ·√w``, the root of the risk ``w·(σρ)²`` per cell of a
-    James–Stein shrinkage estimate with weight ``w`` (the noise alone, ``σρw``,
-    understates it by ``√w``), and for ``w`` near 0 it no longer claims the
+  - ``"shrinkage"`` (default): ``σ_m = σ·√((1 + wρ)(1 + ρ))``, the geometric mean of
+    that noise and the noise ``σ(1 + ρ)`` of the counter scaled up without shrinkage.
+    Why: for large ``ρ`` it is about ``σρ·√w``, the root of the risk ``w·(σρ)²`` per
+    cell of a James–Stein shrinkage estimate with weight ``w`` (the noise alone,
+    ``σρw``, understates it by ``√w``), and for ``w`` near 0 it no longer claims the
     remainder's precision: the counter could not tell that precision apart from noise.
+    On Adult (``benches/RESULTS.md``, column "proposed, auto score, shrinkage stddev",
+    16 settings of 3 runs, ``k = 3``) it lowers AvgWE against ``"noise"`` in 15
+    settings, AvgRelL2 in 11 and MaxWE in 7; with ``marginals_per_step="auto"`` (the
+    defaults) AvgWE in 14, AvgRelL2 in 13, MaxRelL2 in 15 and MaxWE in 8.
 * **Refit** (``refit=``; post-processing, no privacy cost): when the model is
   refitted within a step.
 
@@ -298,8 +305,8 @@ class TabularStream:
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
         marginals_per_step: workloads selected and measured per step (the
-            paper's ``k``, which it does not state; default 3), or ``"auto"``
-            (2 while the stream is calm, 3 while it drifts; see the module
+            paper's ``k``, which it does not state), or ``"auto"`` (default: 2
+            while the stream is calm, 3 while it drifts; see the module
             docstring). Each selection and each measurement of a step with ``k``
             selections gets ``ε/2k``: a larger ``k`` measures more workloads per
             step with more noise each. ``"auto"`` with the baseline method is 3.
@@ -335,11 +342,11 @@ class TabularStream:
             Both are post-processing: the privacy guarantee is the same.
         pooled_stddev: ``remainder="pooled"`` only: the standard deviation per cell
             the fit is told for a pooled measurement (it sets the measurement's weight
-            in the fit; see the module docstring). ``"noise"`` (default): the noise of
-            the counter's release as scaled, ``σ(1 + wρ)``, as if the remainder part
-            were exact. ``"shrinkage"``: ``σ·√((1 + wρ)(1 + ρ))``, which also counts
-            the error of the shrinkage towards the remainder. Post-processing: the
-            same guarantee.
+            in the fit; see the module docstring). ``"shrinkage"`` (default):
+            ``σ·√((1 + wρ)(1 + ρ))``, which also counts the error of the shrinkage
+            towards the remainder. ``"noise"``: the noise of the counter's release as
+            scaled, ``σ(1 + wρ)``, as if the remainder part were exact (the default
+            before 2026-11). Post-processing: the same guarantee.
         refit: when the model is refitted within a step (see the module
             docstring): ``"auto"`` (default: as ``"step"``, except at the steps
             whose first measurement shows the batch drifting from the model, which
