@@ -1646,7 +1646,8 @@ def notes(
         f'({fmt(example.rel_we)}). The score `"l2"` (the "proposed" column; the library\'s '
         'default `"auto"` uses it while the stream does not drift) compares the batch with '
         "the model's prediction at the current table size, subtracts the ℓ2 norm that "
-        "sampling alone gives and a penalty for the noise a measurement adds (`dpstream.tabular.stream`), with sensitivity 1.",
+        "sampling alone gives and a penalty for the noise a measurement adds "
+        "(`dpstream.tabular.stream`), with sensitivity 1.",
         '- The column "proposed, per-cell score" runs `score="l2-cell"`: the "l2" score divided '
         "by √|q| (the batch's excess RMS error per cell), which weighs small workloads more; WE "
         "and RelWE are per-cell averages, RelL2 is not. On the ordered streams the batches differ "
