@@ -401,53 +401,46 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
     assert errors["l2"].max_rel_l2 < 0.5 * errors["paper"].max_rel_l2, errors
 
 
-def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() -> None:
+def state_without_option(s: TabularStream, option: str) -> TabularStream:
+    """``s`` saved and loaded as if written before ``option`` existed (not in its config)."""
     import io as _io
     import json as _json
 
-    d = small()
-    s = TabularStream(d, 1, marginals_per_step=2, score="paper", rng=dpstream.Rng(seed=3))
-    s.step(table(d, 100, 1))
     raw = s.to_bytes()
     magic = b"DPSTREAM-TABULAR"
     npz = np.load(_io.BytesIO(raw[len(magic) :]))
     arrays = {k: npz[k] for k in npz.files}
     header = _json.loads(arrays["header"].tobytes())
-    del header["config"]["score"]
+    del header["config"][option]
     arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
-    old = TabularStream.from_bytes(magic + buf.getvalue())
+    return TabularStream.from_bytes(magic + buf.getvalue())
+
+
+def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() -> None:
+    d = small()
+    s = TabularStream(d, 1, marginals_per_step=2, score="paper", rng=dpstream.Rng(seed=3))
+    s.step(table(d, 100, 1))
+    old = state_without_option(s, "score")
     assert old._score == "paper"
     batch = table(d, 100, 2)
     assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
 
 
 def test_a_state_written_before_the_pooled_stddev_option_resumes_with_the_noise() -> None:
-    import io as _io
-    import json as _json
-
     d = small()
     # Such a state weighed the pooled measurements by their noise.
     s = TabularStream(d, 1, marginals_per_step=2, pooled_stddev="noise", rng=dpstream.Rng(seed=3))
     for t in range(3):
         s.step(table(d, 100, t))
-    raw = s.to_bytes()
-    magic = b"DPSTREAM-TABULAR"
-    npz = np.load(_io.BytesIO(raw[len(magic) :]))
-    arrays = {k: npz[k] for k in npz.files}
-    header = _json.loads(arrays["header"].tobytes())
-    del header["config"]["pooled_stddev"]
-    arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
-    buf = _io.BytesIO()
-    np.savez(buf, **arrays)
-    old = TabularStream.from_bytes(magic + buf.getvalue())
+    old = state_without_option(s, "pooled_stddev")
     assert old._pooled_stddev == "noise"
     batch = table(d, 100, 7)
     assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
 
 
-def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_changes_only_the_weights() -> None:
+def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() -> None:
     d = small()
     rows = table(d, 1600, 9)
 
@@ -611,7 +604,7 @@ def test_the_pooled_measurement_matches_its_definition(
     )
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * max(1.0, float(size)))
     assert got_sd == pytest.approx(want_sd, rel=1e-12)
-    # The shrinkage's stated error is never below the noise's, and the values are the same.
+    # The shrinkage's stated error is never below the noise's.
     _, noise_sd = pooled_reference(
         np.array(released, float), np.array(remainder), sd, counted, size, grown
     )
