@@ -164,14 +164,16 @@ AUTO_SCORE = "proposed-auto-score"
 AUTO_K = "proposed-auto-k"
 SHRINK = "proposed-shrinkage-stddev"
 SHRINK_K = "proposed-shrinkage-auto-k"
+TAPER_K = "proposed-taper-k"
 #: Every option is always passed, so that the stored streams stay valid when a library default
 #: changes: Algorithm 3 as printed (the "l2" score aside), k = MARGINALS_PER_STEP.
 BASE_OPTIONS: dict[str, Any] = {
     "method": "proposed", "score": "l2", "remainder": "model", "refit": "selection",
-    "marginals_per_step": MARGINALS_PER_STEP, "pooled_stddev": "noise",
+    "marginals_per_step": MARGINALS_PER_STEP, "pooled_stddev": "noise", "k_schedule": "fixed",
 }  # fmt: skip
 #: The library's defaults but pooled_stddev and marginals_per_step (the column "auto score").
 _LIBRARY = {"score": "auto", "remainder": "pooled", "refit": "auto"}
+_SHRINK_K = {**_LIBRARY, "pooled_stddev": "shrinkage", "marginals_per_step": "auto"}
 METHOD_OPTIONS: dict[str, dict[str, Any]] = {
     "baseline": {"method": "baseline"},
     "proposed": {},
@@ -186,7 +188,8 @@ METHOD_OPTIONS: dict[str, dict[str, Any]] = {
     AUTO_SCORE: _LIBRARY,
     AUTO_K: {**_LIBRARY, "marginals_per_step": "auto"},
     SHRINK: {**_LIBRARY, "pooled_stddev": "shrinkage"},
-    SHRINK_K: {**_LIBRARY, "pooled_stddev": "shrinkage", "marginals_per_step": "auto"},
+    SHRINK_K: _SHRINK_K,
+    TAPER_K: {**_SHRINK_K, "k_schedule": "taper"},  # one calm selection once t ≥ TAPER_STEPS·W
 }
 METHODS = tuple(METHOD_OPTIONS)
 #: The method that is TabularStream's default (the column "library default").

@@ -222,6 +222,8 @@ RefitName = Literal["selection", "step", "auto"]
 REFITS: tuple[RefitName, ...] = ("selection", "step", "auto")
 PooledStddevName = Literal["noise", "shrinkage"]
 POOLED_STDDEVS: tuple[PooledStddevName, ...] = ("noise", "shrinkage")
+KScheduleName = Literal["fixed", "taper"]
+K_SCHEDULES: tuple[KScheduleName, ...] = ("fixed", "taper")
 SamplingName = Literal["round", "iid"]
 EstimatorName = Literal["pgm", "mw", "mbi"]
 
@@ -260,6 +262,13 @@ DRIFT_SHARE = 0.5
 CALM_K = 2
 DRIFT_K = 3
 K_DRIFT_SHARE = 0.2
+#: ``k_schedule="taper"``: calm steps make ``TAPER_K`` selections, not ``CALM_K``, once the
+#: stream has taken ``TAPER_STEPS`` steps per workload (``t ≥ TAPER_STEPS·W``). Why then: by
+#: that step the calm selections so far (``CALM_K·TAPER_STEPS`` per workload on average) have
+#: given every workload its chances, so the more precise single selection no longer starves
+#: the large workloads of a first measurement.
+TAPER_STEPS = 3
+TAPER_K = 1
 
 
 @dataclass(frozen=True)
@@ -382,6 +391,7 @@ class TabularStream:
         remainder: RemainderName = "pooled",
         refit: RefitName = "auto",
         pooled_stddev: PooledStddevName = "shrinkage",
+        k_schedule: KScheduleName = "fixed",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
@@ -405,6 +415,7 @@ class TabularStream:
             "remainder": remainder,
             "refit": refit,
             "pooled_stddev": pooled_stddev,
+            "k_schedule": k_schedule,
             "sampling": sampling,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
@@ -431,8 +442,14 @@ class TabularStream:
             raise ValueError(
                 f"marginals_per_step = {self._k} exceeds the number of workloads {len(cliques)}"
             )
+        if k_schedule not in K_SCHEDULES:
+            raise ValueError(f"k_schedule must be one of {K_SCHEDULES}, got {k_schedule!r}")
+        self._k_schedule: KScheduleName = k_schedule
+        # The calm steps' k, before and after the taper (the same unless k_schedule="taper").
+        self._calm_k = min(CALM_K, self._k) if self._k_auto else self._k
+        self._late_k = min(TAPER_K, self._k) if k_schedule == "taper" else self._calm_k
         levels = (
-            sorted({min(CALM_K, self._k), self._k})
+            sorted({self._late_k, self._calm_k, self._k})
             if self._k_auto and method == "proposed"
             else [self._k]
         )
@@ -751,6 +768,7 @@ class TabularStream:
         cfg.setdefault("remainder", "model")  # likewise
         cfg.setdefault("refit", "selection")  # likewise
         cfg.setdefault("pooled_stddev", "noise")  # likewise
+        cfg.setdefault("k_schedule", "fixed")  # likewise
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -1030,8 +1048,14 @@ class TabularStream:
         # score="auto": the first selection follows the previous step's drift test.
         drift_rate = self._drift_rate
         test = self._refit == "auto" or self._score == "auto" or self._k_auto
-        # marginals_per_step="auto": the step's k follows the earlier steps' drift (public).
-        k = self._k if not self._k_auto or drift_rate > K_DRIFT_SHARE else min(self._budgets)
+        # marginals_per_step="auto": the step's k follows the earlier steps' drift and the
+        # time (public).
+        if not self._k_auto or drift_rate > K_DRIFT_SHARE:
+            k = self._k
+        elif self._t >= TAPER_STEPS * len(self._workloads):
+            k = self._late_k
+        else:
+            k = self._calm_k
         budget = self._budgets[k]
         cache: dict[int, npt.NDArray[np.float64]] = {}
         margins: dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]] = {}
