@@ -29,8 +29,10 @@ and ``marginals_per_step="auto"`` (2 selections per step while the stream is cal
 drifts; the column "proposed, auto score, auto k"), or ``pooled_stddev="shrinkage"`` (the fit
 told the error of the pooled measurements' shrinkage, not their noise alone; the column
 "proposed, auto score, shrinkage stddev"), or both (the library's defaults, the column
-"proposed, auto score, shrinkage stddev, auto k: library default"); all but the last eight
-with Algorithm 3's remainder (``remainder="model"``), all but the last six with
+"proposed, auto score, shrinkage stddev, auto k: library default"), and the library's defaults
+with ``k_schedule="taper"`` (one selection per calm step from step 3W on; the column "proposed,
+library default with the taper k schedule"); all but the last nine
+with Algorithm 3's remainder (``remainder="model"``), all but the last seven with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on
 Adult-randomized-bs-50 and Adult-ordered-bs-50.
@@ -374,7 +376,8 @@ GRIDS: dict[str, Grid] = {
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
         "pooled remainder and one fit per step, auto refit, auto refit and auto score, or those "
-        "and auto k, the shrinkage stddev or both (simple counter), 3 runs each, and the proposed "
+        "and auto k, the shrinkage stddev or both, or the default with the taper k schedule "
+        "(simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed, the pooled remainder, auto refit, auto score and the library "
@@ -394,7 +397,7 @@ GRIDS: dict[str, Grid] = {
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
         "and auto score, or those and auto k, the shrinkage stddev or both (the library "
-        "default) (simple counter), and the "
+        "default), or the default with the taper k schedule (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -1031,11 +1034,12 @@ T12_COLUMNS = (
     ("proposed, auto score, auto k (ours)", AUTO_K),
     ("proposed, auto score, shrinkage stddev (ours)", SHRINK),
     ("proposed, auto score, shrinkage stddev, auto k: library default (ours)", DEFAULT),
+    ("proposed, library default with the taper k schedule (ours)", TAPER_K),
 )
 #: Variants of the library default that Table 1–2 compares with it and with the paper.
 DEFAULT_VARIANTS = (
     ("auto score (noise stddev, k = 3)", AUTO_SCORE), ("auto k (noise stddev)", AUTO_K),
-    ("shrinkage stddev (k = 3)", SHRINK),
+    ("shrinkage stddev (k = 3)", SHRINK), ("taper k schedule", TAPER_K),
 )  # fmt: skip
 
 
@@ -1147,6 +1151,7 @@ SUMMARY: tuple[SummaryColumn, ...] = (
     *_against(
         "library default (auto score, shrinkage stddev, auto k)", DEFAULT, AUTO_SCORE, "auto score"
     ),
+    *_against("taper k schedule", TAPER_K, DEFAULT, "library default"),
 )
 
 

@@ -504,6 +504,10 @@ CASES: list[Case] = [
          "pooled_stddev must be one of ('noise', 'shrinkage'), got 'risk'",
          lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, pooled_stddev="risk"),  # type: ignore[arg-type]
          after=NO_OBJECT),
+    Case("constructor", "TabularStream unknown k_schedule", ValueError,
+         "k_schedule must be one of ('fixed', 'taper'), got 'linear'",
+         lambda _: TabularStream(DOMAIN, 1, k_schedule="linear"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

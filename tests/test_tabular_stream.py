@@ -247,6 +247,8 @@ def test_rejected_batches_change_nothing() -> None:
         ({"refit": "always"}, ValueError),
         ({"pooled_stddev": "risk"}, ValueError),
         ({"pooled_stddev": None}, ValueError),
+        ({"k_schedule": "linear"}, ValueError),
+        ({"k_schedule": None}, ValueError),
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object], error: type) -> None:
@@ -859,18 +861,22 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     assert not any(out["sorted"][:12]) and all(out["sorted"][-10:]), out
 
 
+@pytest.mark.parametrize("schedule", ["fixed", "taper"])
 def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_drifting(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, schedule: str
 ) -> None:
     """``marginals_per_step="auto"``: a step makes CALM_K selections while the running drift
-    share is at most K_DRIFT_SHARE and DRIFT_K above it; every selection and every counter of
-    a step with k selections gets ε/2k, so each step spends exactly ε."""
+    share is at most K_DRIFT_SHARE and DRIFT_K above it (with ``k_schedule="taper"``, TAPER_K
+    at the calm steps from step TAPER_STEPS·W on while the drift share is at most
+    TAPER_DRIFT_SHARE); every selection and every counter of a step
+    with k selections gets ε/2k, so each step spends exactly ε."""
     from dpstream import noise as noise_module
-    from dpstream.tabular.stream import CALM_K, DRIFT_K, K_DRIFT_SHARE
+    from dpstream.tabular import stream as st
 
     d = small()
     eps = Fraction(4)
-    rows = table(d, 4000, 21)
+    steps = 40
+    rows = table(d, 200 * steps, 21)
     shuffled = rows[np.random.default_rng(2).permutation(len(rows))]
     ordered = rows[np.argsort(rows[:, 0], kind="stable")]
     picks: list[Fraction] = []
@@ -882,28 +888,41 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
 
     monkeypatch.setattr(noise_module, "permute_and_flip", spy_pf)
     ks: dict[str, list[int]] = {}
+    levels: tuple[int, ...] = (st.CALM_K, st.DRIFT_K)
+    if schedule == "taper":
+        levels = (st.TAPER_K, *levels)
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
-        s = TabularStream(d, eps, marginals_per_step="auto", iters=10, rng=dpstream.Rng(seed=6))
-        assert s.budgets == {
-            k: TabularStream.budget(eps, k, s.workloads, d) for k in (CALM_K, DRIFT_K)
-        }
+        s = TabularStream(
+            d, eps, marginals_per_step="auto", k_schedule=schedule,  # type: ignore[arg-type]
+            iters=10, rng=dpstream.Rng(seed=6),
+        )  # fmt: skip
+        assert s.budgets == {k: TabularStream.budget(eps, k, s.workloads, d) for k in levels}
+        late = st.TAPER_STEPS * len(s.workloads)
         ks[name] = []
-        for t in range(20):
-            drifting = s._drift_rate > K_DRIFT_SHARE
+        for t in range(steps):
+            drifting = s._drift_rate > st.K_DRIFT_SHARE
+            quiet = s._drift_rate <= st.TAPER_DRIFT_SHARE
+            calm = st.TAPER_K if schedule == "taper" and t >= late and quiet else st.CALM_K
             picks.clear()
             s.step(data[t * 200 : (t + 1) * 200])
             k = len(s.last_selected)
-            assert k == (DRIFT_K if drifting else CALM_K)
+            assert k == (st.DRIFT_K if drifting else calm)
             assert picks == [eps / (2 * k)] * k  # the selections: ε/2 in all
             ks[name].append(k)
         for k, counters in s._counters.items():
             for c in counters:  # the counters of k-selection steps: ε/2k each
                 assert c is None or c.epsilon == eps / (2 * k)
-        steps = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
-        assert steps == sum(ks[name]) == sum(s.selection_counts.values())
-    # Shuffled rows stay calm (CALM_K selections per step); sorted ones drift after a few steps.
-    assert set(ks["shuffled"]) == {CALM_K}, ks
-    assert ks["sorted"][0] == CALM_K and set(ks["sorted"][-5:]) == {DRIFT_K}, ks
+        steps_counted = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
+        assert steps_counted == sum(ks[name]) == sum(s.selection_counts.values())
+    # Shuffled rows stay calm (CALM_K selections per step, and with the taper mostly TAPER_K
+    # late); sorted ones drift after a few steps.
+    late = st.TAPER_STEPS * 6
+    assert set(ks["shuffled"][:late]) == {st.CALM_K}, ks
+    if schedule == "fixed":
+        assert set(ks["shuffled"][late:]) == {st.CALM_K}, ks
+    else:
+        assert ks["shuffled"][late:].count(st.TAPER_K) > (steps - late) / 2, ks
+    assert ks["sorted"][0] == st.CALM_K and set(ks["sorted"][-5:]) == {st.DRIFT_K}, ks
 
 
 def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
@@ -944,6 +963,42 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     np.savez(buf, **arrays)
     with pytest.raises(ValueError, match="corrupt TabularStream state: counter"):
         TabularStream.from_bytes(magic + buf.getvalue())
+
+
+def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedule() -> None:
+    from dpstream.tabular.stream import TAPER_K, TAPER_STEPS
+
+    d = small()
+    rows = table(d, 200 * 24, 4)
+
+    def make(schedule: str) -> TabularStream:
+        return TabularStream(
+            d, 4, marginals_per_step="auto", k_schedule=schedule,  # type: ignore[arg-type]
+            iters=10, rng=dpstream.Rng(seed=8),
+        )  # fmt: skip
+
+    late = TAPER_STEPS * 6
+    a, b = make("taper"), make("taper")
+    for t in range(late - 2):
+        a.step(rows[200 * t : 200 * (t + 1)])
+        b.step(rows[200 * t : 200 * (t + 1)])
+    b = TabularStream.from_bytes(b.to_bytes())  # before the taper: its counters not yet made
+    assert b._k_schedule == "taper" and b.budgets == a.budgets
+    for t in range(late - 2, late + 3):
+        assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
+    assert len(b.last_selected) == TAPER_K
+    assert any(c is not None for c in b._counters[TAPER_K])
+    c = TabularStream.from_bytes(b.to_bytes())  # after it: the TAPER_K counters are kept
+    for t in range(late + 3, 24):
+        assert a.step(rows[200 * t : 200 * (t + 1)]).equals(c.step(rows[200 * t : 200 * (t + 1)]))
+    # A state written before the option existed keeps CALM_K selections at calm steps.
+    f = make("fixed")
+    for t in range(late + 1):
+        f.step(rows[200 * t : 200 * (t + 1)])
+    old = state_without_option(f, "k_schedule")
+    assert old._k_schedule == "fixed" and old.budgets == f.budgets
+    batch = rows[200 * (late + 1) : 200 * (late + 2)]
+    assert np.array_equal(old.step(batch).to_numpy(), f.step(batch).to_numpy())
 
 
 def test_marginals_per_step_is_an_int_or_auto() -> None:
