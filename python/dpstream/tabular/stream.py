@@ -126,7 +126,12 @@ Privacy (Theorem 6.1):
   (a large workload may never get its first measurement) weakens once every workload has
   had ``CALM_K·TAPER_STEPS = 6`` selections' worth of chances. The switch reads only the
   time ``t`` and earlier releases, so the guarantee is the same; the ``k = 1`` steps feed
-  a third counter per workload (``ε/2``).
+  a third counter per workload (``ε/2``). Not the default: on Adult with batches of 50
+  (``benches/RESULTS.md``, column "proposed, library default with the taper k schedule",
+  3 runs; with batches of 200 the stream ends before step ``3W = 273``) it lowers AvgRelL2
+  on the shuffled stream at ε = 1 and 2 (0.170 against 0.193 at ε = 2, where the paper
+  has 0.186) but raises it at ε = 0.5 and 4, and on the sorted stream at ε ≥ 1 (0.50
+  against 0.43 at ε = 1).
 * **Remainder** (``remainder=``; post-processing, no privacy cost): a workload's
   counter only counts the batches of the steps it was selected at, so a
   measurement must account for the other rows.
