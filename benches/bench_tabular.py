@@ -30,8 +30,9 @@ drifts; the column "proposed, auto score, auto k"), or ``pooled_stddev="shrinkag
 told the error of the pooled measurements' shrinkage, not their noise alone; the column
 "proposed, auto score, shrinkage stddev"), or both (the library's defaults, the column
 "proposed, auto score, shrinkage stddev, auto k: library default"), and the library's defaults
-with ``k_schedule="taper"`` (one selection per calm step from step 3W on; the column "proposed,
-library default with the taper k schedule"); all but the last nine
+with ``k_schedule="taper"`` (one selection per calm step from step 3W on while no recent step
+drifted; the column "proposed, library default with the taper k schedule"); all but the last
+nine
 with Algorithm 3's remainder (``remainder="model"``), all but the last seven with
 ``refit="selection"``; and for
 Table 3 the proposed method with the ``"unbounded-block"`` counter (Algorithm 4) on

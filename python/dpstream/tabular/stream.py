@@ -121,10 +121,10 @@ Privacy (Theorem 6.1):
   :data:`TAPER_K` ``= 1`` selection once the stream has taken :data:`TAPER_STEPS` ``= 3``
   steps per workload (``t ≥ 3W``), while none of the last 7 steps drifted (the running
   share at most :data:`TAPER_DRIFT_SHARE` ``= 0.05``); drifting steps still make
-  ``DRIFT_K``. Why: the
-  argument above says one calm selection is the most precise, and the reason against it
-  (a large workload may never get its first measurement) weakens once every workload has
-  had ``CALM_K·TAPER_STEPS = 6`` selections' worth of chances. The switch reads only the
+  ``DRIFT_K``. Why: the argument above says one calm selection is the most precise, and
+  the reason against it (a large workload may never get its first measurement) weakens
+  once every workload has had ``CALM_K·TAPER_STEPS = 6`` selections' worth of chances; a
+  stream that drifted lately needs its workloads re-measured. The switch reads only the
   time ``t`` and earlier releases, so the guarantee is the same; the ``k = 1`` steps feed
   a third counter per workload (``ε/2``). Not the default: on Adult with batches of 50
   (``benches/RESULTS.md``, column "proposed, library default with the taper k schedule",
@@ -282,11 +282,11 @@ K_DRIFT_SHARE = 0.2
 #: stream has taken ``TAPER_STEPS`` steps per workload (``t ≥ TAPER_STEPS·W``). Why then: by
 #: that step the calm selections so far (``CALM_K·TAPER_STEPS`` per workload on average) have
 #: given every workload its chances, so the more precise single selection no longer starves
-#: the large workloads of a first measurement.
-#: And only while the running share of drifted steps is at most ``TAPER_DRIFT_SHARE``: with
-#: ``DRIFT_DECAY = 0.9``, while none of the last 7 steps drifted. Why: on Adult sorted by its
-#: columns at ε = 0.5 the share hovers below ``K_DRIFT_SHARE`` while the batches still differ
-#: from the table, and one selection per step there nearly doubled MaxWE.
+#: the large workloads of a first measurement. And only while the running share of drifted
+#: steps is at most ``TAPER_DRIFT_SHARE``: with ``DRIFT_DECAY = 0.9``, while none of the last 7
+#: steps drifted. Why: on Adult sorted by its columns at ε = 0.5 the share hovers below
+#: ``K_DRIFT_SHARE`` while the batches still differ from the table, and one selection per step
+#: there nearly doubled MaxWE.
 TAPER_STEPS = 3
 TAPER_K = 1
 TAPER_DRIFT_SHARE = 0.05
