@@ -183,7 +183,7 @@ def _int_or_auto(text: str) -> int | str:
 
 
 def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
-    if opts.get("marginals_per_step") in (None, "auto"):
+    if opts.get("marginals_per_step") == "auto":
         return "auto"
     k = _positive(opts, "marginals_per_step")
     return "auto" if k is None else k

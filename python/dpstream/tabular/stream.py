@@ -472,7 +472,8 @@ class TabularStream:
         self._k_schedule: KScheduleName = k_schedule
         # The calm steps' k, before and after the taper (the same unless k_schedule="taper").
         self._calm_k = min(CALM_K, self._k) if self._k_auto else self._k
-        self._late_k = min(TAPER_K, self._k) if k_schedule == "taper" else self._calm_k
+        taper = self._k_auto and k_schedule == "taper"
+        self._late_k = min(TAPER_K, self._k) if taper else self._calm_k
         levels = (
             sorted({self._late_k, self._calm_k, self._k})
             if self._k_auto and method == "proposed"
