@@ -28,10 +28,11 @@ recent steps drifted; the column "proposed, pooled, auto refit, auto score"), an
 and ``marginals_per_step="auto"`` (2 selections per step while the stream is calm, 3 while it
 drifts; the column "proposed, auto score, auto k"), or ``pooled_stddev="shrinkage"`` (the fit
 told the error of the pooled measurements' shrinkage, not their noise alone; the column
-"proposed, auto score, shrinkage stddev"), or both (the library's defaults, the column
-"proposed, auto score, shrinkage stddev, auto k: library default"), and the library's defaults
-with ``k_schedule="taper"`` (one selection per calm step from step 3W on while no recent step
-drifted; the column "proposed, library default with the taper k schedule"); all but the last
+"proposed, auto score, shrinkage stddev"), or both with ``k_schedule="fixed"`` (the column
+"proposed, auto score, shrinkage stddev, auto k, fixed k schedule"), or both with
+``k_schedule="taper"`` (one selection per calm step from step 3W on while no recent step
+drifted: the library's defaults, the column "proposed, auto score, shrinkage stddev, auto k,
+taper k schedule: library default"); all but the last
 nine with Algorithm 3's remainder (``remainder="model"``), all but the last seven with
 ``refit="selection"``; and for Table 3 the proposed method with the ``"unbounded-block"``
 counter (Algorithm 4) on Adult-randomized-bs-50 and Adult-ordered-bs-50.
@@ -194,7 +195,7 @@ METHOD_OPTIONS: dict[str, dict[str, Any]] = {
 }
 METHODS = tuple(METHOD_OPTIONS)
 #: The method that is TabularStream's default (the column "library default").
-DEFAULT = SHRINK_K
+DEFAULT = TAPER
 #: The methods of the default grid at ε ≠ 1 (1 run each).
 WIDE_METHODS = ("baseline", "proposed", POOLED, POOLED_AUTO, AUTO_SCORE, DEFAULT)
 COUNTERS = ("simple", "unbounded-block")
@@ -375,12 +376,13 @@ GRIDS: dict[str, Grid] = {
         "ε = 1: all four datasets, baseline, proposed, proposed with the paper's score and "
         "proposed with the per-cell score, with the pooled remainder, with both, and with the "
         "pooled remainder and one fit per step, auto refit, auto refit and auto score, or those "
-        "and auto k, the shrinkage stddev or both, or the default with the taper k schedule "
-        "(simple counter), 3 runs each, and the proposed "
+        "and auto k, the shrinkage stddev or both with the fixed k schedule or with the taper "
+        "k schedule (the library default) (simple counter), 3 runs each, and the proposed "
         "method with the unbounded-block counter on Adult-randomized-bs-50 and "
         "Adult-ordered-bs-50, 3 runs each (Table 3 at ε = 1); ε ∈ {2, 4}: all four datasets, "
         "baseline, proposed, the pooled remainder, auto refit, auto score and the library "
-        "default (pooled remainder, auto refit, auto score, shrinkage stddev, auto k), 1 run "
+        "default (pooled remainder, auto refit, auto score, shrinkage stddev, auto k, taper k "
+        "schedule), 1 run "
         "each (no sd); ε = 0.5: the two bs-200 datasets, the same six, 1 run each. Every "
         "stream runs to the end of the data. ε = 0.5 on the bs-50 datasets (and ≥ 3 runs "
         "everywhere) is `--full`",
@@ -395,8 +397,8 @@ GRIDS: dict[str, Grid] = {
         "the whole grid: all four datasets, ε ∈ {0.5, 1, 2, 4}, baseline, proposed, "
         "proposed with the paper's score, with the per-cell score, with the pooled remainder, "
         "with both, and with the pooled remainder and one fit per step, auto refit, auto refit "
-        "and auto score, or those and auto k, the shrinkage stddev or both (the library "
-        "default), or the default with the taper k schedule (simple counter), and the "
+        "and auto score, or those and auto k, the shrinkage stddev or both with the fixed or "
+        "the taper k schedule (the library default) (simple counter), and the "
         "proposed method with the unbounded-block counter on the two bs-50 datasets (Table 3), "
         "3 runs each, every stream to the end of the data",
         _jobs(ORDERS, (50, 200), EPSILONS, 3, methods=METHODS)
@@ -745,9 +747,17 @@ def method_options(method: str) -> dict[str, Any]:
     return {**BASE_OPTIONS, **METHOD_OPTIONS[method]}
 
 
-def run_job(job: Job, stop: int | None = None) -> Result:
+def run_job(
+    job: Job,
+    stop: int | None = None,
+    *,
+    options: dict[str, Any] | None = None,
+    on_step: Callable[[TabularStream], None] | None = None,
+) -> Result:
     """Run the stream of ``job`` (only its first ``stop`` steps if given: a probe, whose
-    metrics are those of the whole stream's first evaluated steps, without the final check)."""
+    metrics are those of the whole stream's first evaluated steps, without the final check).
+    ``options``: TabularStream options in place of the method's (the seed stays the job's);
+    ``on_step``: called with the stream after each step."""
     global _DATA
     if _DATA is None:
         _DATA = load_adult()
@@ -772,7 +782,7 @@ def run_job(job: Job, stop: int | None = None) -> Result:
             job.run,
         ),
         counter=job.counter,
-        **method_options(job.method),
+        **(method_options(job.method) if options is None else options),
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []
@@ -787,6 +797,8 @@ def run_job(job: Job, stop: int | None = None) -> Result:
         synth = stream.step(batch)
         wall += time.perf_counter() - w0
         cpu += time.process_time() - c0
+        if on_step is not None:
+            on_step(stream)
         if t in when:
             n = min(rows.shape[0], (t + 1) * job.batch)
             g = synth.to_numpy(dtype=np.int64)
@@ -1032,13 +1044,16 @@ T12_COLUMNS = (
     ("proposed, pooled, auto refit, auto score (ours)", AUTO_SCORE),
     ("proposed, auto score, auto k (ours)", AUTO_K),
     ("proposed, auto score, shrinkage stddev (ours)", SHRINK),
-    ("proposed, auto score, shrinkage stddev, auto k: library default (ours)", DEFAULT),
-    ("proposed, library default with the taper k schedule (ours)", TAPER),
+    ("proposed, auto score, shrinkage stddev, auto k, fixed k schedule (ours)", SHRINK_K),
+    (
+        "proposed, auto score, shrinkage stddev, auto k, taper k schedule: library default (ours)",
+        DEFAULT,
+    ),
 )
 #: Variants of the library default that Table 1–2 compares with it and with the paper.
 DEFAULT_VARIANTS = (
     ("auto score (noise stddev, k = 3)", AUTO_SCORE), ("auto k (noise stddev)", AUTO_K),
-    ("shrinkage stddev (k = 3)", SHRINK), ("taper k schedule", TAPER),
+    ("shrinkage stddev (k = 3)", SHRINK), ("fixed k schedule", SHRINK_K),
 )  # fmt: skip
 
 
@@ -1147,10 +1162,13 @@ SUMMARY: tuple[SummaryColumn, ...] = (
     *_against("auto score", AUTO_SCORE, POOLED_AUTO, "auto refit"),
     *_against("auto k", AUTO_K, AUTO_SCORE, "auto score"),
     *_against("shrinkage stddev", SHRINK, AUTO_SCORE, "auto score"),
+    *_against("shrinkage stddev and auto k", SHRINK_K, AUTO_SCORE, "auto score"),
     *_against(
-        "library default (auto score, shrinkage stddev, auto k)", DEFAULT, AUTO_SCORE, "auto score"
+        "library default (shrinkage stddev, auto k, taper k schedule)",
+        DEFAULT,
+        SHRINK_K,
+        "fixed k schedule",
     ),
-    *_against("taper k schedule", TAPER, DEFAULT, "library default"),
 )
 
 
@@ -1496,9 +1514,12 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'shrinkage stddev" with those and `pooled_stddev="shrinkage"` (the fit '
         "weighs a pooled measurement by the error of its shrinkage towards the remainder, "
         'σ·√((1 + wρ)(1 + ρ)), not by its scaled noise σ(1 + wρ) alone), and "proposed, '
-        "auto score, shrinkage stddev, auto k: library default\" with both (the library's "
-        "defaults); the others use "
-        '`remainder="model"`, Algorithm 3\'s, and all but the last six '
+        'auto score, shrinkage stddev, auto k, fixed k schedule" with both and '
+        '`k_schedule="fixed"`, and "proposed, auto score, shrinkage stddev, auto k, taper k '
+        'schedule: library default" with both and `k_schedule="taper"` (one selection at the '
+        "calm steps from step 3W on, W the number of workloads, while none of the last 7 steps "
+        "drifted: the library's defaults); the others use "
+        '`remainder="model"`, Algorithm 3\'s, and all but the last seven '
         '`refit="selection"`, Algorithm 3\'s. Every option is passed (`pooled_stddev="noise"` '
         "but in the shrinkage columns). The paper "
         f"does not state its k (workloads selected per step); k = {MARGINALS_PER_STEP} here "

@@ -16,6 +16,7 @@ from dpstream.tabular.stream import (
     NOISE_PENALTY,
     POOLED_MARGIN,
     SCORE_BITS,
+    TAPER_K,
     excess_l2_scores,
     selection_scores,
 )
@@ -930,7 +931,10 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     rows = rows[np.argsort(rows[:, 0], kind="stable")]
 
     def make() -> TabularStream:
-        return TabularStream(d, 4, marginals_per_step="auto", iters=10, rng=dpstream.Rng(seed=6))
+        # The fixed schedule: its two kinds of step (the taper's third is tested below).
+        return TabularStream(
+            d, 4, marginals_per_step="auto", k_schedule="fixed", iters=10, rng=dpstream.Rng(seed=6)
+        )
 
     a, b = make(), make()
     for t in range(20):
@@ -1006,8 +1010,13 @@ def test_marginals_per_step_is_an_int_or_auto() -> None:
         TabularStream(d, 1, marginals_per_step="Auto")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="marginals_per_step must be an int"):
         TabularStream(d, 1, marginals_per_step=2.0)  # type: ignore[arg-type]
-    # "auto" with fewer workloads than DRIFT_K: at most all of them per step.
+    # "auto" with fewer workloads than DRIFT_K: at most all of them per step (and the
+    # default taper's TAPER_K at late calm steps).
     s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], marginals_per_step="auto")
+    assert sorted(s.budgets) == [TAPER_K, 2]
+    s = TabularStream(
+        d, 1, workloads=[(0, 1), (2, 3)], marginals_per_step="auto", k_schedule="fixed"
+    )
     assert sorted(s.budgets) == [2]
     s = TabularStream(d, 1, workloads=[(0, 1)], marginals_per_step="auto", rng=dpstream.Rng(seed=1))
     assert sorted(s.budgets) == [1]

@@ -117,7 +117,7 @@ Privacy (Theorem 6.1):
   so its pooled measurement is scaled up by a larger ``ρ``, where the noise-only
   standard deviation overstates its precision most.
 
-  ``k_schedule="taper"`` (``"fixed"``, the default, keeps ``CALM_K``): calm steps make
+  ``k_schedule="taper"`` (the default; ``"fixed"`` keeps ``CALM_K``): calm steps make
   :data:`TAPER_K` ``= 1`` selection once the stream has taken :data:`TAPER_STEPS` ``= 3``
   steps per workload (``t ≥ 3W``), while none of the last 7 steps drifted (the running
   share at most :data:`TAPER_DRIFT_SHARE` ``= 0.05``); drifting steps still make
@@ -126,12 +126,15 @@ Privacy (Theorem 6.1):
   once every workload has had ``CALM_K·TAPER_STEPS = 6`` selections' worth of chances; a
   stream that drifted lately needs its workloads re-measured. The switch reads only the
   time ``t`` and earlier releases, so the guarantee is the same; the ``k = 1`` steps feed
-  a third counter per workload (``ε/2``). Not the default: on Adult with batches of 50
-  (``benches/RESULTS.md``, column "proposed, library default with the taper k schedule",
-  3 runs; with batches of 200 the stream ends before step ``3W = 273``) it lowers AvgRelL2
-  on the shuffled stream at ε = 1 and 2 (0.170 against 0.193 at ε = 2, where the paper
-  has 0.186) but raises it at ε = 0.5 and 4, and on the sorted stream at ε ≥ 1 (0.50
-  against 0.43 at ε = 1).
+  a third counter per workload (``ε/2``). On Adult (``benches/RESULTS.md``, columns
+  "proposed, auto score, shrinkage stddev, auto k, fixed k schedule" and "…, taper k
+  schedule: library default"; with batches of 200 the stream ends before step
+  ``3W = 273``, so only the streams with batches of 50 differ) it lowers AvgRelL2 on the
+  shuffled stream at ε = 1 and 2 (0.170 against 0.193 at ε = 2, where the paper has
+  0.186). The section "where the taper acts" (``benches/diag_tabular_taper.py``) runs the
+  two schedules with the same seeds, so that they share every draw up to step ``3W``, and
+  counts the steps the taper drops to one selection: on the sorted stream the drift gate
+  keeps nearly all of them at ``k ≥ 2`` at ε ≥ 1.
 * **Remainder** (``remainder=``; post-processing, no privacy cost): a workload's
   counter only counts the batches of the steps it was selected at, so a
   measurement must account for the other rows.
@@ -377,10 +380,11 @@ class TabularStream:
             towards the remainder. ``"noise"``: the noise of the counter's release as
             scaled, ``σ(1 + wρ)``, as if the remainder part were exact (the default
             before 2026-11). Post-processing: the same guarantee.
-        k_schedule: ``marginals_per_step="auto"`` only: ``"fixed"`` (default; 2 selections
-            at every calm step) or ``"taper"`` (1 selection at the calm steps from step
-            ``3W`` on, ``W`` the number of workloads, while no recent step drifted; see the
-            module docstring). The switch reads public values only: the same guarantee.
+        k_schedule: ``marginals_per_step="auto"`` only: ``"taper"`` (default; 1 selection
+            at the calm steps from step ``3W`` on, ``W`` the number of workloads, while no
+            recent step drifted; see the module docstring) or ``"fixed"`` (2 selections at
+            every calm step, the default before 2026-11-26). The switch reads public values
+            only: the same guarantee.
         refit: when the model is refitted within a step (see the module
             docstring): ``"auto"`` (default: as ``"step"``, except at the steps
             whose first measurement shows the batch drifting from the model, which
@@ -416,7 +420,7 @@ class TabularStream:
         remainder: RemainderName = "pooled",
         refit: RefitName = "auto",
         pooled_stddev: PooledStddevName = "shrinkage",
-        k_schedule: KScheduleName = "fixed",
+        k_schedule: KScheduleName = "taper",
         sampling: SamplingName = "round",
         rng: Rng | None = None,
     ) -> None:
