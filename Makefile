@@ -58,6 +58,7 @@ bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_tabular.py
 	$(BIN)/python benches/diag_tabular_order.py
+	$(BIN)/python benches/diag_tabular_taper.py
 	$(BIN)/python benches/bench_distributed.py
 
 develop: $(EXT)
