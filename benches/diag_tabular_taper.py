@@ -36,7 +36,7 @@ import bench_tabular as bt
 import numpy as np
 from _report import cpu_model, git_revision, publish, version
 from dpstream.tabular import TabularStream, all_workloads
-from dpstream.tabular.stream import TAPER_STEPS
+from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
 
 SECTION_TITLE = "## Tabular stream: where the taper acts (issue 5)"
 FIXED = bt.SHRINK_K  # the fixed schedule; its seeds are used for both
@@ -45,7 +45,6 @@ BATCH = 50
 #: Runs per stream order (the sorted stream's are slower).
 RUNS = {"randomized": 3, "ordered": 1}
 METRICS = ("AvgWE", "MaxWE", "AvgRelL2", "MaxRelL2")
-MAX_K = 3
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
     rows: list[str] = []
     for o in outcomes:
         ks = np.asarray(o.ks)
-        counts = [int(np.sum(ks == k)) for k in range(1, MAX_K + 1)]
+        counts = [int(np.sum(ks == k)) for k in range(1, DRIFT_K + 1)]
         late = ks[start:]
         share = f"{float(np.mean(late == 1)):.0%}" if late.size else "–"
         cells = [
@@ -159,8 +158,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
         'schedule" of the section "Tabular stream on Adult" (its stored streams, the same '
         'seeds); taper: the same options with `k_schedule="taper"` and the same seed, so '
         f"both streams draw the same numbers up to step {start} (3W, W = {workloads} "
-        "workloads), where "
-        "the taper may first act. Shuffled stream: the data order of runs "
+        "workloads), where the taper may first act. Shuffled stream: the data order of runs "
         f"0–{RUNS['randomized'] - 1}; sorted stream: run 0. Metrics averaged over the last "
         f"{bt.LAST} steps, as there.",
         "- Steps at k = 1 / 2 / 3: the taper stream's steps by their number of selections "
