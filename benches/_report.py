@@ -64,6 +64,16 @@ def git_revision() -> str:
     return f"{rev}, with uncommitted changes" if dirty else rev
 
 
+def diag_run_lines(command: str) -> list[str]:
+    """The machine, versions and rerun lines of a diagnostic section's "Run" list (the
+    ``benches/diag_*.py`` scripts; the benchmarks give more detail)."""
+    return [
+        f"- Machine: {platform.platform()}; {cpu_model()}",
+        f"- dpstream {version('dpstream')} (git {git_revision()}), numpy {version('numpy')}",
+        f"- Rerun (from the repository root): `{command}`",
+    ]
+
+
 def write_section(section: str, title: str, results_path: Path) -> None:
     """Replace the section headed ``title`` of ``results_path`` (up to the next
     '## ' heading), or append it; the file is replaced atomically."""

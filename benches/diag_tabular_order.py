@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import platform
 import shlex
 import sys
 import time
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import cpu_model, git_revision, publish, version
+from _report import diag_run_lines, publish
 
 SECTION_TITLE = "## Tabular stream: which order is the paper's Adult-ordered? (issue 5)"
 FILE_ORDER = "file-order"
@@ -148,9 +147,7 @@ def render(results: list[bt.Result], runtime: float, command: str, workers: int)
         f"{runtime / 60:.1f} min on {workers} worker process(es); {len(results)} streams, "
         f"{stored} of them reused from the store `benches/tabular_streams` (each one's first "
         f"{bt.PROBE_STEPS} steps recomputed and found to give the stored metrics)",
-        f"- Machine: {platform.platform()}; {cpu_model()}",
-        f"- dpstream {version('dpstream')} (git {git_revision()}), numpy {version('numpy')}",
-        f"- Rerun (from the repository root): `{command}`",
+        *diag_run_lines(command),
         "",
         "### Setup",
         "",

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import platform
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from typing import Any
 import bench_tabular as bt
 import numpy as np
 import numpy.typing as npt
-from _report import cpu_model, git_revision, publish, version
+from _report import diag_run_lines, publish
 from dpstream.tabular import TabularStream
 from dpstream.tabular.workloads import marginal
 
@@ -189,9 +188,7 @@ def render(outcomes: list[Outcome], runtime: float, workers: int, quick: bool) -
         "",
         f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; whole script "
         f"{runtime / 60:.1f} min on {workers} worker process(es)",
-        f"- Machine: {platform.platform()}; {cpu_model()}",
-        f"- dpstream {version('dpstream')} (git {git_revision()}), numpy {np.__version__}",
-        f"- Rerun (from the repository root): `.venv/bin/python {cmd.split(' ', 1)[1]}`",
+        *diag_run_lines(f".venv/bin/python {cmd.split(' ', 1)[1]}"),
         "",
         "### Setup",
         "",

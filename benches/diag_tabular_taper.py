@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import platform
 import shlex
 import sys
 import time
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import cpu_model, git_revision, publish, version
+from _report import diag_run_lines, publish
 from dpstream.tabular import TabularStream, all_workloads
 from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
 
@@ -148,9 +147,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
         f"{runtime / 60:.1f} min on {workers} worker process(es); {len(outcomes)} taper "
         f"streams; {reused} fixed-schedule streams reused from the store "
         "`benches/tabular_streams`",
-        f"- Machine: {platform.platform()}; {cpu_model()}",
-        f"- dpstream {version('dpstream')} (git {git_revision()}), numpy {version('numpy')}",
-        f"- Rerun (from the repository root): `{command}`",
+        *diag_run_lines(command),
         "",
         "### Setup",
         "",
