@@ -43,6 +43,9 @@ pub enum Kind {
     /// An inhomogeneous sparse counter
     /// ([`crate::counters::InhomogeneousSparseCounter`]): exact counts.
     InhomogeneousSparseCounter = 7,
+    /// The default online synthesizer ([`crate::synth::EpochSynthesizer`]):
+    /// exact point paths and the noise keys of its epoch blocks.
+    EpochSynthesizer = 8,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             5 => Some(Self::Counter),
             6 => Some(Self::SparseCounter),
             7 => Some(Self::InhomogeneousSparseCounter),
+            8 => Some(Self::EpochSynthesizer),
             _ => None,
         }
     }
@@ -70,6 +74,7 @@ impl Kind {
             Self::Counter => "Counter",
             Self::SparseCounter => "SparseCounter",
             Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
+            Self::EpochSynthesizer => "EpochSynthesizer",
         }
     }
 }
