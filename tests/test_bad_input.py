@@ -589,13 +589,13 @@ def test_the_table_has_no_duplicate_rows() -> None:
 def test_online_depth_and_memory_limits() -> None:
     """A public ε so large that one point reaches a huge partition is refused up front."""
     # ε = 2^30: the first point would start level 30 (2^31 cell counters, over 200 GiB).
-    s = OnlineSynthesizer(2**30, 2, rng=Rng(seed=1))
-    twin = OnlineSynthesizer(2**30, 2, rng=Rng(seed=1))
+    s = OnlineSynthesizer(2**30, 2, method="paper", rng=Rng(seed=1))
+    twin = OnlineSynthesizer(2**30, 2, method="paper", rng=Rng(seed=1))
     with pytest.raises(ValueError, match=r"would reach depth 30: .* more than the 16 GiB limit"):
         s.update([[0.5, 0.5]])
     assert s.to_bytes() == twin.to_bytes() and s.t == 0
     # ε = 2^45: the partition would pass the depth limit of 40.
-    s = OnlineSynthesizer(2**45, 2, rng=Rng(seed=1))
+    s = OnlineSynthesizer(2**45, 2, method="paper", rng=Rng(seed=1))
     with pytest.raises(ValueError, match="would pass depth 40"):
         s.update([[0.5, 0.5]])
     assert s.t == 0

@@ -26,7 +26,7 @@ def uniform(n: int, dim: int, seed: int) -> np.ndarray:
 
 
 def seeded(epsilon: object = 1, dim: int = 2, seed: int = 1) -> OnlineSynthesizer:
-    return OnlineSynthesizer(epsilon, dim, rng=Rng(seed=seed))
+    return OnlineSynthesizer(epsilon, dim, rng=Rng(seed=seed), method="paper")
 
 
 def ref_depth(epsilon: object, t: int) -> int:
@@ -71,23 +71,23 @@ def state(s: OnlineSynthesizer) -> tuple[bytes, bytes]:
 )
 def test_construction_errors_name_the_parameter(args, kwargs, error, message) -> None:
     with pytest.raises(error, match=message):
-        OnlineSynthesizer(*args, **kwargs)
+        OnlineSynthesizer(*args, **kwargs, method="paper")
 
 
 def test_properties_and_repr() -> None:
-    s = OnlineSynthesizer(Fraction(1, 3), 3)
+    s = OnlineSynthesizer(Fraction(1, 3), 3, method="paper")
     assert s.epsilon == Fraction(1, 3) and isinstance(s.epsilon, Fraction)
     assert (s.dim, s.t, s.depth, s.n_regions) == (3, 0, 0, 0)
     assert not s.seeded
-    assert repr(s) == "OnlineSynthesizer(epsilon=1/3, dim=3, t=0, depth=0)"
-    assert "NOT PRIVATE" not in repr(OnlineSynthesizer(1, 2, rng=Rng()))
-    assert OnlineSynthesizer(0.1, 1).epsilon == Fraction(0.1)  # the stored binary fraction
-    assert OnlineSynthesizer(1, 4096).dim == 4096
+    assert repr(s) == "OnlineSynthesizer(epsilon=1/3, dim=3, method='paper', t=0, depth=0)"
+    assert "NOT PRIVATE" not in repr(OnlineSynthesizer(1, 2, rng=Rng(), method="paper"))
+    assert OnlineSynthesizer(0.1, 1, method="paper").epsilon == Fraction(0.1)  # the stored binary fraction
+    assert OnlineSynthesizer(1, 4096, method="paper").dim == 4096
     t = seeded(2, 2)
     assert t.seeded
     assert repr(t).endswith("# seeded: reproducible, NOT PRIVATE")
     t.update(uniform(5, 2, 0))
-    assert repr(t).startswith("OnlineSynthesizer(epsilon=2, dim=2, t=5, depth=3)")
+    assert repr(t).startswith("OnlineSynthesizer(epsilon=2, dim=2, method='paper', t=5, depth=3)")
 
 
 def test_generator_is_derived_from_the_callers_rng() -> None:
@@ -95,13 +95,13 @@ def test_generator_is_derived_from_the_callers_rng() -> None:
     outs = []
     for _ in range(2):
         parent = Rng(seed=11)
-        a, b = OnlineSynthesizer(1, 2, rng=parent), OnlineSynthesizer(1, 2, rng=parent)
+        a, b = OnlineSynthesizer(1, 2, rng=parent, method="paper"), OnlineSynthesizer(1, 2, rng=parent, method="paper")
         a.update(x)
         b.update(x)
         outs.append((state(a), state(b), parent.integers(4).tobytes()))
     assert outs[0] == outs[1]  # the same seed: the same synthesizers, the same parent
     assert outs[0][0] != outs[0][1]  # two children of one parent draw different noise
-    c = OnlineSynthesizer(1, 2, rng=Rng(seed=11))
+    c = OnlineSynthesizer(1, 2, rng=Rng(seed=11), method="paper")
     c.update(x)
     assert state(c) == outs[0][0]
 
@@ -445,7 +445,7 @@ def test_saving_consumes_nothing_and_loading_keeps_the_parameters(tmp_path: Path
 
 
 def test_a_loaded_os_seeded_synthesizer_works_with_a_fresh_key(tmp_path: Path) -> None:
-    s = OnlineSynthesizer(1, 2)
+    s = OnlineSynthesizer(1, 2, method="paper")
     s.update(uniform(800, 2, 1))
     dpstream.save(s, tmp_path / "os.dpst")
     a = dpstream.load(tmp_path / "os.dpst")
@@ -600,7 +600,7 @@ def audit_bound(epsilon: int, n: int, changed: int, seeds: tuple[int, int]) -> f
         rng = Rng(seed=seed)  # one seeded parent: every run derives its own generator
         runs = []
         for _ in range(AUDIT_RUNS):
-            s = OnlineSynthesizer(epsilon, 2, rng=rng)
+            s = OnlineSynthesizer(epsilon, 2, rng=rng, method="paper")
             s.update(data)
             runs.append(s.cells()[2])
         counts.append(np.asarray(runs))

@@ -150,7 +150,7 @@ def online_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
     the origin's corner and of the opposite corner at every depth, and their difference."""
     counts = []
     for _ in range(size):
-        s = OnlineSynthesizer(1, 2, rng=rng)
+        s = OnlineSynthesizer(1, 2, rng=rng, method="paper")
         s.update(points)
         counts.append(s.cells()[2])
     c = np.asarray(counts)

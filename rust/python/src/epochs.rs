@@ -113,7 +113,6 @@ impl PyEpochSynthesizer {
     }
 }
 
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEpochSynthesizer>()?;
     Ok(())

@@ -247,11 +247,11 @@ impl EpochSynthesizer {
     /// reproducible and **not private**). Fails on `ε = 0` or a bad `dim`.
     pub fn new(epsilon: &Rational, dim: usize, rng: Rng) -> Result<Self> {
         if epsilon.is_zero() {
-            return Err(invalid!("epsilon must be positive"));
+            return Err(invalid!("epsilon must be positive, got 0"));
         }
         if dim == 0 || dim > crate::synth::MAX_ONLINE_DIM as usize {
             return Err(invalid!(
-                "dim must be in 1..={}, got {dim}",
+                "dim must be between 1 and {}, got {dim}",
                 crate::synth::MAX_ONLINE_DIM
             ));
         }
@@ -400,20 +400,23 @@ impl EpochSynthesizer {
         if self.time == 0 {
             return match size {
                 None | Some(0) => Ok(Vec::new()),
-                Some(_) => Err(invalid!("cannot draw points before the first point")),
+                Some(_) => Err(invalid!("no point has been seen yet: nothing to release")),
             };
+        }
+        // Allocate before closing the epoch: a refused size changes nothing.
+        let mut out = Vec::new();
+        if let Some(m) = size {
+            let oom = || Error::OutOfMemory(format!("cannot allocate {m} synthetic points"));
+            let len = usize::try_from(m)
+                .ok()
+                .and_then(|m| m.checked_mul(self.dim))
+                .ok_or_else(oom)?;
+            out.try_reserve_exact(len).map_err(|_| oom())?;
+            out.resize(len, 0.0);
         }
         let tree = self.release_tree()?;
         match size {
-            Some(m) => {
-                let len = usize::try_from(m)
-                    .ok()
-                    .and_then(|m| m.checked_mul(self.dim))
-                    .ok_or_else(|| invalid!("size {m} is too large"))?;
-                let mut out = Vec::new();
-                out.try_reserve_exact(len)
-                    .map_err(|_| Error::OutOfMemory(format!("cannot allocate {m} points")))?;
-                out.resize(len, 0.0);
+            Some(_) => {
                 tree.sample(&mut self.rng, &mut out)?;
                 Ok(out)
             }
