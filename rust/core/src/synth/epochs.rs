@@ -88,7 +88,7 @@ const PATH_BITS: u32 = MAX_DEPTH;
 /// block's points would leave about `DEPTH_FACTOR` noise scales per cell.
 /// Chosen on a tuning stream that is not in the benchmark (see
 /// `benches/bench_online.py`); any value keeps the guarantee.
-pub const DEPTH_FACTOR: u64 = 4;
+pub const DEPTH_FACTOR: u64 = 16;
 
 /// A cell is split while its pooled measurement is at least this many
 /// standard deviations of its children's pooled noise. Post-processing (any
