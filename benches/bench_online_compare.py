@@ -59,9 +59,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 import dpstream
+import numpy as np
 from dpstream import OnlineSynthesizer, Rng, streams
 
 HERE = Path(__file__).resolve().parent
@@ -206,7 +205,7 @@ def offline(x: np.ndarray, eps: float, seed: int) -> np.ndarray:
 
 def privhp_offline(x: np.ndarray, eps: float, seed: int) -> np.ndarray:
     n, d = x.shape
-    depth = max(1, min(int(math.floor(math.log2(max(eps * n, 2)))), 40))
+    depth = max(1, min(math.floor(math.log2(max(eps * n, 2))), 40))
     p = dpstream.PrivHP(eps, d, k=2**depth, width=1, depth=depth, budget="optimal")
     p.update(x)
     return p.release(rng=Rng(seed=seed)).sample(n, rng=Rng(seed=seed + 1))
@@ -244,7 +243,9 @@ def run_setting(
             out = synth.release()
             if i in wanted:
                 releases[name] = out
-                rows.append(_timing(stream, d, eps, r, seed, i, t, name, time.perf_counter() - start))
+                rows.append(
+                    _timing(stream, d, eps, r, seed, i, t, name, time.perf_counter() - start)
+                )
         prev = t
         if i not in wanted:
             continue
@@ -265,8 +266,18 @@ def run_setting(
             err = float(np.abs(truth - box_fractions(y, boxes)).mean())
             rows.append(
                 dict(
-                    stream=stream, d=d, eps=eps, R=r, seed=seed, release=i, t=t, method=name,
-                    range_err=err, range_rel=err / base, w1=w1(xt, y), seconds=float("nan"),
+                    stream=stream,
+                    d=d,
+                    eps=eps,
+                    R=r,
+                    seed=seed,
+                    release=i,
+                    t=t,
+                    method=name,
+                    range_err=err,
+                    range_rel=err / base,
+                    w1=w1(xt, y),
+                    seconds=float("nan"),
                 )
             )
     return rows
@@ -274,8 +285,18 @@ def run_setting(
 
 def _timing(stream, d, eps, r, seed, i, t, name, seconds):  # type: ignore[no-untyped-def]
     return dict(
-        stream=stream, d=d, eps=eps, R=r, seed=seed, release=i, t=t, method=name + " (time)",
-        range_err=float("nan"), range_rel=float("nan"), w1=float("nan"), seconds=seconds,
+        stream=stream,
+        d=d,
+        eps=eps,
+        R=r,
+        seed=seed,
+        release=i,
+        t=t,
+        method=name + " (time)",
+        range_err=float("nan"),
+        range_rel=float("nan"),
+        w1=float("nan"),
+        seconds=seconds,
     )
 
 
@@ -339,7 +360,7 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
     ]
     for rec in records:
 
-        def cell(name: str) -> str:
+        def cell(name: str, rec: dict[str, object] = rec) -> str:
             v = rec.get(name)
             if v is None:
                 return "—"
@@ -375,8 +396,10 @@ def figure(rows: list[dict[str, object]], out: Path) -> Path | None:
         return None
     settings = sorted({(r["stream"], r["d"], r["eps"], r["R"]) for r in rows}, key=str)
     streams_seen = sorted({s[0] for s in settings})
-    fig, axes = plt.subplots(1, len(streams_seen), figsize=(4 * len(streams_seen), 3.4), squeeze=False)
-    for ax, stream in zip(axes[0], streams_seen):
+    fig, axes = plt.subplots(
+        1, len(streams_seen), figsize=(4 * len(streams_seen), 3.4), squeeze=False
+    )
+    for ax, stream in zip(axes[0], streams_seen, strict=False):
         pick = [s for s in settings if s[0] == stream]
         key = max(pick, key=lambda s: (s[1] == 2, s[2] == 1, s[3]))
         for method in METHODS:

@@ -81,7 +81,8 @@ def test_properties_and_repr() -> None:
     assert not s.seeded
     assert repr(s) == "OnlineSynthesizer(epsilon=1/3, dim=3, method='paper', t=0, depth=0)"
     assert "NOT PRIVATE" not in repr(OnlineSynthesizer(1, 2, rng=Rng(), method="paper"))
-    assert OnlineSynthesizer(0.1, 1, method="paper").epsilon == Fraction(0.1)  # the stored binary fraction
+    # the stored binary fraction
+    assert OnlineSynthesizer(0.1, 1, method="paper").epsilon == Fraction(0.1)
     assert OnlineSynthesizer(1, 4096, method="paper").dim == 4096
     t = seeded(2, 2)
     assert t.seeded
@@ -95,7 +96,8 @@ def test_generator_is_derived_from_the_callers_rng() -> None:
     outs = []
     for _ in range(2):
         parent = Rng(seed=11)
-        a, b = OnlineSynthesizer(1, 2, rng=parent, method="paper"), OnlineSynthesizer(1, 2, rng=parent, method="paper")
+        a = OnlineSynthesizer(1, 2, rng=parent, method="paper")
+        b = OnlineSynthesizer(1, 2, rng=parent, method="paper")
         a.update(x)
         b.update(x)
         outs.append((state(a), state(b), parent.integers(4).tobytes()))

@@ -37,7 +37,10 @@ fn depth_rule_is_the_largest_level_within_the_bound() {
     let e = eps(1, 1);
     for (k, n) in [(0u32, 10u64), (0, 1000), (3, 100_000), (6, 1 << 20)] {
         let l = block_depth(&e, k, n);
-        let ok = |l: u32| (1u128 << l) * u128::from(l) * 2 * u128::from(k + 1) <= u128::from(DEPTH_FACTOR) * u128::from(n);
+        let ok = |l: u32| {
+            (1u128 << l) * u128::from(l) * 2 * u128::from(k + 1)
+                <= u128::from(DEPTH_FACTOR) * u128::from(n)
+        };
         if l > 0 {
             assert!(ok(l));
         }
