@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 __all__ = [
     "Counter",
+    "EpochSynthesizer",
     "InhomogeneousSparseCounter",
     "LinearSketch",
     "OnlineSynthesizer",
@@ -293,6 +294,7 @@ class OnlineSynthesizer:
     @staticmethod
     def from_bytes(data: bytes) -> OnlineSynthesizer: ...
 
+@final
 class EpochSynthesizer:
     """Default online synthesizer (epoch blocks); see ``dpstream.OnlineSynthesizer``."""
 
