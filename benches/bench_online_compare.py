@@ -31,7 +31,7 @@ follow from the noise scale, see ``rust/core/src/synth/epochs.rs``):
 * ``blobs``: 5 Gaussian blobs (sd 0.03), stationary;
 * ``drift``: 5 blobs whose centres move linearly to new centres over the stream;
 * ``rings`` (d = 2): one ring filled, then the other;
-* ``uniform``; ``multifractal`` (``dpstream.streams.multifractal``);
+* ``uniform``; ``multifractal`` (``dpstream.streams.multifractal``, skew 0.7);
 * ``airports`` (d = 2): the 3,3xx airports of the contiguous US (longitude, latitude in
   public bounds [-125, -66] × [24, 50]) from the ``vega_datasets`` package (its local copy
   of the Vega ``airports.csv``), drawn with replacement in a seeded order.
@@ -111,7 +111,7 @@ def uniform(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def multifractal(n: int, d: int, seed: int) -> np.ndarray:
-    return streams.multifractal(n, d, seed=seed)
+    return streams.multifractal(n, d, skew=0.7, seed=seed)
 
 
 def airports(n: int, d: int, seed: int) -> np.ndarray:
