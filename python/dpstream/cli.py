@@ -256,8 +256,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
                 raise UsageError(f"--config: unknown option {key!r} in {config}")
             opts[name] = Path(value) if name in _PATH_OPTIONS and value is not None else value
     for key, value in vars(args).items():
-        if value is not None:
-            opts[key] = value
+        if value is not None or key not in opts:
+            opts[key] = value  # every option is present, None if unset
     return opts
 
 
@@ -684,6 +684,9 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
         s = synth[g.choice(len(synth), min(k, len(synth)), replace=False)] if len(synth) else synth
         axes[1].scatter(s[:, 0], s[:, 1], s=2, alpha=0.4, color="C1")
         axes[1].set_title(f"synthetic ({release.stem})")
+        for ax in axes[:2]:
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
     if "w1" in table:
         axes[-1].plot(range(len(table)), table["w1"], marker="o")
     axes[-1].set_xticks(range(len(table)), table["release"], rotation=60, fontsize=6)
