@@ -216,6 +216,12 @@ REFUSALS = [
     ),
     Refusal(
         "points, table",
+        "`--evaluate` an existing file",
+        "is not a directory",
+        lambda p, a, t: points_args(p, t / "out", "--evaluate", str(p)),
+    ),
+    Refusal(
+        "points, table",
         "`--checkpoint` inside `--out`",
         "a checkpoint holds exact counts, as sensitive as the data",
         lambda p, a, t: points_args(p, t / "out", "--checkpoint", str(t / "out" / "c")),

@@ -325,6 +325,8 @@ def _release_paths(opts: dict[str, Any]) -> Path | None:
             f"--evaluate {evaluate} is --out {out} or inside it: evaluation is NOT PRIVATE "
             "and must not sit with the releases; give a directory outside --out"
         )
+    if evaluate is not None and Path(evaluate).exists() and not Path(evaluate).is_dir():
+        raise UsageError(f"--evaluate {evaluate} is not a directory")
     checkpoint = opts.get("checkpoint")
     if checkpoint is not None and _inside(checkpoint, out):
         raise UsageError(
