@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from dpstream import cli
+from dpstream import cli, runs
 from dpstream.cli import main
 from dpstream.tabular import TabularStream
 
@@ -194,6 +194,14 @@ def _finish_privhp_then_append(pts: Path, adult: Path, tmp: Path) -> None:
     _append_points(pts)
 
 
+def _pending_outside(pts: Path, adult: Path, tmp: Path) -> None:
+    """A checkpoint whose pending release would be written outside the release directory."""
+    _ran(_online_ckpt(pts, adult, tmp))
+    header, state, _ = runs._decode_checkpoint(tmp / "c")
+    header["pending"] = "../escape.csv"
+    (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, b"x"))
+
+
 def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     def prepare(pts: Path, adult: Path, tmp: Path) -> None:
         (tmp / "c").write_bytes(data)
@@ -292,6 +300,13 @@ REFUSALS = [
         "corrupt run checkpoint",
         _online_ckpt,
         _write_checkpoint(b"hello"),
+    ),
+    Refusal(
+        "points, table",
+        "`--checkpoint` naming a release file outside the release directory",
+        "bad header field 'pending'",
+        _online_ckpt,
+        _pending_outside,
     ),
     Refusal(
         "points, table",

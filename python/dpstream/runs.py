@@ -120,11 +120,36 @@ def _decode_checkpoint(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
         pos += 8
         if pos + m > len(data):
             raise ValueError("truncated")
-        if not isinstance(header, dict) or not {"options", "sizes", "input_sha256"} <= set(header):
-            raise ValueError("header fields missing")
+        _check_header(header)
         return header, data[pos : pos + m], data[pos + m :]
     except (struct.error, json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"corrupt run checkpoint {path}: {e}") from None
+
+
+def _is_release_name(name: Any) -> bool:
+    """A plain file name ``release-…`` (never a path out of the release directory)."""
+    return isinstance(name, str) and name.startswith("release-") and Path(name).name == name
+
+
+def _check_header(header: Any) -> None:
+    """The header's fields and their types; ``ValueError`` naming the first bad one."""
+    if not isinstance(header, dict):
+        raise ValueError("the header is not an object")
+    sizes = header.get("sizes")
+    checks = {
+        "options": isinstance(header.get("options"), dict),
+        "sizes": isinstance(sizes, list)
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes),
+        "batches": isinstance(sizes, list) and header.get("batches") == len(sizes),
+        "input_sha256": isinstance(header.get("input_sha256"), str),
+        "releases": isinstance(header.get("releases"), list)
+        and all(_is_release_name(r) for r in header["releases"]),
+        "pending": header.get("pending") is None or _is_release_name(header["pending"]),
+        "closed": isinstance(header.get("closed"), bool),
+    }
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(f"bad header field {bad[0]!r}")
 
 
 def consumed_sizes(checkpoint: Path | None) -> list[int]:
