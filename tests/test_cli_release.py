@@ -315,6 +315,18 @@ REFUSALS = [
         _online_ckpt,
         _write_checkpoint(b"DPSTREAM-RUN\x00\x01" + bytes(20)),
     ),
+    Refusal(
+        "points --method online-paper",
+        "`--memory` (a fixed-memory option)",
+        "--memory is not used by --method online-paper; remove it",
+        lambda p, a, t: points_args(p, t / "out", "--method", "online-paper", "--memory", "9"),
+    ),
+    Refusal(
+        "points --method online-paper",
+        "`--expected-n` (a fixed-memory option)",
+        "--expected-n is not used by --method online-paper; remove it",
+        lambda p, a, t: points_args(p, t / "out", "--method", "online-paper", "--expected-n", "9"),
+    ),
 ]
 
 
@@ -505,7 +517,7 @@ def test_the_help_states_each_relation(capsys: pytest.CaptureFixture[str]) -> No
         return re.sub(r"\s+", " ", capsys.readouterr().out)
 
     points = help_text("points")
-    assert "--method online: one time step's point replaced" in points
+    assert "--method online (and online-paper): one time step's point replaced" in points
     assert "With --time-column every release therefore publishes the exact count" in points
     assert "--method privhp: one record added or removed" in points
     assert "Release times must not depend on the data" in points
@@ -525,3 +537,15 @@ def test_public_sizes_reaches_the_stream(adult: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert main(table_args(adult, out, "--public-sizes", "--seed", "1")) == 0
     assert [len(pd.read_csv(out / f"release-{i}.csv")) for i in (1, 2, 3)] == [200, 400, 600]
+
+
+def test_online_paper_runs_the_printed_algorithm(pts: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = points_args(pts, out, "--method", "online-paper", "--batch-size", "1000")
+    assert main([*args, "--seed", "3"]) == 0
+    releases = sorted(out.iterdir())
+    assert releases and all(r.name.startswith("release-") for r in releases)
+    again = tmp_path / "again"
+    assert main([*points_args(pts, again, "--batch-size", "1000"), "--seed", "3"]) == 0
+    # The default and the paper's algorithm give different releases on the same seed.
+    assert (out / releases[-1].name).read_bytes() != (again / releases[-1].name).read_bytes()

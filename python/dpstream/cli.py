@@ -52,13 +52,30 @@ class UsageError(Exception):
     """An invalid option: reported as one line, exit status 2."""
 
 
+#: The options that only some ``points`` methods use: an option a method does not use is
+#: refused rather than silently ignored.
+_POINTS_METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
+    "online": ("memory", "expected_n"),
+    "online-paper": (),
+    "privhp": ("memory", "expected_n"),
+}
+
+
+def _refuse_unused_options(opts: dict[str, Any], method: str) -> None:
+    used = _POINTS_METHOD_OPTIONS[method]
+    for name in sorted({n for names in _POINTS_METHOD_OPTIONS.values() for n in names}):
+        if opts.get(name) is not None and name not in used:
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"{flag} is not used by --method {method}; remove it")
+
+
 #: The neighbouring relation each command's ε protects (shown in its ``--help``).
 RELATIONS: dict[str, str] = {
     "points --method online": (
         "one time step's point replaced. Each record is one time step of the model, "
         "and time is public there (He-Vershynin-Zhu): the number of records at each "
         "release is public. With --time-column every release therefore publishes the "
-        "exact count of records so far."
+        "exact count of records so far. The same holds for --method online-paper."
     ),
     "points --method privhp": (
         "one record added or removed; the one release's size comes from the noisy total."
@@ -162,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     pts = described(
         "points",
         "points in a box: online synthesizer or PrivHP",
-        f"--method online: {RELATIONS['points --method online']}",
+        f"--method online (and online-paper): {RELATIONS['points --method online']}",
         f"--method privhp: {RELATIONS['points --method privhp']}",
     )
     common(pts)
@@ -170,12 +187,17 @@ def _parser() -> argparse.ArgumentParser:
     pts.add_argument("--bounds", help="public bounds lo1,hi1,lo2,hi2,... (one pair per column)")
     pts.add_argument(
         "--method",
-        choices=["online", "privhp"],
-        help="default: online (one time step's point replaced); privhp: one record "
-        "added or removed",
+        choices=list(_POINTS_METHOD_OPTIONS),
+        help="default: online (releases at every period, one time step's point replaced; "
+        "with --memory and --expected-n: in fixed memory); online-paper: He-Vershynin-Zhu's "
+        "Algorithm 1 as printed; privhp: one release at the end, one record added or removed",
     )
-    pts.add_argument("--memory", type=int, help="privhp: memory budget in bytes")
-    pts.add_argument("--expected-n", type=int, help="privhp: public guess of the stream length")
+    pts.add_argument(
+        "--memory", type=int, help="privhp, online: memory budget in bytes (fixed memory)"
+    )
+    pts.add_argument(
+        "--expected-n", type=int, help="privhp, online: public guess of the stream length"
+    )
 
     tab = described(
         "table", "categorical table stream (tabular synthesizer)", f"table: {RELATIONS['table']}"
@@ -548,16 +570,29 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
     except ValueError as e:
         raise UsageError(f"--bounds: {e}") from None
     method = opts["method"]
+    _refuse_unused_options(opts, method)
     if method == "privhp":
         _require(opts, "memory", "expected_n")
     checkpoint = opts.get("checkpoint")
     frame = read_table(opts["input"], columns)
     labelled = _batches(frame, opts, consumed_sizes(checkpoint))
     rng = _rng(opts)
-    if method == "online":
-        model: _OnlinePoints = _OnlinePoints(
-            OnlineSynthesizer(eps, len(columns), rng=rng), columns, bounds
-        )
+    if method in ("online", "online-paper"):
+        if opts.get("memory") is not None or opts.get("expected_n") is not None:
+            # Fixed memory: R, the public cap on releases, is the number of release periods.
+            _require(opts, "memory", "expected_n")
+            synth = OnlineSynthesizer.for_memory(
+                eps,
+                len(columns),
+                memory_bytes=int(opts["memory"]),
+                expected_n=int(opts["expected_n"]),
+                max_releases=len(labelled),
+                rng=rng,
+            )
+        else:
+            algorithm = "paper" if method == "online-paper" else "epochs"
+            synth = OnlineSynthesizer(eps, len(columns), method=algorithm, rng=rng)
+        model: _OnlinePoints = _OnlinePoints(synth, columns, bounds)
         batches = [Batch(label, rows) for label, rows in labelled]
 
         def load(state: bytes) -> Any:
