@@ -495,12 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     table, _ = summarise(rows)
     speed_line = speed(20_000, 10, 1) if args.quick else speed()
     fig = figure(rows, args.out)
-    mode = "--quick" if args.quick else "--full" if args.full else "(default)"
+    mode = "--quick" if args.quick else "--full" if args.full else ""
     body = "\n".join(
         [
-            f"Rerun: `.venv/bin/python benches/bench_online_compare.py {mode}` "
-            f"({len(settings)} settings × {seeds} seeds, {time.perf_counter() - start:.0f} s on "
-            "this machine). Range-query error relative to uniform points at the final release "
+            f"{len(settings)} settings × {seeds} seeds, {time.perf_counter() - start:.0f} s on "
+            "this machine. Range-query error relative to uniform points at the final release "
             "(mean ± 95% half-width); ratios are over every evaluated release after the first "
             "10% of the stream (means over seeds); slopes are log-log over those releases.",
             "",
@@ -516,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     print(body)
     if not args.no_write and not args.quick:
         title = f"## {SECTION}"
-        run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}")
+        run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}".strip())
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0
 
