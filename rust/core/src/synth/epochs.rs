@@ -8,13 +8,13 @@
 //!   with no new point closes none). Epochs are numbered `e = 1, 2, …`; their
 //!   boundaries are the release times, which the caller fixes independently
 //!   of the data, so every epoch's size is public.
-//! * **Blocks** (a binary mechanism over epochs, restarted at every power of
-//!   two). Epochs `[2^k, 2^{k+1})` form *super-block* `k`. Inside it, every
-//!   dyadic run of epochs that is complete is a *block*: when epoch `e`
-//!   closes, block `[e, e]` is formed, and two adjacent blocks of equal
-//!   length `2^h` that are the halves of a dyadic run merge into a new block
-//!   of length `2^{h+1}` (at most `2^k` long, so blocks never cross
-//!   super-blocks). A point of super-block `k` enters exactly `k + 1` blocks.
+//! * **Blocks** (a `b`-ary tree mechanism over epochs, restarted at every
+//!   power of `b` = [`BRANCHING`]). Epochs `[b^k, b^{k+1})` form *super-block*
+//!   `k`, cut into `b − 1` aligned runs of `b^k` epochs. When epoch `e`
+//!   closes, block `[e, e]` is formed, and `b` adjacent blocks of equal
+//!   length `b^h` that make up an aligned run of `b^{h+1}` epochs merge into a
+//!   new block (at most `b^k` long, so blocks never cross super-blocks). A
+//!   point of super-block `k` enters exactly `k + 1` blocks.
 //! * **Measurements.** Every block `b` of super-block `k` with `n_b` points
 //!   measures the exact counts of every cell of levels `1..=L_b` of the
 //!   binary partition of `[0,1]^d` (the partition of [`crate::partition`]),
@@ -25,8 +25,8 @@
 //!   `2^l + θ` under the block's 256-bit key, so it is fixed when the block is
 //!   formed, whether or not it is ever looked at.
 //! * **Release** at epoch `e` (after closing it): the live blocks partition
-//!   epochs `1..=e` (the roots of the finished super-blocks and the binary
-//!   decomposition of the current one). The pooled measurement of a cell at
+//!   epochs `1..=e` (the `b − 1` roots of each finished super-block and the
+//!   base-`b` decomposition of the current one). The pooled measurement of a cell at
 //!   level `l` is the sum of the measurements of the blocks with `L_b ≥ l`,
 //!   scaled by `t / (their points)`. A tree is grown from the root (count `t`,
 //!   public): a cell is split while its pooled measurement is at least
@@ -95,6 +95,18 @@ pub const DEPTH_FACTOR: u64 = 16;
 /// value keeps the guarantee); chosen on the same tuning stream.
 pub const EXPAND_SDS: f64 = 1.0;
 
+/// Branching factor `b` of the blocks: epochs `b^k … b^(k+1) − 1` form
+/// super-block `k`, split into `b`-ary trees of `b^k` epochs. A larger `b`
+/// puts each point in fewer blocks (`k + 1`, with `k = ⌊log_b e⌋`) at the
+/// cost of more blocks per release (up to `b − 1` per level). Public; chosen
+/// on the tuning stream (see [`DEPTH_FACTOR`]).
+pub const BRANCHING: u64 = 16;
+
+/// Super-block of epoch `e ≥ 1`: `⌊log_b e⌋`.
+pub fn super_block(epoch: u64) -> u32 {
+    epoch.max(1).ilog(BRANCHING)
+}
+
 /// Hard cap on the cells of one release tree (a guard, far above the
 /// expected size, which is `O(t)`).
 const MAX_TREE_NODES: usize = 1 << 26;
@@ -156,7 +168,7 @@ impl Block {
         key: [u8; 32],
         paths: Vec<u64>,
     ) -> Result<Self> {
-        let k = 63 - first.leading_zeros();
+        let k = super_block(first);
         let depth = block_depth(epsilon, k, paths.len() as u64);
         let laplace = if depth == 0 {
             None
@@ -351,26 +363,33 @@ impl EpochSynthesizer {
         self.blocks
             .push(Block::new(&self.epsilon, epoch, 1, key, paths)?);
         self.epochs = epoch;
-        // Merge the last two blocks while they are the two halves of a dyadic run.
-        while self.blocks.len() >= 2 {
-            let (a, b) = (
-                &self.blocks[self.blocks.len() - 2],
-                &self.blocks[self.blocks.len() - 1],
-            );
-            let base = 1u64 << a.k;
-            let mergeable = a.k == b.k
-                && a.len == b.len
-                && a.first + a.len == b.first
-                && (a.first - base) % (2 * a.len) == 0;
+        // Merge the last b blocks while they are the b parts of an aligned run of
+        // b^(h+1) epochs inside one super-block.
+        let b = BRANCHING as usize;
+        while self.blocks.len() >= b {
+            let tail = &self.blocks[self.blocks.len() - b..];
+            let (first, len, k) = (tail[0].first, tail[0].len, tail[0].k);
+            let grown = len
+                .checked_mul(BRANCHING)
+                .filter(|&l| first % l == 0 && l <= BRANCHING.pow(k));
+            let mergeable = grown.is_some()
+                && tail
+                    .iter()
+                    .enumerate()
+                    .all(|(i, x)| x.k == k && x.len == len && x.first == first + i as u64 * len);
             if !mergeable {
                 break;
             }
-            let b = self.blocks.pop().expect("two blocks");
-            let a = self.blocks.pop().expect("two blocks");
-            let merged = merge_sorted(&a.paths, &b.paths)?;
+            let parts: Vec<Block> = self.blocks.drain(self.blocks.len() - b..).collect();
+            let merged = merge_all(&parts)?;
             let key = self.rng.draw_key();
-            self.blocks
-                .push(Block::new(&self.epsilon, a.first, 2 * a.len, key, merged)?);
+            self.blocks.push(Block::new(
+                &self.epsilon,
+                first,
+                len * BRANCHING,
+                key,
+                merged,
+            )?);
         }
         Ok(())
     }
@@ -634,11 +653,13 @@ impl EpochSynthesizer {
                 return Err(bad("block paths empty or unsorted"));
             }
             // Blocks are contiguous dyadic runs inside one super-block.
-            let k = 63 - first.max(1).leading_zeros();
-            let aligned = len.is_power_of_two()
+            let k = super_block(first);
+            let aligned = first >= 1
+                && len >= 1
+                && len <= BRANCHING.pow(k)
+                && BRANCHING.pow(len.ilog(BRANCHING)) == len
                 && first == next
-                && len <= 1u64 << k
-                && (first - (1u64 << k)) % len == 0;
+                && first % len == 0;
             if !aligned {
                 return Err(bad("block layout"));
             }
@@ -656,23 +677,16 @@ impl EpochSynthesizer {
     }
 }
 
-/// Merge two sorted path vectors.
-fn merge_sorted(a: &[u64], b: &[u64]) -> Result<Vec<u64>> {
+/// The sorted union of the blocks' sorted paths.
+fn merge_all(parts: &[Block]) -> Result<Vec<u64>> {
+    let total = parts.iter().map(|p| p.paths.len()).sum();
     let mut out = Vec::new();
-    out.try_reserve_exact(a.len() + b.len())
+    out.try_reserve_exact(total)
         .map_err(|_| Error::OutOfMemory("cannot merge blocks".into()))?;
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if a[i] <= b[j] {
-            out.push(a[i]);
-            i += 1;
-        } else {
-            out.push(b[j]);
-            j += 1;
-        }
+    for p in parts {
+        out.extend_from_slice(&p.paths);
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
+    out.sort_unstable();
     Ok(out)
 }
 

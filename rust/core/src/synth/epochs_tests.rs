@@ -49,28 +49,44 @@ fn depth_rule_is_the_largest_level_within_the_bound() {
     assert_eq!(block_depth(&e, 0, 0), 0);
 }
 
+/// The blocks a release at epoch `e` should see: from epoch 1 on, the longest aligned
+/// run of `b^h ≤ b^k` epochs (`k` the super-block) that ends by `e`.
+fn reference_blocks(e: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut p = 1u64;
+    while p <= e {
+        let k = super_block(p);
+        let mut len = BRANCHING.pow(k);
+        while p % len != 0 || p + len - 1 > e {
+            len /= BRANCHING;
+        }
+        out.push((p, len));
+        p += len;
+    }
+    out
+}
+
 #[test]
-fn blocks_form_the_binary_decomposition_of_each_super_block() {
+fn blocks_form_the_base_b_decomposition_of_each_super_block() {
     let mut s = seeded(2, eps(1, 1), 1);
-    let pts = points(10, 2, 2);
-    for epoch in 1..=40u64 {
+    let pts = points(4, 2, 2);
+    let last = BRANCHING * BRANCHING + 3 * BRANCHING + 5;
+    for epoch in 1..=last {
         s.update(&pts).unwrap();
         s.release(Some(1)).unwrap();
-        // Live blocks: roots of finished super-blocks + bits of the current offset.
-        let k = 63 - epoch.leading_zeros();
-        let offset = epoch - (1u64 << k) + 1;
-        let expected = k as usize + offset.count_ones() as usize;
-        assert_eq!(s.n_blocks(), expected, "epoch {epoch}");
-        let covered: u64 = s.blocks.iter().map(|b| b.len).sum();
-        assert_eq!(covered, epoch);
+        let got: Vec<(u64, u64)> = s.blocks.iter().map(|b| (b.first, b.len)).collect();
+        assert_eq!(got, reference_blocks(epoch), "epoch {epoch}");
         for b in &s.blocks {
-            assert_eq!(63 - b.first.leading_zeros(), b.k);
-            assert!(b.len <= 1 << b.k);
+            assert_eq!(super_block(b.first), b.k);
+            assert_eq!(b.paths.len() as u64, 4 * b.len);
         }
     }
     // A release without new points closes no epoch.
     s.release(None).unwrap();
-    assert_eq!(s.epochs(), 40);
+    assert_eq!(s.epochs(), last);
+    // The state round-trips with its block layout.
+    let back = EpochSynthesizer::from_bytes(&s.to_bytes()).unwrap();
+    assert_eq!(back.n_blocks(), s.n_blocks());
 }
 
 #[test]

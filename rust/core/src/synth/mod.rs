@@ -20,8 +20,8 @@ mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
 pub use epochs::{
-    block_depth, block_epsilon, block_scale, EpochSynthesizer, DEPTH_FACTOR, EXPAND_SDS,
-    MAX_EPOCH_DEPTH,
+    block_depth, block_epsilon, block_scale, super_block, EpochSynthesizer, BRANCHING,
+    DEPTH_FACTOR, EXPAND_SDS, MAX_EPOCH_DEPTH,
 };
 pub use online::{OnlineSynthesizer, MAX_ONLINE_BYTES, MAX_ONLINE_DEPTH};
 pub use online_budget::{online_epsilon, MAX_ONLINE_DIM};
