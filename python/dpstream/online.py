@@ -5,9 +5,9 @@ gives synthetic data for everything seen so far, at any time, as often as wanted
 and all the releases together are ε-DP. Two methods:
 
 * ``method="epochs"`` (default): every release closes an *epoch* (the points since
-  the previous release). Epochs are grouped by a binary mechanism restarted at
-  every power of two (super-block ``k`` holds epochs ``2^k .. 2^(k+1)-1``); each
-  dyadic block of epochs measures the exact counts of the cells of the binary
+  the previous release). Epochs are grouped by a 16-ary tree mechanism restarted at
+  every power of 16 (super-block ``k`` holds epochs ``16^k .. 16^(k+1)-1``); each
+  aligned block of epochs measures the exact counts of the cells of the binary
   partition of ``[0,1]^d`` down to a depth set by its public size, with exact
   discrete Laplace noise. A release pools the blocks that cover the stream, grows a
   tree where the pooled counts stand above the noise, fits it by variance-weighted
@@ -49,7 +49,7 @@ Privacy model (both methods):
 
 Where ``"epochs"`` departs from the paper: it counts per release epoch instead of
 per time step (nothing is published between releases, so this costs nothing), it
-measures exact histograms of dyadic blocks of epochs instead of sparse counters
+measures exact histograms of aligned blocks of epochs instead of sparse counters
 with thresholds, it fits the tree by least squares instead of Algorithm 4's
 proportional consistency, and it never spreads a parent's mass over children whose
 counts are below the noise (they are pruned: the parent stays a leaf). The accuracy
@@ -98,7 +98,7 @@ class OnlineSynthesizer:
             a float is the binary fraction it stores, :class:`fractions.Fraction`
             and :class:`decimal.Decimal` are taken as they are.
         dim: dimension ``d`` of the points, ``1 <= d <= 4096``.
-        method: ``"epochs"`` (default): noisy histograms per release epoch, a binary
+        method: ``"epochs"`` (default): noisy histograms per release epoch, a tree
             mechanism over epochs, least squares and pruning; the accurate choice.
             ``"paper"``: He, Vershynin and Zhu's Algorithm 1 as printed.
         rng: ``None`` (default): the synthesizer keys its own generator from the

@@ -1,5 +1,5 @@
 //! The default online synthesizer: noisy hierarchical histograms over
-//! release epochs, combined by a binary mechanism, least squares and pruning.
+//! release epochs, combined by a tree mechanism, least squares and pruning.
 //!
 //! # Mechanism
 //!
@@ -142,7 +142,7 @@ pub fn block_depth(epsilon: &Rational, k: u32, n: u64) -> u32 {
     depth
 }
 
-/// A dyadic run of epochs with its exact point paths and its noise key.
+/// An aligned run of `b^h` epochs with its exact point paths and its noise key.
 #[derive(Clone)]
 struct Block {
     /// First epoch (1-based) and number of epochs (a power of two).
@@ -652,7 +652,7 @@ impl EpochSynthesizer {
             if paths.is_empty() || paths.windows(2).any(|w| w[0] > w[1]) {
                 return Err(bad("block paths empty or unsorted"));
             }
-            // Blocks are contiguous dyadic runs inside one super-block.
+            // Blocks are contiguous aligned runs inside one super-block.
             let k = super_block(first);
             let aligned = first >= 1
                 && len >= 1

@@ -6,7 +6,7 @@
 //! * [`OnlineSynthesizer`]: the online generator of He, Vershynin, Zhu
 //!   (Algorithm 1): ε-DP synthetic data at any time of an infinite stream.
 //! * [`EpochSynthesizer`]: the default online generator: noisy hierarchical
-//!   histograms per release epoch, a binary mechanism over epochs, least
+//!   histograms per release epoch, a tree mechanism over epochs, least
 //!   squares and pruning.
 //! * [`online_epsilon`]: the privacy schedule `ε_{j,r}` of the online
 //!   synthesizer of He, Vershynin, Zhu ((4.1) and (5.1)).
