@@ -201,7 +201,9 @@ class _NoisyStream:
 
         **Sensitive**: the bytes hold the exact running sums (and, for the
         sparse counters, the exact counts and noisy thresholds): protect them
-        like the raw data. The generator is not part of them.
+        like the raw data. The generator is not part of them; a
+        :class:`Counter`'s bytes record whether its noise was seeded (see
+        :meth:`Counter.from_bytes`).
         """
         return bytes(self._inner.to_bytes())
 

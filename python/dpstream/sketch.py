@@ -11,6 +11,13 @@ which is ε-DP for adding or removing one key occurrence of count 1 (one
 occurrence changes one cell per row, so the sketch's ℓ1-sensitivity is
 ``rows``). The shape and the hash functions are public. A released sketch
 can be queried and saved, but not updated, merged or released again.
+
+Ledger: with ``budget=`` a sketch refuses a release that would pass it. The
+ledger (budget and ε spent) and whether a release's noise was seeded are part
+of the saved bytes, so a loaded sketch continues with the same ledger; a
+release with seeded noise (**not private**) loads only with
+``allow_seeded=True``. Sketches saved before the ledger was recorded load
+with it exhausted (see :meth:`CountMinSketch.from_bytes`).
 """
 
 from __future__ import annotations

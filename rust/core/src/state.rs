@@ -406,7 +406,10 @@ mod tests {
         assert_eq!(u16::from_le_bytes([tree[8], tree[9]]), 1);
         let v2 = encode_version(Kind::TreeGenerator, 2, &payload);
         let err = decode(&v2, Kind::TreeGenerator).unwrap_err().to_string();
-        assert!(err.contains("newer format (format version 2 of a TreeGenerator)"), "{err}");
+        assert!(
+            err.contains("newer format (format version 2 of a TreeGenerator)"),
+            "{err}"
+        );
         assert!(peek_kind(&v2).is_err());
         // A kind at version 2 reads version 1 through `decode_versioned` only.
         for kind in [Kind::Sketch, Kind::Counter] {

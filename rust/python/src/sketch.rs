@@ -163,9 +163,7 @@ impl PySketch {
         let record = SketchRecord {
             released: self.released,
             noise_seeded,
-            budget: budget
-                .map(|(n, d)| rational(n, d, "budget"))
-                .transpose()?,
+            budget: budget.map(|(n, d)| rational(n, d, "budget")).transpose()?,
             spent: rational(spent.0, spent.1, "spent")?,
         };
         let data = self.inner.to_bytes(&record).map_err(to_py_err)?;
