@@ -181,9 +181,7 @@ class _Sketch:
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        loaded = _load_sketch(bytes(data), allow_seeded=allow_seeded, expected=cls._kind)
-        assert isinstance(loaded, cls)
-        return loaded
+        return _load_sketch(bytes(data), allow_seeded=allow_seeded, cls=cls)
 
     def __repr__(self) -> str:
         state = "released" if self.released else "exact"
@@ -205,11 +203,12 @@ class CountSketch(_Sketch):
     _kind = "count"
 
 
-def _load_sketch(data: bytes, *, allow_seeded: bool, expected: str | None = None) -> _Sketch:
-    """Decode sketch bytes into the class of their kind (``expected``: refuse another)."""
+def _load_sketch(data: bytes, *, allow_seeded: bool, cls: type[_Sketch] | None = None) -> _Sketch:
+    """Decode sketch bytes into ``cls`` (refusing the other kind), or into the class of
+    their kind when ``cls`` is ``None``."""
     inner, budget, spent, noise_seeded, legacy = _core.LinearSketch.from_bytes(data)
-    if expected is not None and inner.kind != expected:
-        raise ValueError(f"these bytes hold a {inner.kind} sketch, not a {expected} sketch")
+    if cls is not None and inner.kind != cls._kind:
+        raise ValueError(f"these bytes hold a {inner.kind} sketch, not a {cls._kind} sketch")
     if noise_seeded and not allow_seeded:
         from dpstream.persistence import _seeded_refusal
 
@@ -221,7 +220,8 @@ def _load_sketch(data: bytes, *, allow_seeded: bool, expected: str | None = None
             UserWarning,
             stacklevel=3,
         )
-    cls: type[_Sketch] = CountMinSketch if inner.kind == "count-min" else CountSketch
+    if cls is None:
+        cls = CountMinSketch if inner.kind == "count-min" else CountSketch
     total = None if budget is None else Fraction(*budget)
     return cls._wrap(inner, noise_seeded, _ledger(total, Fraction(*spent)))
 

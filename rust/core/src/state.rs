@@ -187,10 +187,14 @@ fn split(bytes: &[u8]) -> Result<(Kind, u16, &[u8])> {
         )));
     }
     if version < FORMAT_VERSION {
+        let reads = if kind.version() == FORMAT_VERSION {
+            format!("version {FORMAT_VERSION}")
+        } else {
+            format!("versions {FORMAT_VERSION} to {}", kind.version())
+        };
         return Err(corrupt(format!(
-            "format version {version} is not supported by this build (which reads versions \
-             {FORMAT_VERSION} to {} of a {})",
-            kind.version(),
+            "format version {version} is not supported by this build (which reads {reads} \
+             of a {})",
             kind.name()
         )));
     }
@@ -395,7 +399,16 @@ mod tests {
         let mut older = bytes.clone();
         older[8] = 0;
         let err = decode(&older, Kind::Sketch).unwrap_err().to_string();
-        assert!(err.contains("format version 0 is not supported"), "{err}");
+        assert!(
+            err.ends_with("not supported by this build (which reads versions 1 to 2 of a Sketch)"),
+            "{err}"
+        );
+        let tree = encode_version(Kind::TreeGenerator, 0, &[]);
+        let err = peek_kind(&tree).unwrap_err().to_string();
+        assert!(
+            err.ends_with("(which reads version 1 of a TreeGenerator)"),
+            "{err}"
+        );
     }
 
     #[test]
