@@ -196,14 +196,17 @@ def test_memory_does_not_depend_on_where_points_fell() -> None:
         last.update(y[start : start + 100])
         assert concentrated.memory_bytes() == spread.memory_bytes() == last.memory_bytes()
     data = concentrated.to_bytes()
-    restored = [OnlineSynthesizer.from_bytes(data).memory_bytes() for _ in range(2)]
+    restored = [
+        OnlineSynthesizer.from_bytes(data, allow_seeded=True).memory_bytes() for _ in range(2)
+    ]
     assert restored == [concentrated.memory_bytes()] * 2
 
 
 def test_memory_is_the_same_after_a_checkpoint() -> None:
     a = seeded(1, 2)
     a.update(uniform(500, 2, 4))
-    assert OnlineSynthesizer.from_bytes(a.to_bytes()).memory_bytes() == a.memory_bytes()
+    loaded = OnlineSynthesizer.from_bytes(a.to_bytes(), allow_seeded=True)
+    assert loaded.memory_bytes() == a.memory_bytes()
 
 
 # ---------------------------------------------------------------------------------------
@@ -408,10 +411,10 @@ def stream_with_checkpoints(
         start = stop
         outs.append(state(s))
         if via_file is None:
-            s = OnlineSynthesizer.from_bytes(s.to_bytes())
+            s = OnlineSynthesizer.from_bytes(s.to_bytes(), allow_seeded=True)
         else:
             dpstream.save(s, via_file)
-            s = dpstream.load(via_file)
+            s = dpstream.load(via_file, allow_seeded=True)
         assert isinstance(s, OnlineSynthesizer) and s.seeded and s.t == stop
         outs.append(state(s))
     return outs
@@ -443,11 +446,31 @@ def test_saving_consumes_nothing_and_loading_keeps_the_parameters(tmp_path: Path
     assert a.to_bytes() == data and isinstance(data, bytes)
     assert dpstream._core.state_kind(data) == "OnlineSynthesizer"
     assert state(a) == state(b)
-    c = OnlineSynthesizer.from_bytes(bytearray(data))
+    c = OnlineSynthesizer.from_bytes(bytearray(data), allow_seeded=True)
     assert (c.epsilon, c.dim, c.t, c.depth, c.n_regions) == (Fraction(2, 3), 3, 500, 8, 510)
     assert "NOT PRIVATE" in repr(c)
     dpstream.save(c, tmp_path / "s.dpst")
     assert [p.name for p in tmp_path.iterdir()] == ["s.dpst"]
+
+
+def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
+    """Issue 28: ``from_bytes`` of a seeded synthesizer resumed the seeded generator
+    silently; now it is refused unless ``allow_seeded=True``."""
+    s = seeded(1, 2, 5)
+    s.update(uniform(100, 2, 3))
+    data = s.to_bytes()
+    dpstream.save(s, tmp_path / "s.dpst")
+    for load in (
+        lambda: OnlineSynthesizer.from_bytes(data),
+        lambda: dpstream.load(tmp_path / "s.dpst"),
+    ):
+        with pytest.raises(
+            ValueError, match=r"seeded OnlineSynthesizer .*NOT PRIVATE.*allow_seeded=True"
+        ):
+            load()
+    back = OnlineSynthesizer.from_bytes(data, allow_seeded=True)
+    assert back.seeded and "NOT PRIVATE" in repr(back)
+    assert back.to_bytes() == data
 
 
 def test_a_loaded_os_seeded_synthesizer_works_with_a_fresh_key(tmp_path: Path) -> None:
@@ -526,7 +549,7 @@ def test_a_bad_point_path_under_a_valid_checksum_is_refused() -> None:
     body[-8:] = (2**64 - 1).to_bytes(8, "little")  # the last stored path
     data = bytes(body) + zlib.crc32(bytes(body)).to_bytes(4, "little")
     try:
-        loaded = OnlineSynthesizer.from_bytes(data)
+        loaded = OnlineSynthesizer.from_bytes(data, allow_seeded=True)
     except ValueError:
         return
     with pytest.raises(ValueError):

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, Rng, streams
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# Seeded checkpoints need an explicit opt-in to load (issue 28); empty until that lands.
-SEEDED_OK: dict[str, bool] = {}
+# Seeded checkpoints need an explicit opt-in to load (issue 28).
+SEEDED_OK: dict[str, bool] = {"allow_seeded": True}
 
 
 def blob_points(n: int, seed: int) -> np.ndarray:
@@ -139,3 +141,28 @@ def test_batching_does_not_change_any_output(cuts: list[int], seed: int) -> None
         b.update(x[prev:c])
         prev = c
     np.testing.assert_array_equal(a.release(), b.release())
+
+
+def test_a_seeded_epochs_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
+    """Issue 28: the default method's seeded checkpoint is refused without the opt-in,
+    by ``from_bytes`` and by ``dpstream.load``; a private one needs none."""
+    import dpstream
+
+    s = OnlineSynthesizer(1, 2, rng=Rng(seed=2))
+    s.update(blob_points(500, 2))
+    data = s.to_bytes()
+    dpstream.save(s, tmp_path / "e.dpst")
+    with pytest.raises(ValueError, match=r"seeded OnlineSynthesizer .*allow_seeded=True"):
+        OnlineSynthesizer.from_bytes(data)
+    with pytest.raises(ValueError, match="allow_seeded=True"):
+        dpstream.load(tmp_path / "e.dpst")
+    for back in (
+        OnlineSynthesizer.from_bytes(data, allow_seeded=True),
+        dpstream.load(tmp_path / "e.dpst", allow_seeded=True),
+    ):
+        assert back.method == "epochs" and back.seeded and "NOT PRIVATE" in repr(back)
+    private = OnlineSynthesizer(1, 2)
+    private.update(blob_points(500, 2))
+    dpstream.save(private, tmp_path / "p.dpst")
+    loaded = dpstream.load(tmp_path / "p.dpst")
+    assert loaded.method == "epochs" and not loaded.seeded

@@ -596,7 +596,10 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         batches = [Batch(label, rows) for label, rows in labelled]
 
         def load(state: bytes) -> Any:
-            return _OnlinePoints(OnlineSynthesizer.from_bytes(state), columns, bounds)
+            # The checkpoint's options match this run's (fingerprint, --seed included):
+            # a seeded checkpoint is resumed only by a run that was itself given --seed.
+            synth = OnlineSynthesizer.from_bytes(state, allow_seeded=rng is not None)
+            return _OnlinePoints(synth, columns, bounds)
 
     else:
         summary = PrivHP.for_memory(
@@ -802,7 +805,10 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     result = run_stream(
         batches,
         _Table(stream),
-        load_model=lambda state: _Table(TabularStream.from_bytes(state)),
+        # --seed is in the fingerprint: only a seeded run resumes a seeded checkpoint.
+        load_model=lambda state: _Table(
+            TabularStream.from_bytes(state, allow_seeded=opts.get("seed") is not None)
+        ),
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
         options=_run_options(opts, eps),

@@ -301,17 +301,27 @@ class OnlineSynthesizer:
         return bytes(self._inner.to_bytes())
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> OnlineSynthesizer:
+    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> OnlineSynthesizer:
         """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data.
 
         Checkpoints written before ``method="epochs"`` existed load as ``"paper"``.
+        A checkpoint of a seeded synthesizer resumes its seeded generator, so
+        everything it releases is reproducible and **not private**: it is refused
+        (``ValueError``) unless ``allow_seeded=True``.
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         raw = bytes(data)
+        inner: _core.EpochSynthesizer | _core.OnlineSynthesizer
         if _core.state_kind(raw) == "EpochSynthesizer":
-            return cls._wrap(_core.EpochSynthesizer.from_bytes(raw))
-        return cls._wrap(_core.OnlineSynthesizer.from_bytes(raw))
+            inner = _core.EpochSynthesizer.from_bytes(raw)
+        else:
+            inner = _core.OnlineSynthesizer.from_bytes(raw)
+        if inner.seeded and not allow_seeded:
+            from dpstream.persistence import _seeded_refusal
+
+            raise ValueError(_seeded_refusal("OnlineSynthesizer"))
+        return cls._wrap(inner)
 
     def _refuse_copy(self, *_: object) -> NoReturn:
         # A copy would replay the same noise: two continuations from identical
