@@ -663,7 +663,7 @@ impl EpochSynthesizer {
             if !aligned {
                 return Err(bad("block layout"));
             }
-            next = first + len;
+            next = first.checked_add(len).ok_or_else(|| bad("block layout"))?;
             total += paths.len() as u64;
             s.blocks.push(Block::new(&epsilon, first, len, key, paths)?);
         }

@@ -193,3 +193,29 @@ fn concentrated_stream_is_placed_where_it_is() {
         .count();
     assert!(inside as f64 > 0.97 * 20_000.0, "{inside}");
 }
+
+#[test]
+fn mutated_states_are_refused_or_decoded_without_panic() {
+    let mut s = seeded(2, eps(1, 1), 5);
+    for i in 0..20 {
+        s.update(&points(7, 2, i)).unwrap();
+        s.release(Some(1)).unwrap();
+    }
+    s.update(&points(3, 2, 99)).unwrap();
+    let bytes = s.to_bytes();
+    let header = 20;
+    let payload_end = bytes.len() - 4;
+    let mut rng = Rng::seed_from_u64(6);
+    for _ in 0..2000 {
+        let mut bad = bytes.clone();
+        let at = header + rng.below_u64((payload_end - header) as u64) as usize;
+        bad[at] ^= 1 << rng.below_u64(8);
+        // Refresh the checksum so the decoder reaches the payload checks.
+        let payload = bad[header..payload_end].to_vec();
+        let fixed = state::encode(Kind::EpochSynthesizer, &payload);
+        if let Ok(mut d) = EpochSynthesizer::from_bytes(&fixed) {
+            // A state that decodes is usable.
+            d.release(Some(2)).unwrap();
+        }
+    }
+}
