@@ -344,6 +344,62 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Write an exact rational (ε): numerator and denominator, each a `u64` byte
+/// length and little-endian bytes.
+pub fn write_rational(w: &mut Writer, q: &crate::rational::Rational) {
+    for part in [q.numer().to_bytes_le(), q.denom().to_bytes_le()] {
+        w.u64(part.len() as u64);
+        for b in part {
+            w.u8(b);
+        }
+    }
+}
+
+/// Read [`write_rational`] output (a zero denominator is an error).
+pub fn read_rational(r: &mut Reader<'_>) -> Result<crate::rational::Rational> {
+    let mut big = || -> Result<num_bigint::BigUint> {
+        let n = r.count(1)?;
+        let bytes = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
+        Ok(num_bigint::BigUint::from_bytes_le(&bytes))
+    };
+    let (num, den) = (big()?, big()?);
+    crate::rational::Rational::new(num, den)
+}
+
+/// Write a generator for a checkpoint: `u8` 0 for an OS-seeded one (its key
+/// is never written), or 1 and the seeded state (key, stream, position,
+/// buffered bits), so a seeded object resumes exactly.
+pub fn write_rng(w: &mut Writer, rng: &crate::rng::Rng) {
+    match rng.seeded_state() {
+        None => w.u8(0),
+        Some((key, stream, pos, bits, nbits)) => {
+            w.u8(1);
+            for b in key {
+                w.u8(b);
+            }
+            w.u64(stream);
+            w.u128(pos);
+            w.u64(bits);
+            w.u32(nbits);
+        }
+    }
+}
+
+/// Read [`write_rng`] output: a fresh OS-seeded generator, or the seeded one.
+pub fn read_rng(r: &mut Reader<'_>) -> Result<crate::rng::Rng> {
+    match r.u8()? {
+        0 => crate::rng::Rng::from_os(),
+        1 => {
+            let mut key = [0u8; 32];
+            for b in key.iter_mut() {
+                *b = r.u8()?;
+            }
+            crate::rng::Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))
+        }
+        _ => Err(corrupt("bad generator flag")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -548,31 +548,11 @@ impl EpochSynthesizer {
     /// checkpoint restores the same noisy counts every time it is loaded.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
-        for part in [
-            self.epsilon.numer().to_bytes_le(),
-            self.epsilon.denom().to_bytes_le(),
-        ] {
-            w.u64(part.len() as u64);
-            for b in part {
-                w.u8(b);
-            }
-        }
+        state::write_rational(&mut w, &self.epsilon);
         w.u64(self.dim as u64);
         w.u64(self.time);
         w.u64(self.epochs);
-        match self.rng.seeded_state() {
-            None => w.u8(0),
-            Some((key, stream, pos, bits, nbits)) => {
-                w.u8(1);
-                for b in key {
-                    w.u8(b);
-                }
-                w.u64(stream);
-                w.u128(pos);
-                w.u64(bits);
-                w.u32(nbits);
-            }
-        }
+        state::write_rng(&mut w, &self.rng);
         w.u64(self.pending.len() as u64);
         for p in &self.pending {
             w.u64(*p);
@@ -598,33 +578,14 @@ impl EpochSynthesizer {
         let payload = state::decode(bytes, Kind::EpochSynthesizer)?;
         let bad = |what: &str| invalid!("invalid dpstream state: {what}");
         let mut r = Reader::new(payload);
-        let mut big = || -> Result<BigUint> {
-            let n = r.count(1)?;
-            let mut v = Vec::with_capacity(n);
-            for _ in 0..n {
-                v.push(r.u8()?);
-            }
-            Ok(BigUint::from_bytes_le(&v))
-        };
-        let (num, den) = (big()?, big()?);
-        let epsilon = Rational::new(num, den)?;
+        let epsilon = state::read_rational(&mut r)?;
         let dim = usize::try_from(r.u64()?).map_err(|_| bad("dim"))?;
         let time = r.u64()?;
         let epochs = r.u64()?;
         if time > MAX_TIME || epochs > time {
             return Err(bad("time or epochs out of range"));
         }
-        let rng = match r.u8()? {
-            0 => Rng::from_os()?,
-            1 => {
-                let mut key = [0u8; 32];
-                for b in key.iter_mut() {
-                    *b = r.u8()?;
-                }
-                Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))?
-            }
-            _ => return Err(bad("generator flag")),
-        };
+        let rng = state::read_rng(&mut r)?;
         let mut s = Self::new(&epsilon, dim, rng)?;
         let read_paths = |r: &mut Reader<'_>| -> Result<Vec<u64>> {
             let n = r.count(8)?;

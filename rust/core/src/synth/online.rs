@@ -61,7 +61,6 @@ use crate::rng::Rng;
 use crate::state::{self, Kind, Reader, Writer};
 use crate::synth::online_budget::{online_epsilon, MAX_ONLINE_DIM};
 use crate::synth::tree_generator::CellSampler;
-use num_bigint::BigUint;
 
 /// Deepest partition the synthesizer builds (`2^41` cells would be needed
 /// beyond it, far past any memory).
@@ -499,31 +498,10 @@ impl OnlineSynthesizer {
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.check_usable()?;
         let mut w = Writer::new();
-        let (num, den) = (
-            self.epsilon.numer().to_bytes_le(),
-            self.epsilon.denom().to_bytes_le(),
-        );
-        for part in [&num, &den] {
-            w.u64(part.len() as u64);
-            for b in part.iter() {
-                w.u8(*b);
-            }
-        }
+        state::write_rational(&mut w, &self.epsilon);
         w.u64(self.dim as u64);
         w.u64(self.time);
-        match self.rng.seeded_state() {
-            None => w.u8(0),
-            Some((key, stream, pos, bits, nbits)) => {
-                w.u8(1);
-                for b in key {
-                    w.u8(b);
-                }
-                w.u64(stream);
-                w.u128(pos);
-                w.u64(bits);
-                w.u32(nbits);
-            }
-        }
+        state::write_rng(&mut w, &self.rng);
         for cells in &self.cells {
             for cell in cells {
                 cell.write(&mut w);
@@ -541,21 +519,10 @@ impl OnlineSynthesizer {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         let payload = state::decode(bytes, Kind::OnlineSynthesizer)?;
         let mut r = Reader::new(payload);
-        let (num, den) = (read_big(&mut r)?, read_big(&mut r)?);
-        let epsilon = Rational::new(num, den)?;
+        let epsilon = state::read_rational(&mut r)?;
         let dim = usize::try_from(r.u64()?).map_err(|_| invalid!("bad dim"))?;
         let time = r.u64()?;
-        let rng = match r.u8()? {
-            0 => Rng::from_os()?,
-            1 => {
-                let mut key = [0u8; 32];
-                for b in key.iter_mut() {
-                    *b = r.u8()?;
-                }
-                Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))?
-            }
-            _ => return Err(invalid!("invalid dpstream state: bad generator flag")),
-        };
+        let rng = state::read_rng(&mut r)?;
         let mut s = Self::new(&epsilon, dim, rng)?;
         if time > MAX_TIME {
             return Err(invalid!("invalid dpstream state: time out of range"));
@@ -667,13 +634,6 @@ fn shuffle_rows(rng: &mut Rng, data: Vec<f64>, dim: usize) -> Result<Vec<f64>> {
         fisher_yates(rng, &mut out[start[b] * dim..start[b + 1] * dim]);
     }
     Ok(out)
-}
-
-/// A length-prefixed little-endian `BigUint`.
-fn read_big(r: &mut Reader<'_>) -> Result<BigUint> {
-    let n = r.count(1)?;
-    let b = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
-    Ok(BigUint::from_bytes_le(&b))
 }
 
 #[cfg(test)]
