@@ -217,7 +217,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -230,6 +230,9 @@ from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.raking import batch_margin, one_way, rake
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
+
+if TYPE_CHECKING:
+    from dpstream.tabular.pgm import ModelTree
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 
@@ -252,6 +255,10 @@ _FORMAT = 1
 
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
 FIT_TOL = 0.03
+#: Up to this many columns, a candidate that the insertion bound of the model's junction
+#: tree rejects is checked again by a greedy triangulation (one rebuild per candidate;
+#: see ``TabularStream._fits``). Wider tables rely on the bound alone.
+EXACT_CHECK_COLUMNS = 20
 #: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
 SCORE_BITS = 20
 _SCORE_LIMIT = 2.0**31
@@ -858,16 +865,44 @@ class TabularStream:
 
     # ------------------------------------------------------------------ selection
 
-    def _fits(self, structure: frozenset[Clique], i: int) -> bool:
-        """Whether workload ``i`` may join a model of ``structure`` (public cliques)."""
+    def _structure(self, model: MarginalModel | None, order: list[int]) -> Structure | None:
+        """``"pgm"``: the cliques the next fit will have (``model``'s and this step's
+        selections ``order``), and the junction tree it starts from: ``model``'s (one node
+        per column before the first) with the selections inserted in order, as the fit
+        will insert them (:class:`~dpstream.tabular.pgm.ModelTree`). Public structure."""
         if self._estimator != "pgm":
+            return None
+        from dpstream.tabular.pgm import GraphicalModel, model_tree
+
+        base = model.junction_tree if isinstance(model, GraphicalModel) else None
+        tree = model_tree(self._domain.sizes, base)
+        for i in order:
+            tree = tree.added(self._workloads[i])
+        cliques = frozenset([*getattr(model, "cliques", ()), *(self._workloads[i] for i in order)])
+        return Structure(tree, cliques)
+
+    def _fits(self, structure: Structure | None, i: int) -> bool:
+        """Whether workload ``i`` may join a model of ``structure`` (:meth:`_structure`):
+        the fit's junction tree with it stays within ``max_model_cells``.
+
+        The tree with the workload inserted answers first (no rebuild; exact for a
+        workload inside a node). On tables of at most ``EXACT_CHECK_COLUMNS`` columns, a
+        workload it rejects gets a second chance from the greedy triangulation of all
+        the cliques (the only check before 2026-11; one rebuild per candidate). Either
+        way the fit, which keeps the smaller of the two trees, stays within the bound."""
+        if structure is None:
             return True
-        key = (structure, i)
+        tree, cliques = structure
+        w = self._workloads[i]
+        if tree.cells_with(w) <= self._max_model_cells:
+            return True
+        if len(self._domain) > EXACT_CHECK_COLUMNS:
+            return False
+        key = (cliques, i)
         if key not in self._fits_cache:
             from dpstream.tabular.pgm import junction_tree_size
 
-            cliques = [*structure, self._workloads[i]]
-            size = junction_tree_size(self._domain.sizes, cliques)
+            size = junction_tree_size(self._domain.sizes, [*cliques, w])
             self._fits_cache[key] = size <= self._max_model_cells
         return self._fits_cache[key]
 
@@ -877,7 +912,7 @@ class TabularStream:
         base: list[npt.NDArray[np.float64]] | None,
         model_marginals: Callable[[int], npt.NDArray[np.float64]],
         taken: set[int],
-        structure: frozenset[Clique],
+        structure: Structure | None,
         rows: int,
         table_rows: int,
         drifting: bool = False,
@@ -1107,7 +1142,7 @@ class TabularStream:
         order: list[int] = []
         measurements: list[Measurement] = []
         for n_taken in range(k):
-            structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
+            structure = self._structure(model, order)
             drifting = drift_rate > DRIFT_SHARE
             j = self._select(
                 diff, base, model_marginals, taken, structure, rows, size, drifting, budget
@@ -1170,7 +1205,7 @@ class TabularStream:
 
         order: list[int] = []
         for _ in range(self._k):
-            structure = frozenset(self._workloads[i] for i in taken)
+            structure = self._structure(None, order)
             j = self._select(diff, None, model_marginals, taken, structure, n, n)
             taken.add(j)
             order.append(j)
@@ -1295,15 +1330,18 @@ def _inverse_sqrt_bound(cells: int) -> Fraction:
     return Fraction(u, grid)
 
 
+class Structure(NamedTuple):
+    """What :meth:`TabularStream._fits` reads: the tree the next fit starts from, and the
+    cliques it will have."""
+
+    tree: ModelTree
+    cliques: frozenset[Clique]
+
+
 def _model_kind(model: MarginalModel | None) -> str | None:
     if model is None:
         return None
     return "pgm" if hasattr(model, "potentials") else "mw"
-
-
-def _cliques_of(model: MarginalModel | None) -> tuple[Clique, ...]:
-    """The cliques a model keeps (a graphical model's; none for dense models)."""
-    return tuple(getattr(model, "cliques", ()))
 
 
 def _noise_scale(counter: Counter) -> float:
