@@ -232,6 +232,10 @@ def tree_cells(sizes: Sequence[int], tree: JunctionTree) -> int:
     return sum(clique_cells(sizes, n) for n in tree.nodes)
 
 
+#: An insertion candidate: added cells, order key, columns added per node, new node.
+_Option = tuple[int, tuple[int, int], dict[int, set[int]], Clique | None]
+
+
 class ModelTree:
     """The junction tree of a model grown one clique at a time, and the cost of a clique.
 
@@ -412,8 +416,7 @@ class ModelTree:
         for k, cols in parts.items():
             grows = [self._grow(cols, r) for r in targets[k][0]]
             gathered[k] = min(grows, key=self._extra)
-        Option = tuple[int, tuple[int, int], dict[int, set[int]], Clique | None]
-        options: list[Option] = []
+        options: list[_Option] = []
         for k, cols in parts.items():
             rest = {i: g for j, gs in gathered.items() if j != k for i, g in gs.items()}
             others = {c for c in clique if c not in cols}
@@ -430,8 +433,33 @@ class ModelTree:
         if len(parts) > 1:
             grow = {i: g for gs in gathered.values() for i, g in gs.items()}
             options.append((self._extra(grow, clique), (2, 0), grow, clique))
-        _, _, grow, new = min(options, key=lambda o: o[:2])
-        return grow, new
+        _, _, chosen, made = min(options, key=lambda o: o[:2])
+        return chosen, made
+
+
+def _given_tree(
+    sizes: tuple[int, ...],
+    cliques: Iterable[Clique],
+    nodes: Sequence[Sequence[int]],
+    max_clique_cells: int,
+) -> JunctionTree:
+    """The junction tree on given ``nodes``, or a ValueError if they are not the maximal
+    cliques of a chordal graph that hold every column and every clique."""
+    checked = [_checked_clique(sizes, n, f"junction_tree[{i}]") for i, n in enumerate(nodes)]
+    if not checked or _maximal(checked) != sorted(checked):
+        raise ValueError("junction_tree must list distinct maximal cliques")
+    jt = _tree_of_nodes(sizes, sorted(checked))
+    for col in range(len(sizes)):
+        holders = {i for i, n in enumerate(jt.nodes) if col in n}
+        # running intersection: the nodes holding c are a connected subtree
+        tops = [i for i in holders if jt.parent[i] not in holders]
+        if len(tops) != 1:
+            raise ValueError(f"junction_tree is not a junction tree for column {col}")
+    for c in cliques:
+        if _smallest_containing(jt, sizes, c) is None:
+            raise ValueError(f"clique {c} lies in no node of junction_tree")
+    _check_node_cells(sizes, jt.nodes, max_clique_cells)
+    return jt
 
 
 @functools.lru_cache(maxsize=32)
@@ -720,6 +748,11 @@ class GraphicalModel:
     shaped by the clique's sizes), or get one from :func:`estimate_pgm`. Columns in no
     clique are uniform and independent of the rest. All queries are post-processing.
 
+    ``junction_tree`` (optional): the nodes of the tree to compute on, as a model's
+    ``junction_tree.nodes`` (a fit may keep a tree other than the greedy one: see
+    :class:`ModelTree`); they must be the maximal cliques of a chordal graph holding every
+    clique, else a ValueError. Default: the greedy triangulation.
+
     Attributes:
         sizes: domain size of each column.
         total: the total count the marginals sum to.
@@ -736,6 +769,7 @@ class GraphicalModel:
         total: float,
         *,
         max_clique_cells: int = MAX_CLIQUE_CELLS,
+        junction_tree: Sequence[Sequence[int]] | None = None,
     ) -> None:
         sz = check_sizes(sizes)
         theta: dict[Clique, FloatArray] = {}
@@ -752,7 +786,10 @@ class GraphicalModel:
                 raise ValueError(f"potential of clique {cl} must be finite")
             arr = arr.reshape(clique_shape(sz, cl))
             theta[cl] = theta[cl] + arr if cl in theta else arr
-        jt = build_junction_tree(sz, theta, max_clique_cells)
+        if junction_tree is None:
+            jt = build_junction_tree(sz, theta, max_clique_cells)
+        else:
+            jt = _given_tree(sz, theta, junction_tree, max_clique_cells)
         self._init(sz, theta, check_total(total), jt, max_clique_cells)
 
     def _init(

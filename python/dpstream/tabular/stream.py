@@ -765,6 +765,9 @@ class TabularStream:
             for k, (clique, theta) in enumerate(self._model.potentials.items()):  # type: ignore[union-attr]
                 arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
                 arrays[f"theta_{k}"] = theta
+            # the tree too: the fit may keep one the greedy triangulation would not find
+            for k, node in enumerate(self._model.junction_tree.nodes):  # type: ignore[union-attr]
+                arrays[f"node_{k}"] = np.array(node, dtype=np.int64)
         elif header["model"] == "mw":
             arrays["dense"] = self._model.counts  # type: ignore[union-attr]
         for k, rows in enumerate(self._baseline_rows):
@@ -850,7 +853,12 @@ class TabularStream:
             while f"clique_{k}" in arrays:
                 potentials[tuple(int(c) for c in arrays[f"clique_{k}"])] = arrays[f"theta_{k}"]
                 k += 1
-            model = GraphicalModel(domain.sizes, potentials, header["model_total"])
+            nodes: list[tuple[int, ...]] = []
+            while f"node_{len(nodes)}" in arrays:  # absent in states before 2026-11-26
+                nodes.append(tuple(int(c) for c in arrays[f"node_{len(nodes)}"]))
+            model = GraphicalModel(
+                domain.sizes, potentials, header["model_total"], junction_tree=nodes or None
+            )
             model.step_scale = float(header["step_scale"])
             s._model = model
         elif header["model"] == "mw":
