@@ -519,6 +519,8 @@ class TabularStream:
         self._iters = _int(iters, "iters", 1)
         self._fit = _make_fit(estimator, domain.sizes, self._iters)
         self._max_model_cells = _int(max_model_cells, "max_model_cells", 1)
+        if estimator == "pgm":
+            _check_model_cells(domain.sizes, cliques, self._max_model_cells)
         self._fits_cache: dict[tuple[frozenset[Clique], int], bool] = {}
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
@@ -1336,6 +1338,21 @@ def _inverse_sqrt_bound(cells: int) -> Fraction:
     need = -(-(grid * grid) // cells)
     u = math.isqrt(need - 1) + 1
     return Fraction(u, grid)
+
+
+def _check_model_cells(sizes: tuple[int, ...], workloads: list[Clique], limit: int) -> None:
+    """Refuse workloads that no model within ``limit`` cells can hold: the smallest holds
+    the workload's marginal and one cell per category of every other column."""
+    total = sum(sizes)
+    need = [math.prod(sizes[c] for c in w) + total - sum(sizes[c] for c in w) for w in workloads]
+    if max(need) > limit:
+        k = next(k for k, n in enumerate(need) if n > limit)
+        w, cells = workloads[k], math.prod(sizes[c] for c in workloads[k])
+        raise ValueError(
+            f"workload {w} alone needs a model of {need[k]} cells (its marginal {cells}, the "
+            f"other columns {need[k] - cells}), more than max_model_cells={limit}: raise "
+            f"max_model_cells to at least {max(need)} or leave out the larger workloads"
+        )
 
 
 class Structure(NamedTuple):
