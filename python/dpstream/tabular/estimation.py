@@ -75,6 +75,12 @@ def check_clique(clique: object, name: str = "clique") -> Clique:
 
 def check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     """The domain sizes as a tuple of positive ints, or a ValueError."""
+    if type(sizes) is tuple and sizes and all(type(v) is int and v >= 1 for v in sizes):
+        return sizes  # already checked (a stream asks thousands of times per step)
+    return _check_sizes(sizes)
+
+
+def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     out: list[int] = []
     for j, s in enumerate(sizes):
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 1:

@@ -732,10 +732,11 @@ def _calibrate_log(
 
 def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Clique) -> int | None:
     s = set(clique)
+    index = _tree_index(jt, sizes)
     best: tuple[int, int] | None = None
-    for i, n in enumerate(jt.nodes):
-        if s <= set(n):
-            key = (clique_cells(sizes, n), i)
+    for i in index.holders[clique[0]] if clique else range(len(jt.nodes)):
+        if s <= set(jt.nodes[i]):
+            key = (index.cells[i], i)
             if best is None or key < best:
                 best = key
     return None if best is None else best[1]
@@ -870,13 +871,25 @@ class GraphicalModel:
         """
         cl = check_clique(clique)
         check_clique_in(cl, self._sizes)
+        return self._probability(cl).reshape(-1) * self._total
+
+    def _probability(self, cl: Clique) -> FloatArray:
+        """Probability table of ``cl`` (axes in column order): read off a node, the product
+        of its parts' tables when its columns lie in independent parts of the tree (joined
+        only by empty separators), else by :meth:`_eliminate`."""
         node = _smallest_containing(self._jt, self._sizes, cl)
         if node is not None:
-            table = self._probs[node]
-            out = _marginalize(table, self._jt.nodes[node], cl)
-        else:
-            out = self._eliminate(cl)
-        return np.asarray(out, dtype=np.float64).reshape(-1) * self._total
+            return np.asarray(_marginalize(self._probs[node], self._jt.nodes[node], cl))
+        part = _tree_index(self._jt, self._sizes).part
+        groups: dict[int, list[int]] = {}
+        for c in cl:
+            groups.setdefault(part[c], []).append(c)
+        if len(groups) == 1:
+            return self._eliminate(cl)
+        out = np.ones(clique_shape(self._sizes, cl))
+        for cols in groups.values():
+            out = out * _expand(self._probability(tuple(cols)), tuple(cols), cl, self._sizes)
+        return out
 
     def _eliminate(self, target: Clique) -> FloatArray:
         """Probability table of ``target`` by variable elimination on a subtree.
@@ -973,6 +986,36 @@ class GraphicalModel:
         return out
 
 
+class _TreeIndex(NamedTuple):
+    """What the marginal queries of a model read of its tree, computed once per tree."""
+
+    holders: tuple[tuple[int, ...], ...]  # per column: the nodes holding it
+    cells: tuple[int, ...]  # per node
+    adj: tuple[tuple[int, ...], ...]  # per node: its tree neighbours
+    part: tuple[int, ...]  # per column: its part (nodes joined by non-empty separators)
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_index(jt: JunctionTree, sizes: tuple[int, ...]) -> _TreeIndex:
+    holders: list[list[int]] = [[] for _ in sizes]
+    for i, n in enumerate(jt.nodes):
+        for c in n:
+            holders[c].append(i)
+    adj: list[list[int]] = [[] for _ in jt.nodes]
+    node_part = list(range(len(jt.nodes)))
+    for i in jt.order[1:]:
+        adj[i].append(jt.parent[i])
+        adj[jt.parent[i]].append(i)
+        if jt.separators[i]:
+            node_part[i] = node_part[jt.parent[i]]
+    return _TreeIndex(
+        tuple(tuple(h) for h in holders),
+        tuple(clique_cells(sizes, n) for n in jt.nodes),
+        tuple(tuple(a) for a in adj),
+        tuple(node_part[h[0]] for h in holders),
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _elimination_plan(
     jt: JunctionTree, sizes: tuple[int, ...], target: Clique
@@ -985,29 +1028,22 @@ def _elimination_plan(
     Depends only on the tree's structure, so it is cached (a stream asks the same
     marginals of the same structure many times).
     """
-    adj: list[list[int]] = [[] for _ in jt.nodes]
-    for i in jt.order[1:]:
-        adj[i].append(jt.parent[i])
-        adj[jt.parent[i]].append(i)
+    index = _tree_index(jt, sizes)
     want = set(target)
-    root = max(
-        range(len(jt.nodes)),
-        key=lambda i: (len(want & set(jt.nodes[i])), -clique_cells(sizes, jt.nodes[i]), -i),
-    )
+    # only a node holding a column of target can hold the most of it
+    held = sorted({i for c in target for i in index.holders[c]})
+    root = max(held, key=lambda i: (len(want & set(jt.nodes[i])), -index.cells[i], -i))
     par = {root: -1}
     depth = {root: 0}
     bfs = [root]
     for i in bfs:
-        for j in adj[i]:
+        for j in index.adj[i]:
             if j not in par:
                 par[j], depth[j] = i, depth[i] + 1
                 bfs.append(j)
     keep = {root}
     for c in sorted(want - set(jt.nodes[root])):
-        holder = min(
-            (i for i, n in enumerate(jt.nodes) if c in n),
-            key=lambda i: (depth[i], clique_cells(sizes, jt.nodes[i]), i),
-        )
+        holder = min(index.holders[c], key=lambda i: (depth[i], index.cells[i], i))
         while holder not in keep:
             keep.add(holder)
             holder = par[holder]
