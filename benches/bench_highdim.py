@@ -1,0 +1,190 @@
+"""High-dimensional tabular streams: seconds per step and accuracy as the columns grow.
+
+Data: ``dpstream.streams.latent_class`` with its documented defaults (6 values per column,
+4 latent classes, per-class Dirichlet(0.5) column distributions), data seed ``SEED``. The
+stream: ``TabularStream(domain, ε = 1)`` with every option at the library default (all
+2-way workloads), noise from ``dpstream.Rng(seed=SEED)`` (reproducible, not private),
+batches of ``BATCH`` rows. Per number of columns (one subprocess each, so that the peak
+memory is its own):
+
+* seconds per step, median and last (the whole ``step`` call: scoring, selection,
+  measurement, fit, sampling of the synthetic table);
+* the process's peak resident memory;
+* AvgWE / MaxWE over all 2-way workloads of the final synthetic table against the rows
+  seen so far, and the same for the *independent-columns, noiseless reference*: the exact
+  one-way marginals of those rows, multiplied (no privacy; a floor any useful model of
+  dependent columns must beat);
+* the model at the end: its junction tree's cells (``max_model_cells`` = 200,000) and the
+  number of workloads measured at least once.
+
+``--quick`` (tests): 2 steps of 200 rows at 6 and 8 columns. Default: ``STEPS`` steps per
+size. ``--full``: 100 steps per size (long at 100 columns). Per-setting JSON goes to
+``benches/out/highdim/`` (ignored by git); the summary table to ``benches/RESULTS.md``
+(``--no-write``: printed instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _report import diag_run_lines, publish  # noqa: E402
+
+SECTION_TITLE = "## High-dimensional tabular streams (issue 31)"
+COLUMNS = (14, 30, 50, 100)
+QUICK_COLUMNS = (6, 8)
+BATCH = 1_000
+QUICK_BATCH = 200
+STEPS = 15
+QUICK_STEPS = 2
+FULL_STEPS = 100
+SEED = 31
+EPSILON = 1
+OUT_DIR = HERE / "out" / "highdim"
+
+
+def run_one(columns: int, steps: int, batch: int) -> dict[str, object]:
+    """One stream: ``steps`` batches of ``batch`` rows over ``columns`` columns."""
+    import dpstream
+    from dpstream import streams
+    from dpstream.tabular import Domain, TabularStream, workload_errors
+    from dpstream.tabular.estimation import marginal_counts
+
+    rows = streams.latent_class(steps * batch, columns, seed=SEED)
+    values = streams.LATENT_VALUES
+    domain = Domain({f"c{j}": values for j in range(columns)})
+    stream = TabularStream(domain, EPSILON, rng=dpstream.Rng(seed=SEED))
+    seconds: list[float] = []
+    for t in range(steps):
+        start = time.perf_counter()
+        stream.step(rows[t * batch : (t + 1) * batch])
+        seconds.append(time.perf_counter() - start)
+    seen = rows[: steps * batch]
+    synthetic = stream.synthetic_codes()
+    errors = workload_errors(seen, synthetic, domain, 2)
+    # the independent-columns noiseless reference: products of the exact one-way marginals
+    n = float(seen.shape[0])
+    ones = [marginal_counts(seen, domain.sizes, (j,)) / n for j in range(columns)]
+    we = [
+        float(np.mean(np.abs(marginal_counts(seen, domain.sizes, w) / n
+                             - np.outer(ones[w[0]], ones[w[1]]).ravel())))
+        for w in stream.workloads
+    ]  # fmt: skip
+    model = stream._model
+    tree_cells = sum(
+        int(np.prod([domain.sizes[c] for c in node])) for node in model.junction_tree.nodes
+    )
+    return {
+        "columns": columns,
+        "steps": steps,
+        "batch": batch,
+        "seconds": seconds,
+        "median_seconds": statistics.median(seconds),
+        "last_seconds": seconds[-1],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "avg_we": float(errors.avg_we),
+        "max_we": float(errors.max_we),
+        "independent_avg_we": float(np.mean(we)),
+        "independent_max_we": float(np.max(we)),
+        "tree_cells": tree_cells,
+        "measured_workloads": int(sum(1 for v in stream.selection_counts.values() if v > 0)),
+        "workloads": len(stream.workloads),
+    }
+
+
+def run_child(columns: int, steps: int, batch: int) -> dict[str, object]:
+    """:func:`run_one` in a fresh interpreter (its own peak memory)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", str(columns), str(steps), str(batch)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def render(results: list[dict[str, object]], command: str, wall: float) -> str:
+    lines = [
+        SECTION_TITLE,
+        "",
+        "Written by `benches/bench_highdim.py`: the default `TabularStream` (ε = 1, all 2-way "
+        f"workloads) on `streams.latent_class` data (6 values per column, 4 latent classes, "
+        f"Dirichlet(0.5) per class and column; data and noise seed {SEED}), batches of "
+        f"{results[0]['batch']:,} rows, {results[0]['steps']} steps per size.",
+        "",
+        "### Run",
+        "",
+        f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; whole script "
+        f"{wall / 60:.1f} min, one setting at a time",
+        *diag_run_lines(command),
+        "",
+        "### Results",
+        "",
+        "| columns | 2-way workloads | seconds per step: median / last | × the smallest | "
+        "peak memory (MB) | AvgWE | MaxWE | independent, noiseless: AvgWE / MaxWE | "
+        "model cells | workloads measured |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    smallest = float(results[0]["median_seconds"])  # type: ignore[arg-type]
+    for r in results:
+        lines.append(
+            f"| {r['columns']} | {r['workloads']:,} | {r['median_seconds']:.2f} / "
+            f"{r['last_seconds']:.2f} | {float(r['median_seconds']) / smallest:.1f}× | "  # type: ignore[arg-type]
+            f"{r['peak_rss_mb']:.0f} | {r['avg_we']:.4f} | {r['max_we']:.4f} | "
+            f"{r['independent_avg_we']:.4f} / {r['independent_max_we']:.4f} | "
+            f"{r['tree_cells']:,} | {r['measured_workloads']:,} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="tiny inputs (tests)")
+    mode.add_argument("--full", action="store_true", help=f"{FULL_STEPS} steps per size")
+    parser.add_argument("--columns", type=str, default=None, help="comma-separated sizes")
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="per-setting JSON folder")
+    parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--no-write", action="store_true", help="print the section instead")
+    parser.add_argument("--one", nargs=3, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(*args.one)))
+        return 0
+    columns = QUICK_COLUMNS if args.quick else COLUMNS
+    if args.columns:
+        columns = tuple(int(c) for c in args.columns.split(","))
+    steps = QUICK_STEPS if args.quick else FULL_STEPS if args.full else STEPS
+    steps = args.steps or steps
+    batch = QUICK_BATCH if args.quick else BATCH
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    results = []
+    for d in columns:
+        r = run_child(d, steps, batch)
+        (args.out / f"columns-{d}-steps-{steps}.json").write_text(json.dumps(r, indent=1))
+        print(f"{d} columns: median {r['median_seconds']:.2f} s per step", file=sys.stderr)
+        results.append(r)
+    command = ".venv/bin/python benches/bench_highdim.py" + " ".join(
+        ["", *(["--quick"] if args.quick else []), *(["--full"] if args.full else [])]
+    )
+    section = render(results, command.rstrip(), time.perf_counter() - start)
+    publish(section, SECTION_TITLE, args.results, args.no_write)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
