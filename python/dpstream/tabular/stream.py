@@ -364,7 +364,12 @@ class TabularStream:
         max_model_cells: ``"pgm"`` only: a workload is a selection candidate
             only if the model's junction tree with it stays within this many
             cells (a public rule on public structure, as in MWEM+PGM), which
-            bounds the fit's time and memory.
+            bounds the fit's time and memory. The tree with the workload inserted
+            answers without a rebuild per candidate
+            (:class:`~dpstream.tabular.pgm.ModelTree`); on tables of at most
+            ``EXACT_CHECK_COLUMNS`` columns a workload it refuses is checked again
+            by a greedy triangulation. A workload that no model within the bound
+            can hold is refused here (ValueError).
         score: the selection score (see the module docstring): ``"auto"``
             (default: ``"l2"``, and ``"l2-cell"`` while most recent steps'
             batches drift from the model), ``"l2"`` (excess ℓ2 distance of the
