@@ -23,9 +23,12 @@ def test_quick_run_writes_its_section_and_per_setting_outputs(tmp_path: Path) ->
     assert "## Another section\n\nkept" in text  # other sections stay
     assert "## High-dimensional tabular streams (issue 31)" in text
     assert "benches/bench_highdim.py --quick`" in text  # the rerun command
-    rows = [ln for ln in text.splitlines() if ln.startswith("| 6 |") or ln.startswith("| 8 |")]
+    rows = [ln for ln in text.splitlines() if ln.startswith(("| 6 | 15 |", "| 8 | 28 |"))]
     assert len(rows) == 2
     assert rows[0].startswith("| 6 | 15 |") and rows[1].startswith("| 8 | 28 |")
+    # the feasibility comparison: 8 columns, 2 random models, no fit over its bound
+    agree = [ln for ln in text.splitlines() if ln.startswith("| 8 | 2 |")]
+    assert len(agree) == 1 and agree[0].endswith("| 0 |")
     for d, workloads in ((6, 15), (8, 28)):
         r = json.loads((out / f"columns-{d}-steps-2.json").read_text())
         assert r["workloads"] == workloads and len(r["seconds"]) == 2
