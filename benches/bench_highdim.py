@@ -166,6 +166,7 @@ def render(
     agreements: dict[int, dict[str, int]],
     command: str,
     wall: float,
+    before: dict[int, dict[str, object]] | None = None,
 ) -> str:
     lines = [
         SECTION_TITLE,
@@ -185,18 +186,23 @@ def render(
         "",
         "| columns | 2-way workloads | seconds per step: median / last | × the smallest | "
         "peak memory (MB) | AvgWE | MaxWE | independent, noiseless: AvgWE / MaxWE | "
-        "model cells | workloads measured |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+        "model cells | workloads measured |" + (" before: seconds per step, median / last |"
+                                                if before is not None else ""),
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if before else ""),
+    ]  # fmt: skip
     smallest = float(results[0]["median_seconds"])  # type: ignore[arg-type]
     for r in results:
-        lines.append(
+        row = (
             f"| {r['columns']} | {r['workloads']:,} | {r['median_seconds']:.2f} / "
             f"{r['last_seconds']:.2f} | {float(r['median_seconds']) / smallest:.1f}× | "  # type: ignore[arg-type]
             f"{r['peak_rss_mb']:.0f} | {r['avg_we']:.4f} | {r['max_we']:.4f} | "
             f"{r['independent_avg_we']:.4f} / {r['independent_max_we']:.4f} | "
             f"{r['tree_cells']:,} | {r['measured_workloads']:,} |"
         )
+        if before is not None:
+            b = before.get(int(r["columns"]))  # type: ignore[call-overload]
+            row += f" {b['median_seconds']:.2f} / {b['last_seconds']:.2f} |" if b else " – |"
+        lines.append(row)
     lines += [
         "",
         "### The feasibility rule against the greedy rebuild",
@@ -234,6 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT_DIR, help="per-setting JSON folder")
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print the section instead")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="a folder of this script's per-setting JSON from earlier code, shown alongside",
+    )
     parser.add_argument("--one", nargs=3, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -260,7 +272,15 @@ def main(argv: list[str] | None = None) -> int:
     command = ".venv/bin/python benches/bench_highdim.py" + " ".join(
         ["", *(["--quick"] if args.quick else []), *(["--full"] if args.full else [])]
     )
-    section = render(results, agreements, command.rstrip(), time.perf_counter() - start)
+    before = None
+    if args.before is not None:
+        before = {}
+        for d in columns:
+            path = args.before / f"columns-{d}-steps-{steps}.json"
+            if path.exists():
+                before[d] = json.loads(path.read_text())
+        command += f" --before {args.before}"
+    section = render(results, agreements, command.rstrip(), time.perf_counter() - start, before)
     publish(section, SECTION_TITLE, args.results, args.no_write)
     return 0
 
