@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -179,7 +180,8 @@ def render(
         "### Run",
         "",
         f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; whole script "
-        f"{wall / 60:.1f} min, one setting at a time",
+        f"{wall / 60:.1f} min, one setting at a time; load average at the end "
+        f"{os.getloadavg()[0]:.1f} (2 cores)",
         *diag_run_lines(command),
         "",
         "### Results",
