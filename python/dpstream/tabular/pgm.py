@@ -462,7 +462,7 @@ def _given_tree(
     return jt
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=4)  # a stream needs the current model's; each holds W answers
 def model_tree(sizes: tuple[int, ...], tree: JunctionTree | None = None) -> ModelTree:
     """The :class:`ModelTree` of ``tree`` (shared, so that its cached answers are reused by
     every select step and fit that starts from the same model)."""
