@@ -17,7 +17,7 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi lint bench develop docs clean
+.PHONY: demo test test-rust test-python test-mbi lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
@@ -56,10 +56,15 @@ bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
 	$(BIN)/python benches/bench_online.py
+	$(BIN)/python benches/bench_online_compare.py
 	$(BIN)/python benches/bench_tabular.py
 	$(BIN)/python benches/diag_tabular_order.py
 	$(BIN)/python benches/diag_tabular_taper.py
 	$(BIN)/python benches/bench_distributed.py
+
+# The long reproductions (hours): the whole online sweep (R up to 1000, d = 1..3, every ε).
+reproduce: $(EXT) $(BENCH_DEPS)
+	$(BIN)/python benches/bench_online_compare.py --full
 
 develop: $(EXT)
 
@@ -82,7 +87,7 @@ $(DEPS): pyproject.toml | $(BIN)/python
 
 $(BENCH_DEPS): $(DEPS) Makefile
 	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9" \
-		"matplotlib>=3.7" "datasketches>=5.0"
+		"matplotlib>=3.7" "datasketches>=5.0" "vega_datasets>=0.9"
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.

@@ -70,7 +70,7 @@ def test_continual_objects_spend_their_epsilon_with_the_first_release() -> None:
         ic.step(1)
     levels = range(ic.start_level, (ic.level or 0) + 1)
     assert ic.epsilon_spent == max(ic.level_epsilon(r) for r in levels) > 0
-    syn = dpstream.OnlineSynthesizer(1, 2)
+    syn = dpstream.OnlineSynthesizer(1, 2, method="paper")
     syn.update(np.full((5, 2), 0.5))
     assert syn.epsilon_spent == 0  # nothing released yet
     syn.release()

@@ -160,7 +160,9 @@ def test_a_killed_run_resumes_without_loss_or_double_spending(
     assert other.returncode == 2 and "different options" in other.stderr
 
 
-def test_table_command_writes_releases_and_metrics(tmp_path: Path) -> None:
+def test_table_command_writes_releases_and_evaluates_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = pd.read_csv(ADULT / "adult.csv", nrows=1200)
     data.to_csv(tmp_path / "a.csv", index=False)
     out = tmp_path / "t"
@@ -172,11 +174,20 @@ def test_table_command_writes_releases_and_metrics(tmp_path: Path) -> None:
         ]
     )  # fmt: skip
     assert code == 0
-    assert sorted(p.name for p in out.glob("release-*.csv")) == [
-        f"release-{i}.csv" for i in range(1, 5)
+    assert sorted(p.name for p in out.iterdir()) == [f"release-{i}.csv" for i in range(1, 5)]
+    assert "AvgWE" not in capsys.readouterr().out  # no evaluation without --evaluate
+    evaluation = tmp_path / "eval"
+    argv = ["table", "--input", str(tmp_path / "a.csv"), "--domain"]
+    argv += [str(ADULT / "adult-domain.json"), "--batch-size", "300", "--epsilon", "1"]
+    argv += ["--out", str(tmp_path / "t2"), "--quiet", "--seed", "1"]
+    assert main([*argv, "--evaluate", str(evaluation), "--plot"]) == 0
+    assert "final AvgWE to the real data (NOT PRIVATE)" in capsys.readouterr().out
+    assert sorted(p.name for p in evaluation.iterdir()) == [
+        "NOT-PRIVATE-evaluation.png",
+        "NOT-PRIVATE-metrics.csv",
     ]
-    metrics = pd.read_csv(out / "metrics.csv")
-    assert list(metrics["rows"]) == [300, 600, 900, 1200]
+    metrics = pd.read_csv(evaluation / "NOT-PRIVATE-metrics.csv")
+    assert list(metrics["real_rows"]) == [300, 600, 900, 1200]
     assert (metrics["avg_we"] > 0).all() and (metrics["avg_we"] < 0.1).all()
     result = run("table", "--input", str(tmp_path / "a.csv"), "--epsilon", "1", "--out", "x")
     assert result.returncode == 2 and "--domain is required" in result.stderr
@@ -221,9 +232,13 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
 def test_demo_runs_both_commands(tmp_path: Path) -> None:
     result = run("demo", "--out", str(tmp_path / "d"), "--quiet")
     assert result.returncode == 0, result.stderr
-    assert "final W1" in result.stdout and "final_avg_we" in result.stdout
-    assert (tmp_path / "d" / "points" / "summary.png").exists()
-    assert (tmp_path / "d" / "table" / "metrics.png").exists()
+    assert "final W1 to the real data (unit cube; NOT PRIVATE)" in result.stdout
+    assert "final AvgWE to the real data (NOT PRIVATE)" in result.stdout
+    evaluation = tmp_path / "d" / "NOT-PRIVATE-evaluation"
+    for command in ("points", "table"):
+        assert (evaluation / command / "NOT-PRIVATE-evaluation.png").exists()
+        assert (evaluation / command / "NOT-PRIVATE-metrics.csv").exists()
+        assert all(p.name.startswith("release-") for p in (tmp_path / "d" / command).iterdir())
 
 
 def test_a_killed_table_run_resumes_exactly(tmp_path: Path) -> None:

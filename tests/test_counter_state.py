@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
 from fractions import Fraction
 from pathlib import Path
 
@@ -48,7 +50,7 @@ def test_counter_continues_exactly_after_load(kind: str, dim: int, at: int) -> N
     first = make(kind, dim, rng=rng)
     head = first.run(xs[:at])
     data = first.to_bytes()
-    loaded = Counter.from_bytes(data, rng=rng)
+    loaded = Counter.from_bytes(data, rng=rng, allow_seeded=True)
     assert loaded.to_bytes() == data
     assert (loaded.kind, loaded.epsilon, loaded.dim, loaded.horizon, loaded.time) == (
         first.kind,
@@ -67,7 +69,7 @@ def test_counter_continues_exactly_after_load(kind: str, dim: int, at: int) -> N
 def test_bounded_counter_keeps_its_horizon() -> None:
     c = make("binary-tree", 2, rng=Rng(seed=1))
     c.run(increments(2))
-    loaded = Counter.from_bytes(c.to_bytes())
+    loaded = Counter.from_bytes(c.to_bytes(), allow_seeded=True)
     assert loaded.time == loaded.horizon == STEPS
     with pytest.raises(ValueError, match="horizon"):
         loaded.step([0, 0])
@@ -143,14 +145,20 @@ def test_save_and_load_files(tmp_path: Path, index: int) -> None:
     c = all_counters()[index]
     path = tmp_path / "counter.dps"
     dpstream.save(c, path)
-    loaded = dpstream.load(path)
+    if isinstance(c, Counter):
+        # The counter's bytes record its seeded noise: loading needs the opt-in.
+        with pytest.raises(ValueError, match="seeded Counter"):
+            dpstream.load(path)
+    loaded = dpstream.load(path, allow_seeded=True)
     assert type(loaded) is type(c)
     assert loaded.to_bytes() == c.to_bytes()
     assert loaded.time == c.time
     np.testing.assert_array_equal(loaded.release, c.release)
-    # No generator was stored: the loaded counter draws from a fresh OS key.
-    assert not loaded.seeded
-    assert "NOT PRIVATE" not in repr(loaded)
+    # No generator was stored: the loaded counter draws from a fresh OS key. A
+    # Counter stays marked seeded (its noise so far is reproducible); the sparse
+    # counters' bytes do not record it.
+    assert loaded.seeded is isinstance(c, Counter)
+    assert ("NOT PRIVATE" in repr(loaded)) is isinstance(c, Counter)
     before = loaded.time
     if isinstance(loaded, Counter):
         loaded.step([1, -1])
@@ -164,6 +172,7 @@ def test_corrupted_truncated_and_foreign_bytes_are_refused(index: int) -> None:
     c = all_counters()[index]
     cls = type(c)
     data = c.to_bytes()
+    opt_in = {"allow_seeded": True} if cls is Counter else {}
     for i in range(len(data)):
         bad = bytearray(data)
         bad[i] ^= 0x20
@@ -176,8 +185,8 @@ def test_corrupted_truncated_and_foreign_bytes_are_refused(index: int) -> None:
             with pytest.raises(ValueError, match=f"expected a {other.__name__}"):
                 other.from_bytes(data)
     # bytearray and memoryview are fine; other types are not.
-    assert cls.from_bytes(bytearray(data)).to_bytes() == data
-    assert cls.from_bytes(memoryview(data)).to_bytes() == data
+    assert cls.from_bytes(bytearray(data), **opt_in).to_bytes() == data
+    assert cls.from_bytes(memoryview(data), **opt_in).to_bytes() == data
     with pytest.raises(TypeError, match="bytes"):
         cls.from_bytes("not bytes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="rng"):
@@ -195,7 +204,7 @@ def test_load_refuses_a_corrupted_file(tmp_path: Path) -> None:
 
 
 def test_loaded_counter_without_rng_is_private_and_independent() -> None:
-    c = make("hybrid", 1, rng=Rng(seed=3))
+    c = make("hybrid", 1)
     c.run(increments(1)[:10])
     data = c.to_bytes()
     a, b = Counter.from_bytes(data), Counter.from_bytes(data)
@@ -206,3 +215,55 @@ def test_loaded_counter_without_rng_is_private_and_independent() -> None:
     ra = a.run(np.zeros((3, 1), dtype=np.int64))
     rb = b.run(np.zeros((3, 1), dtype=np.int64))
     assert not np.array_equal(ra, rb)
+
+
+def _as_version_1(data: bytes) -> bytes:
+    """A version-2 Counter encoding rewritten as version 1 (no flags byte), as
+    dpstream wrote it before the seeded flag."""
+    payload = data[21:-4]  # header (20 bytes), then the flags byte
+    body = data[:8] + struct.pack("<HHQ", 1, 5, len(payload)) + payload
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_seeded_counter_stays_seeded_after_a_save(kind: str, tmp_path: Path) -> None:
+    """Issue 28: ``Counter.from_bytes`` dropped the seeded bit (a loaded seeded counter
+    said nothing of NOT PRIVATE); now the bit is in the bytes and loading needs the
+    opt-in."""
+    c = make(kind, 2, rng=Rng(seed=11))
+    c.run(increments(2)[:9])
+    data = c.to_bytes()
+    with pytest.raises(ValueError, match=r"seeded Counter .*NOT PRIVATE.*allow_seeded=True"):
+        Counter.from_bytes(data)
+    path = tmp_path / "c.dps"
+    dpstream.save(c, path)
+    with pytest.raises(ValueError, match="allow_seeded=True"):
+        dpstream.load(path)
+    for loaded in (
+        Counter.from_bytes(data, allow_seeded=True),  # a fresh OS generator
+        Counter.from_bytes(data, rng=Rng(), allow_seeded=True),
+        dpstream.load(path, allow_seeded=True),
+    ):
+        assert loaded.seeded
+        assert "NOT PRIVATE" in repr(loaded)
+        assert loaded.to_bytes() == data  # saved again, still marked
+    # A private counter needs no opt-in and stays private.
+    p = make(kind, 2)
+    p.run(increments(2)[:9])
+    back = Counter.from_bytes(p.to_bytes())
+    assert not back.seeded and "NOT PRIVATE" not in repr(back)
+    # Continued with a seeded generator, it is seeded, and so are its bytes.
+    mixed = Counter.from_bytes(p.to_bytes(), rng=Rng(seed=1))
+    assert mixed.seeded
+    with pytest.raises(ValueError, match="seeded Counter"):
+        Counter.from_bytes(mixed.to_bytes())
+
+
+def test_a_counter_saved_before_the_seeded_flag_loads() -> None:
+    c = make("hybrid", 2, rng=Rng(seed=12))
+    c.run(increments(2)[:9])
+    old = _as_version_1(c.to_bytes())
+    loaded = Counter.from_bytes(old)  # the flag did not exist: not refused
+    assert not loaded.seeded
+    assert loaded.time == 9
+    np.testing.assert_array_equal(loaded.release, c.release)

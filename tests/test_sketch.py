@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from conftest import assert_integer_distribution, laplace_cdf
 from dpstream import Rng
+from dpstream.budget import BudgetExceededError
 from dpstream.sketch import CountMinSketch, CountSketch
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -354,13 +355,17 @@ def test_bytes_round_trip(kind, released: bool) -> None:
         s = s.release(1, rng=Rng(seed=3))
     data = s.to_bytes()
     assert isinstance(data, bytes) and data[:8] == b"DPSTREAM"
-    back = kind.from_bytes(data)
+    # A release with seeded noise is not private: loading it needs the opt-in.
+    back = kind.from_bytes(data, allow_seeded=released)
     assert type(back) is kind
     assert back.released == released
     assert back.hashes() == s.hashes()
     assert back.cells().tolist() == s.cells().tolist()
+    assert (back.epsilon_spent, back.epsilon_remaining) == (s.epsilon_spent, s.epsilon_remaining)
+    assert ("NOT PRIVATE" in repr(back)) == released
     assert back.to_bytes() == data
-    assert kind.from_bytes(bytearray(data)).cells().tolist() == s.cells().tolist()
+    copy = kind.from_bytes(bytearray(data), allow_seeded=True)
+    assert copy.cells().tolist() == s.cells().tolist()
     if released:
         with pytest.raises(ValueError, match="private release"):
             back.update([1])
@@ -376,7 +381,7 @@ def test_save_and_load(kind, tmp_path: Path) -> None:
             s = s.release(2, rng=Rng(seed=8))
         path = tmp_path / f"{kind.__name__}-{released}.dpst"
         dpstream.save(s, path)
-        back = dpstream.load(path)
+        back = dpstream.load(path, allow_seeded=released)
         assert type(back) is kind
         assert back.released == released
         assert back.cells().tolist() == s.cells().tolist()
@@ -406,6 +411,82 @@ def test_corrupted_and_truncated_bytes_raise(kind, tmp_path: Path) -> None:
     path.write_bytes(b"not a dpstream file at all, not at all")
     with pytest.raises(ValueError, match="invalid dpstream state"):
         dpstream.load(path)
+
+
+# ---------------------------------------------------------------------------------------
+# The ε ledger and seeded noise survive a save (issue 28)
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_spent_budget_stays_spent_after_a_save(kind, tmp_path: Path) -> None:
+    """Regression: the ledger was not in the encoding, so a loaded sketch could be
+    released again past its budget."""
+    s = kind(3, 7, budget=Fraction(3, 2), rng=Rng(seed=9))
+    s.update([1, 2, 3], [5, 2, 7])
+    s.release(1)
+    s.release(Fraction(1, 2))
+    assert s.epsilon_remaining == 0
+    path = tmp_path / "s.dpst"
+    dpstream.save(s, path)
+    for back in (kind.from_bytes(s.to_bytes()), dpstream.load(path)):
+        assert (back.epsilon_spent, back.epsilon_remaining) == (Fraction(3, 2), 0)
+        before = back.to_bytes()
+        with pytest.raises(BudgetExceededError, match="only 0 of the budget 3/2 remains"):
+            back.release(Fraction(1, 100))
+        assert back.to_bytes() == before
+    # Partly spent: the rest is still available, and no more.
+    p = kind(3, 7, budget=1, rng=Rng(seed=9))
+    p.release(Fraction(1, 4))
+    back = kind.from_bytes(p.to_bytes())
+    assert back.epsilon_remaining == Fraction(3, 4)
+    with pytest.raises(BudgetExceededError):
+        back.release(1)
+    back.release(Fraction(3, 4))
+    assert back.epsilon_remaining == 0
+    # Without a budget the spending is still recorded.
+    u = kind(3, 7, rng=Rng(seed=9))
+    u.release(2)
+    back = kind.from_bytes(u.to_bytes())
+    assert (back.epsilon_spent, back.epsilon_remaining) == (2, None)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_release_with_seeded_noise_stays_marked(kind) -> None:
+    r = _filled(kind).release(1, rng=Rng(seed=3))
+    assert "NOT PRIVATE" in repr(r)
+    with pytest.raises(ValueError, match=r"seeded sketch release .*allow_seeded=True"):
+        kind.from_bytes(r.to_bytes())
+    back = kind.from_bytes(r.to_bytes(), allow_seeded=True)
+    assert "NOT PRIVATE" in repr(back)
+    assert back.epsilon_spent == 1
+    private = _filled(kind).release(1)
+    assert "NOT PRIVATE" not in repr(kind.from_bytes(private.to_bytes()))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_merge_combines_the_ledgers(kind) -> None:
+    """A merged sketch holds both inputs' records: it has spent the larger ε spent and
+    may spend only the smaller ε remaining."""
+    a = kind(3, 7, budget=1, rng=Rng(seed=1))
+    b = kind(3, 7, budget=2, rng=Rng(seed=1))
+    a.release(Fraction(1, 4))
+    b.release(Fraction(3, 2))
+    a.merge(b)
+    assert (a.epsilon_spent, a.epsilon_remaining) == (Fraction(3, 2), Fraction(1, 2))
+    assert (b.epsilon_spent, b.epsilon_remaining) == (Fraction(3, 2), Fraction(1, 2))
+    c = kind(3, 7, rng=Rng(seed=1))  # no cap
+    c.merge(b)
+    assert c.epsilon_remaining == Fraction(1, 2)
+    d, e = kind(3, 7, rng=Rng(seed=1)), kind(3, 7, rng=Rng(seed=1))
+    e.release(1)
+    d.merge(e)
+    assert (d.epsilon_spent, d.epsilon_remaining) == (1, None)
+    # A refused merge leaves the ledger alone.
+    wide = kind(3, 8, budget=1, rng=Rng(seed=1))
+    with pytest.raises(ValueError):
+        c.merge(wide)
+    assert c.epsilon_remaining == Fraction(1, 2)
 
 
 def test_kinds_are_not_interchangeable() -> None:

@@ -367,7 +367,7 @@ def test_a_checkpoint_resumes_exactly(
         a.step(rows[200 * t : 200 * (t + 1)])
         b.step(rows[200 * t : 200 * (t + 1)])
     data = b.to_bytes()
-    b = TabularStream.from_bytes(data)
+    b = TabularStream.from_bytes(data, allow_seeded=True)
     assert (b.t, b.size) == (4, 800) and b.seeded
     assert b._drift_rate == a._drift_rate
     assert b.last_selected == a.last_selected and b.selection_counts == a.selection_counts
@@ -418,7 +418,7 @@ def state_without_option(s: TabularStream, option: str) -> TabularStream:
     arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
-    return TabularStream.from_bytes(magic + buf.getvalue())
+    return TabularStream.from_bytes(magic + buf.getvalue(), allow_seeded=True)
 
 
 def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() -> None:
@@ -457,7 +457,7 @@ def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() ->
     for t in range(4):
         for s in (a, b, n):
             s.step(rows[200 * t : 200 * (t + 1)])
-    b = TabularStream.from_bytes(b.to_bytes())
+    b = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
     assert b._pooled_stddev == "shrinkage"
     for t in range(4, 8):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
@@ -943,7 +943,7 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     # Both kinds of step have happened, so some workloads have two counters.
     assert all(any(c is not None for c in cs) for cs in b._counters.values())
     data = b.to_bytes()
-    b = TabularStream.from_bytes(data)
+    b = TabularStream.from_bytes(data, allow_seeded=True)
     assert "k=auto" in repr(b) and b.budgets == a.budgets
     for t in range(20, 26):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
@@ -965,7 +965,7 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
     with pytest.raises(ValueError, match="corrupt TabularStream state: counter"):
-        TabularStream.from_bytes(magic + buf.getvalue())
+        TabularStream.from_bytes(magic + buf.getvalue(), allow_seeded=True)
 
 
 def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedule() -> None:
@@ -985,13 +985,15 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
     for t in range(late - 2):
         a.step(rows[200 * t : 200 * (t + 1)])
         b.step(rows[200 * t : 200 * (t + 1)])
-    b = TabularStream.from_bytes(b.to_bytes())  # before the taper: its counters not yet made
+    # Before the taper: its counters not yet made.
+    b = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
     assert b._k_schedule == "taper" and b.budgets == a.budgets
     for t in range(late - 2, late + 3):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
     assert len(b.last_selected) == TAPER_K
     assert any(c is not None for c in b._counters[TAPER_K])
-    c = TabularStream.from_bytes(b.to_bytes())  # after it: the TAPER_K counters are kept
+    # After it: the TAPER_K counters are kept.
+    c = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
     for t in range(late + 3, 24):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(c.step(rows[200 * t : 200 * (t + 1)]))
     # A state written before the option existed keeps CALM_K selections at calm steps.
@@ -1029,3 +1031,28 @@ def test_marginals_per_step_is_an_int_or_auto() -> None:
     assert sorted(base.budgets) == [3]
     base.step(table(d, 100, 1))
     assert len(base.last_selected) == 3
+
+
+def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
+    """Issue 28: ``from_bytes`` of a seeded stream resumed the seeded generator silently;
+    now it is refused unless ``allow_seeded=True``. A private stream needs no opt-in."""
+    d = small()
+    rows = table(d, 200, 1)
+    s = TabularStream(d, 1, marginals_per_step=1, estimator="mw", rng=dpstream.Rng(seed=4))
+    s.step(rows[:100])
+    data = s.to_bytes()
+    path = tmp_path / "t.dpst"
+    dpstream.save(s, path)
+    with pytest.raises(ValueError, match=r"seeded TabularStream .*NOT PRIVATE.*allow_seeded=True"):
+        TabularStream.from_bytes(data)
+    with pytest.raises(ValueError, match="allow_seeded=True"):
+        dpstream.load(path)
+    back = TabularStream.from_bytes(data, allow_seeded=True)
+    assert back.seeded and "NOT PRIVATE" in repr(back)
+    assert dpstream.load(path, allow_seeded=True).seeded
+    p = TabularStream(d, 1, marginals_per_step=1, estimator="mw")
+    p.step(rows[:100])
+    private = TabularStream.from_bytes(p.to_bytes())
+    assert not private.seeded
+    private.step(rows[100:])
+    assert private.t == 2

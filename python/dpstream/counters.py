@@ -64,7 +64,9 @@ versioned, checksummed encoding made by the Rust core. The bytes hold the
 private. No generator is stored (a counter draws from a generator, it does
 not own one); a loaded counter draws from ``rng``, or from a fresh OS-seeded
 generator when ``rng`` is ``None``. With the same generator state, a loaded
-counter continues exactly as the saved one would have.
+counter continues exactly as the saved one would have. A :class:`Counter`'s
+bytes also record whether its noise was seeded: loading such a checkpoint
+needs ``allow_seeded=True``, and the loaded counter stays marked NOT PRIVATE.
 """
 
 from __future__ import annotations
@@ -199,7 +201,9 @@ class _NoisyStream:
 
         **Sensitive**: the bytes hold the exact running sums (and, for the
         sparse counters, the exact counts and noisy thresholds): protect them
-        like the raw data. The generator is not part of them.
+        like the raw data. The generator is not part of them; a
+        :class:`Counter`'s bytes record whether its noise was seeded (see
+        :meth:`Counter.from_bytes`).
         """
         return bytes(self._inner.to_bytes())
 
@@ -301,22 +305,34 @@ class Counter(_NoisyStream):
         self._seeded = bool(self._inner.seeded)
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None) -> Counter:
+    def from_bytes(
+        cls,
+        data: bytes | bytearray | memoryview,
+        *,
+        rng: Rng | None = None,
+        allow_seeded: bool = False,
+    ) -> Counter:
         """Load a counter saved by :meth:`to_bytes` (or :func:`dpstream.save`).
 
         The loaded counter draws its noise from ``rng``; with ``rng=None`` it
         gets its own fresh OS-seeded generator (private). Given the generator
         state the saved counter would have used next, it continues exactly:
-        the same releases as without the save. :attr:`seeded` describes the
-        new generator only: a counter saved from a seeded run still carries
-        that run's reproducible noise and is **not private** either way.
+        the same releases as without the save.
+
+        The bytes record whether the saved counter's noise was seeded. Such a
+        checkpoint is **not private** (its noise so far can be recomputed from
+        the seed) and is refused unless ``allow_seeded=True``; loaded, the
+        counter stays :attr:`seeded` (and its ``repr`` says NOT PRIVATE)
+        whatever ``rng`` is. A counter saved by dpstream before the flag was
+        recorded loads as not seeded.
 
         Raises:
             TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
             ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version.
+                or of a newer format version; or they hold a seeded counter
+                and ``allow_seeded`` is false.
         """
-        inner = _core.Counter.from_bytes(_data(data), core_rng(rng))
+        inner = _core.Counter.from_bytes(_data(data), core_rng(rng), bool(allow_seeded))
         obj = cls.__new__(cls)
         obj._inner = inner
         obj._epsilon = Fraction(*inner.epsilon())

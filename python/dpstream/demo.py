@@ -1,10 +1,12 @@
-"""``make demo``: dpstream's main job on the data the package ships.
+"""A tour of the library's mechanisms on the data the package ships.
 
 Exact discrete Laplace noise on a histogram of the Adult data, a private
 selection by permute-and-flip, and PrivHP: a fixed-memory ε-DP generator of
-2-D points (age, hours per week) streamed from the same data. Each later
-capability extends this demo.
-Run with ``python -m dpstream.demo``.
+2-D points (age, hours per week) streamed from the same data.
+Run with ``python -m dpstream.demo`` (``make demo`` runs the command-line demo,
+``dpstream demo``). The errors it prints compare the private outputs with the
+real data: they are evaluation, marked NOT PRIVATE, and only printed because the
+shipped Adult copy is public.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def main() -> None:
     expected_abs = 2 * p / (1 - p * p)  # E|Z| for discrete Laplace with ratio p
     print(
         f"\n[1] age histogram ({domain['age']} bins), discrete Laplace, ε = {eps_hist}:"
-        f"\n    mean |error| = {err.mean():.2f} (expected ≈ {expected_abs:.2f}),"
+        f"\n    NOT PRIVATE: mean |error| = {err.mean():.2f} (expected ≈ {expected_abs:.2f}),"
         f" max |error| = {err.max()}, relative L1 error = {err.sum() / n:.2e}"
     )
 
@@ -49,7 +51,7 @@ def main() -> None:
     best = int(np.argmax(occ))
     print(
         f"\n[2] most common occupation by permute-and-flip, ε = {eps_sel}:"
-        f" picked code {pick} (count {occ[pick]}); true mode is code {best}"
+        f" picked code {pick}; NOT PRIVATE: its count {occ[pick]}, true mode code {best}"
         f" (count {occ[best]})"
     )
 
@@ -83,7 +85,7 @@ def main() -> None:
         f"width = {summary.width}, depth = {summary.depth};"
         f"\n    summary memory {before} bytes before and {summary.memory_bytes()} after"
         f" {n} points; generator: {generator.n_leaves} cells, noisy total {generator.total:.0f}"
-        f"\n    W1(real, synthetic) = {w1:.4f} on {m} vs {m} points (exact OT, ℓ∞);"
+        f"\n    NOT PRIVATE: W1(real, synthetic) = {w1:.4f} on {m} vs {m} points (exact OT, ℓ∞);"
         f" two real subsamples: {floor:.4f}"
     )
 

@@ -1,35 +1,59 @@
 """Online ε-DP synthetic data on ``[0,1]^d`` with an infinite time horizon.
 
-Implements Algorithm 1 of He, Vershynin and Zhu, "Online differentially private
-synthetic data generation": points arrive one per time step ``t = 1, 2, ...``;
-the binary partition of ``[0,1]^d`` deepens as ``t`` grows (depth ``r`` once
-``t >= ⌈2^r / ε⌉``), every region of depth ``1..r`` counts its points with an
-inhomogeneous sparse counter (Algorithm 3), the noisy counts are made
-non-negative and consistent (Algorithm 4), and at any time the synthetic data
-are ``t`` points placed in the depth-``r`` cells independently of the data.
-Expected accuracy: Wasserstein-1 distance ``O(log(t) · t^(-1/d) / ε)`` for
-``d >= 2`` (polylogarithmic in ``t`` over ``t`` for ``d = 1``).
+Points arrive one per time step ``t = 1, 2, ...``; :meth:`OnlineSynthesizer.release`
+gives synthetic data for everything seen so far, at any time, as often as wanted,
+and all the releases together are ε-DP. Two methods:
 
-Privacy model:
+* ``method="epochs"`` (default): every release closes an *epoch* (the points since
+  the previous release). Epochs are grouped by a 16-ary tree mechanism restarted at
+  every power of 16 (super-block ``k`` holds epochs ``16^k .. 16^(k+1)-1``); each
+  aligned block of epochs measures the exact counts of the cells of the binary
+  partition of ``[0,1]^d`` down to a depth set by its public size, with exact
+  discrete Laplace noise. A release pools the blocks that cover the stream, grows a
+  tree where the pooled counts stand above the noise, fits it by variance-weighted
+  least squares with the root fixed at ``t``, and places points uniformly in the
+  leaves. The noise grows with the logarithm of the number of releases, not of ``t``.
+* ``method="paper"``: Algorithm 1 of He, Vershynin and Zhu, "Online differentially
+  private synthetic data generation", as printed: the partition deepens as ``t``
+  grows (depth ``r`` once ``t >= ⌈2^r / ε⌉``), every region of depth ``1..r`` counts
+  its points with an inhomogeneous sparse counter (Algorithm 3), the noisy counts are
+  made non-negative and consistent (Algorithm 4), and the synthetic data are ``t``
+  points placed in the depth-``r`` cells. Expected accuracy: Wasserstein-1 distance
+  ``O(log(t) · t^(-1/d) / ε)`` for ``d >= 2``.
+
+Privacy model (both methods):
 
 * **Protected** (event level): two streams are neighbours if they differ in
   the point of *one* time step (one point replaced by another). Streams may be
   infinite.
 * **Guarantee**: the whole sequence of outputs — every :meth:`~OnlineSynthesizer.release`
   and :meth:`~OnlineSynthesizer.cells` at any set of times, however many — is
-  ε-DP jointly. Releases are post-processing of the same noisy counters, so
-  asking for more of them spends no further privacy.
-* **Public**: ε, the dimension ``d``, the time ``t`` (the number of points
-  seen) and hence the partition depth and the number of regions.
-* **How ε is split**: the region counters of depth ``j`` at time level ``r``
-  run with ``ε_{j,r}`` (equations (4.1) and (5.1) of the paper, exact rationals
-  rounded down, see :func:`dpstream.counters.online_epsilon`) with
-  ``sup_r Σ_j ε_{j,r} <= ε/2``; a replaced point changes the counters of two
-  regions per depth, so the total is at most ε.
+  ε-DP jointly.
+* **Public**: ε, the dimension ``d``, the time ``t`` (the number of points seen)
+  and, for ``"epochs"``, the release times. **Release times must not depend on the
+  data**: release on a calendar or every ``n`` points, never "when enough points
+  have arrived in a region" or after looking at the points. A schedule read from
+  the data breaks the guarantee.
+* **How ε is split**: ``"epochs"``: a point of super-block ``k`` enters ``k + 1``
+  blocks of ``ε/(k+1)`` each (see ``dpstream._core`` / ``rust/core/src/synth/epochs.rs``,
+  ``block_epsilon``), a block's ``L`` levels share it, and a replaced point changes
+  two cells per level by one, so the noise scale is ``2·L·(k+1)/ε``. ``"paper"``:
+  the region counters of depth ``j`` at time level ``r`` run with ``ε_{j,r}``
+  (equations (4.1) and (5.1) of the paper, see
+  :func:`dpstream.counters.online_epsilon`), ``sup_r Σ_j ε_{j,r} <= ε/2``, two
+  regions per depth.
 * **Noise**: exact integer (discrete Laplace) noise from a ChaCha12
   cryptographically secure generator keyed by the operating system. A seeded
   :class:`dpstream.Rng` makes the synthesizer reproducible and gives **no
   privacy**; its ``repr`` then says so.
+
+Where ``"epochs"`` departs from the paper: it counts per release epoch instead of
+per time step (nothing is published between releases, so this costs nothing), it
+measures exact histograms of aligned blocks of epochs instead of sparse counters
+with thresholds, it fits the tree by least squares instead of Algorithm 4's
+proportional consistency, and it never spreads a parent's mass over children whose
+counts are below the noise (they are pruned: the parent stays a leaf). The accuracy
+figures are in ``benches/RESULTS.md`` (``benches/bench_online.py``).
 
 Units: points are coordinates in the unit cube ``[0,1]^d`` (unitless); time
 ``t`` counts points (one point per time step); ε is a bound on the privacy
@@ -50,60 +74,91 @@ from dpstream._arrays import int_param, points_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
 
-__all__ = ["MAX_DIM", "OnlineSynthesizer"]
+__all__ = ["MAX_DIM", "METHODS", "OnlineSynthesizer"]
 
 #: Largest dimension accepted (the privacy schedule takes ``2d``-th roots).
 MAX_DIM = 4096
 
+#: The methods of :class:`OnlineSynthesizer`; the first is the default.
+METHODS = ("epochs", "paper")
+
 
 class OnlineSynthesizer:
-    """ε-DP online synthetic data on ``[0,1]^d`` (He, Vershynin, Zhu, Algorithm 1).
+    """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
 
     Feed points with :meth:`update` (``n`` rows are ``n`` consecutive time
     steps) and ask for synthetic data at any time with :meth:`release`. The
     whole sequence of outputs, at any set of times, is ε-DP for streams that
     differ in one point at one time step; see the module documentation for
-    the privacy model.
+    the privacy model. **Release times must not depend on the data** (release on
+    a calendar or every ``n`` points).
 
     Args:
         epsilon: privacy budget ε of the whole stream of releases (nats), exact:
             a float is the binary fraction it stores, :class:`fractions.Fraction`
             and :class:`decimal.Decimal` are taken as they are.
         dim: dimension ``d`` of the points, ``1 <= d <= 4096``.
+        method: ``"epochs"`` (default): noisy histograms per release epoch, a tree
+            mechanism over epochs, least squares and pruning; the accurate choice.
+            ``"paper"``: He, Vershynin and Zhu's Algorithm 1 as printed.
         rng: ``None`` (default): the synthesizer keys its own generator from the
             operating system — private. A :class:`dpstream.Rng`: the synthesizer's
             generator is derived from it (256 bits drawn from ``rng``); a seeded
             ``rng`` makes every output reproducible and gives **no privacy**.
 
-    Public values: ε, ``d``, the time ``t``, the depth and the number of regions —
-    all functions of ε, ``d`` and ``t`` only.
+    Public values: ε, ``d``, the time ``t``, the depth and (``"epochs"``) the number
+    of epochs and blocks — all functions of ε, ``d``, ``t`` and the release times.
 
     The object cannot be copied or pickled (a copy would repeat the same noise);
-    save it with :func:`dpstream.save` / :meth:`to_bytes` instead. A loaded
-    synthesizer whose noise came from the operating system gets a fresh OS key
-    (a checkpoint never stores a private key); a seeded one resumes its
+    save it with :func:`dpstream.save` / :meth:`to_bytes` instead. ``"paper"``: a
+    loaded synthesizer whose noise came from the operating system gets a fresh OS
+    key (its checkpoint never stores a private key). ``"epochs"``: the checkpoint
+    holds the noise keys of the finished blocks, so every load of it restores the
+    same noisy counts (loading twice cannot average the noise away); the open
+    epoch's block gets its key when it closes. A seeded synthesizer resumes its
     generator exactly, so save, load and continue gives the outputs of an
     uninterrupted run.
     """
 
-    __slots__ = ("_epsilon", "_inner", "_released")
+    __slots__ = ("_epsilon", "_inner", "_method", "_released")
 
-    def __init__(self, epsilon: RealLike, dim: int, *, rng: Rng | None = None) -> None:
+    def __init__(
+        self,
+        epsilon: RealLike,
+        dim: int,
+        *,
+        method: str = "epochs",
+        rng: Rng | None = None,
+    ) -> None:
         eps = exact_fraction(epsilon, "epsilon")
         d = int_param(dim, "dim", low=1, high=MAX_DIM)
-        self._inner = _core.OnlineSynthesizer(eps.numerator, eps.denominator, d, core_rng(rng))
+        if method not in METHODS:
+            raise ValueError(
+                f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
+            )
+        cls = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
+        self._inner: _core.EpochSynthesizer | _core.OnlineSynthesizer = cls(
+            eps.numerator, eps.denominator, d, core_rng(rng)
+        )
         self._epsilon = eps
+        self._method = method
         self._released = False
 
     @classmethod
-    def _wrap(cls, inner: _core.OnlineSynthesizer) -> OnlineSynthesizer:
+    def _wrap(cls, inner: _core.EpochSynthesizer | _core.OnlineSynthesizer) -> OnlineSynthesizer:
         obj = cls.__new__(cls)
         obj._inner = inner
+        obj._method = "epochs" if isinstance(inner, _core.EpochSynthesizer) else "paper"
         num, den = inner.epsilon()
         obj._epsilon = Fraction(num, den)
         # Whether the saved object had released is not recorded: assume it had.
         obj._released = int(inner.time) > 0
         return obj
+
+    @property
+    def method(self) -> str:
+        """``"epochs"`` (default) or ``"paper"`` (public)."""
+        return self._method
 
     @property
     def epsilon(self) -> Fraction:
@@ -122,15 +177,31 @@ class OnlineSynthesizer:
 
     @property
     def depth(self) -> int:
-        """Depth ``r`` of the partition at time ``t`` (public): the largest ``r``
-        with ``⌈2^r / ε⌉ <= t``, or 0 before ``t = ⌈1/ε⌉``. The synthetic data
-        live on the ``2^r`` cells of depth ``r``."""
+        """Depth of the partition (public).
+
+        ``"paper"``: the depth ``r`` at time ``t``, the largest ``r`` with
+        ``⌈2^r / ε⌉ <= t`` (0 before ``t = ⌈1/ε⌉``); the synthetic data live on the
+        ``2^r`` cells of depth ``r``. ``"epochs"``: the deepest level any finished
+        block measures (a function of the public block sizes); a release's leaves
+        are cells of depth at most this.
+        """
         return int(self._inner.depth)
 
     @property
+    def epochs(self) -> int:
+        """``"epochs"``: releases that closed an epoch (had new points); ``"paper"``: 0."""
+        inner = self._inner
+        return int(inner.epochs) if isinstance(inner, _core.EpochSynthesizer) else 0
+
+    @property
     def n_regions(self) -> int:
-        """Regions with a private counter: all cells of depth ``1..depth`` (public)."""
-        return int(self._inner.n_regions)
+        """Cells with a private count (public): ``"paper"``: all cells of depth
+        ``1..depth``; ``"epochs"``: the cells of depth ``1..depth`` that the blocks
+        measure (lazily: a cell's noise is fixed when its block forms)."""
+        inner = self._inner
+        if isinstance(inner, _core.EpochSynthesizer):
+            return (1 << (int(inner.depth) + 1)) - 2
+        return int(inner.n_regions)
 
     @property
     def seeded(self) -> bool:
@@ -149,14 +220,13 @@ class OnlineSynthesizer:
         return self.epsilon - self.epsilon_spent
 
     def memory_bytes(self) -> int:
-        """Bytes held by the synthesizer.
+        """Bytes held by the synthesizer: a public formula that does not depend on
+        where the points fell.
 
-        It grows with the number of regions, that is when the depth grows (at the
-        public times ``⌈2^r / ε⌉``); for ``d = 1`` it also keeps 8 bytes per point (new
-        cells count the points seen before they were created). Inside a level it stays
-        constant, except that a region's counter grows a noise buffer by a few words
-        when it closes a segment (a step of its private output), so on very
-        concentrated data the footprint can grow slightly inside a level too.
+        ``"epochs"``: 8 bytes per point seen (its exact cell path, kept to rebuild
+        the histograms of merged blocks) plus a fixed size per live block. ``"paper"``:
+        the cell counters of depths ``1..depth`` (it grows at the public times
+        ``⌈2^r / ε⌉``) and, for ``d = 1``, 8 bytes per point.
         """
         return int(self._inner.memory_bytes())
 
@@ -175,9 +245,10 @@ class OnlineSynthesizer:
         """Synthetic data from the current private state, float64 in ``[0,1]^d``.
 
         Args:
-            size: ``None`` (default): the paper's ``Y_t``, exactly ``t`` rows (the
-                consistent leaf counts say how many points each depth-``r`` cell gets).
-                An int ``m``: ``m`` independent rows drawn from the same private state.
+            size: ``None`` (default): exactly ``t`` rows, placed by the consistent
+                integer leaf counts (uniform inside each leaf; the paper's ``Y_t`` for
+                ``"paper"``). An int ``m``: ``m`` independent rows drawn from the same
+                private state.
 
         Returns:
             Array of shape ``(t, d)`` or ``(m, d)``.
@@ -187,6 +258,8 @@ class OnlineSynthesizer:
 
         Post-processing of the ε-DP counters: it spends no privacy. It draws from the
         synthesizer's generator, so it advances the seeded stream of a seeded one.
+        ``"epochs"``: a release at a new time closes the open epoch, so call it only at
+        times fixed independently of the data.
         """
         m = None if size is None else int_param(size, "size", high=2**63 - 1)
         out = self._inner.release(m)
@@ -196,33 +269,59 @@ class OnlineSynthesizer:
     def cells(
         self,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """``(lower, upper, counts)`` of the ``L = 2^depth`` current leaves, by path θ.
+        """``(lower, upper, counts)`` of the leaves of the current private partition.
 
         ``lower`` and ``upper`` are ``(L, d)`` float64 corners of the cells (same path
         encoding as :mod:`dpstream.partition`); ``counts`` are the ``(L,)`` int64
         consistent, non-negative private counts, which sum to ``t`` (ε-DP together
-        with every other output).
+        with every other output). ``"paper"``: the ``L = 2^depth`` cells of depth
+        ``depth``, by path θ. ``"epochs"``: the leaves of the fitted tree (cells of
+        depths up to :attr:`depth`, in depth-first order); like :meth:`release`, it
+        closes the open epoch.
         """
-        cells = self._inner.cells()
+        inner = self._inner
+        if isinstance(inner, _core.EpochSynthesizer):
+            lower, upper, counts = inner.release_tree().cells()
+            out = (lower, upper, np.rint(counts).astype(np.int64))
+        else:
+            out = inner.cells()
         self._released = True
-        return cells
+        return out
 
     def to_bytes(self) -> bytes:
-        """Versioned, checksummed checkpoint (kind ``"OnlineSynthesizer"``).
+        """Versioned, checksummed checkpoint (kind ``"EpochSynthesizer"`` or
+        ``"OnlineSynthesizer"`` for ``"paper"``).
 
-        **Sensitive**: it holds the exact counts inside the counters (and, for
-        ``d = 1``, the cells of the points): keep it as secret as the data. It never
-        holds an OS-drawn generator key; a seeded generator's state is stored, so a
-        seeded synthesizer resumes exactly.
+        **Sensitive**: keep it as secret as the data. ``"epochs"``: it holds the exact
+        cell path of every point and the noise keys of the finished blocks.
+        ``"paper"``: it holds the exact counts inside the counters (and, for ``d = 1``,
+        the cells of the points), never an OS-drawn generator key. A seeded
+        generator's state is stored, so a seeded synthesizer resumes exactly.
         """
         return bytes(self._inner.to_bytes())
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> OnlineSynthesizer:
-        """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data."""
+    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> OnlineSynthesizer:
+        """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data.
+
+        Checkpoints written before ``method="epochs"`` existed load as ``"paper"``.
+        A checkpoint of a seeded synthesizer resumes its seeded generator, so
+        everything it releases is reproducible and **not private**: it is refused
+        (``ValueError``) unless ``allow_seeded=True``.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        return cls._wrap(_core.OnlineSynthesizer.from_bytes(bytes(data)))
+        raw = bytes(data)
+        inner: _core.EpochSynthesizer | _core.OnlineSynthesizer
+        if _core.state_kind(raw) == "EpochSynthesizer":
+            inner = _core.EpochSynthesizer.from_bytes(raw)
+        else:
+            inner = _core.OnlineSynthesizer.from_bytes(raw)
+        if inner.seeded and not allow_seeded:
+            from dpstream.persistence import _seeded_refusal
+
+            raise ValueError(_seeded_refusal("OnlineSynthesizer"))
+        return cls._wrap(inner)
 
     def _refuse_copy(self, *_: object) -> NoReturn:
         # A copy would replay the same noise: two continuations from identical
@@ -239,8 +338,8 @@ class OnlineSynthesizer:
 
     def __repr__(self) -> str:
         text = (
-            f"OnlineSynthesizer(epsilon={self._epsilon}, dim={self.dim}, t={self.t}, "
-            f"depth={self.depth})"
+            f"OnlineSynthesizer(epsilon={self._epsilon}, dim={self.dim}, "
+            f"method={self._method!r}, t={self.t}, depth={self.depth})"
         )
         if self.seeded:
             text += "  # seeded: reproducible, NOT PRIVATE"

@@ -27,42 +27,65 @@ def save(obj: Any, path: str | os.PathLike[str]) -> None:
     atomic_write(path, bytes(to_bytes()))
 
 
-def load(path: str | os.PathLike[str]) -> Any:
+def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
     """Read an object written by :func:`save` (or by the Rust core).
+
+    A checkpoint of a seeded object (made with a seeded :class:`dpstream.Rng`:
+    reproducible, **not private**) is refused unless ``allow_seeded=True``;
+    loaded, the object stays marked seeded (its ``repr`` says NOT PRIVATE).
+    This covers :class:`~dpstream.OnlineSynthesizer`,
+    :class:`~dpstream.tabular.TabularStream`, :class:`~dpstream.counters.Counter`
+    and sketches released with seeded noise.
 
     Raises:
         ValueError: the file is truncated, corrupted, of an unknown kind or of
-            a newer format version.
+            a newer format version; or it holds a seeded object and
+            ``allow_seeded`` is false.
     """
     data = Path(path).read_bytes()
     if data.startswith(b"DPSTREAM-TABULAR"):
         from dpstream.tabular import TabularStream
 
-        return TabularStream.from_bytes(data)
+        return TabularStream.from_bytes(data, allow_seeded=allow_seeded)
     kind = _core.state_kind(data)
     if kind == "TreeGenerator":
         from dpstream.privhp import TreeGenerator
 
         return TreeGenerator.from_bytes(data)
     if kind == "Sketch":
-        from dpstream.sketch import CountMinSketch, CountSketch
+        from dpstream.sketch import _load_sketch
 
-        inner = _core.LinearSketch.from_bytes(data)
-        cls = CountMinSketch if inner.kind == "count-min" else CountSketch
-        return cls._wrap(inner)
+        return _load_sketch(data, allow_seeded=allow_seeded)
     if kind == "PrivHP":
         from dpstream.privhp import PrivHP
 
+        # An unreleased summary: exact counts, no noise and no generator.
         return PrivHP.from_bytes(data)
-    if kind == "OnlineSynthesizer":
+    if kind in ("OnlineSynthesizer", "EpochSynthesizer"):
+        # method="paper" and the default method="epochs" of OnlineSynthesizer.
         from dpstream.online import OnlineSynthesizer
 
-        return OnlineSynthesizer.from_bytes(data)
-    if kind in ("Counter", "SparseCounter", "InhomogeneousSparseCounter"):
-        from dpstream import counters
+        return OnlineSynthesizer.from_bytes(data, allow_seeded=allow_seeded)
+    if kind == "Counter":
+        from dpstream.counters import Counter
 
         # A loaded counter draws from a fresh OS-seeded generator; use
-        # ``<class>.from_bytes(data, rng=...)`` to give it one.
+        # ``Counter.from_bytes(data, rng=...)`` to give it one.
+        return Counter.from_bytes(data, allow_seeded=allow_seeded)
+    if kind in ("SparseCounter", "InhomogeneousSparseCounter"):
+        from dpstream import counters
+
+        # Likewise (their bytes do not record whether the noise was seeded).
         cls = getattr(counters, kind)
         return cls.from_bytes(data)
     raise ValueError(f"cannot load objects of kind {kind}")
+
+
+def _seeded_refusal(what: str) -> str:
+    """The message refusing a seeded checkpoint loaded without ``allow_seeded=True``
+    (the same words as the Rust bindings' refusal of a seeded counter)."""
+    return (
+        f"these bytes hold a seeded {what} (its noise came from a seeded generator): it is "
+        "reproducible and NOT PRIVATE; pass allow_seeded=True to load it anyway (tests and "
+        "experiments only)"
+    )

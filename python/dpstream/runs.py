@@ -2,22 +2,39 @@
 
 The engine behind the ``dpstream`` command. For every batch the model is
 updated; when a release is due it is computed and written to
-``release-<name>.<csv|parquet>``.
+``release-<name>.<csv|parquet>`` in the output directory, which receives
+nothing else (evaluation against the real data is the caller's business and
+goes elsewhere).
 
 Checkpoints (``checkpoint=`` path, ``checkpoint_every=N`` batches) make a
-killed run resumable with the same command:
+killed run resumable with the same command, and a finished run continuable
+when rows are appended to its input:
 
-* the model's state, the number of batches consumed and the names of the
-  releases written are saved atomically (temp file, fsync, rename);
+* the model's state, the sizes of the batches consumed, a SHA-256 digest of
+  the rows consumed (their canonical bytes, as ``row_bytes`` encodes them)
+  and the names of the releases written are saved atomically (temp file,
+  fsync, rename);
 * a release is saved *inside* the checkpoint (as the bytes of its file)
   before its file is written, so a crash between the two re-writes the same
   bytes on resume: a release is computed once and never recomputed with new
   noise (no ε is spent twice for it);
 * batches are consumed in a fixed order from the input, and the checkpoint
   records how many were consumed, so none is lost or counted twice;
-* a checkpoint of a different configuration is refused.
+* the checkpoint stores the run's options; a run with other options is
+  refused, naming the options that differ;
+* on resume the consumed prefix of the new input is hashed again: if it
+  differs (a row changed, removed or inserted among the consumed ones), the
+  run is refused. Rows after the consumed prefix continue the stream, which
+  is the normal periodic rerun on a grown input; the model keeps its state
+  at the end of a run for this;
+* a one-shot model (``one_shot=True``: PrivHP, released once at the end)
+  cannot continue after its release: rows appended to a finished one-shot
+  run are refused, never counted by a fresh model that would overwrite the
+  release.
 
-A checkpoint holds the model's exact counts: protect it like the raw data.
+Every refusal happens before anything is written. A checkpoint holds the
+model's exact counts: protect it like the raw data (and keep it out of the
+release directory).
 """
 
 from __future__ import annotations
@@ -28,16 +45,17 @@ import os
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from dpstream._files import atomic_write
 from dpstream.io import table_bytes
 
-__all__ = ["Batch", "Model", "RunResult", "run_stream"]
+__all__ = ["Batch", "Model", "RunResult", "consumed_sizes", "run_stream"]
 
-_MAGIC = b"DPSTREAM-RUN\x00\x01"
+_MAGIC = b"DPSTREAM-RUN\x00\x02"
+_MAGIC_V1 = b"DPSTREAM-RUN\x00\x01"
 
 
 class Model(Protocol):
@@ -65,7 +83,6 @@ class RunResult:
     releases: list[Path]
     model: Any
     resumed_from: int = 0
-    log: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _fault(point: str, index: int) -> None:
@@ -76,19 +93,21 @@ def _fault(point: str, index: int) -> None:
         os._exit(137)
 
 
-def fingerprint(options: dict[str, Any]) -> str:
-    """A digest of the options that define a run (a checkpoint must match them)."""
-    return hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def _encode_checkpoint(header: dict[str, Any], state: bytes, pending: bytes) -> bytes:
-    head = json.dumps(header).encode()
+    head = json.dumps(header, sort_keys=True).encode()
     return b"".join(
         [_MAGIC, struct.pack("<Q", len(head)), head, struct.pack("<Q", len(state)), state, pending]
     )
 
 
-def _decode_checkpoint(data: bytes) -> tuple[dict[str, Any], bytes, bytes]:
+def _decode_checkpoint(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    data = path.read_bytes()
+    if data.startswith(_MAGIC_V1):
+        raise ValueError(
+            f"checkpoint {path} was written by an older dpstream that did not record the "
+            "input it consumed; finish that run with the older version, or remove the "
+            "checkpoint to start over"
+        )
     try:
         if not data.startswith(_MAGIC):
             raise ValueError("not a dpstream run checkpoint")
@@ -101,9 +120,58 @@ def _decode_checkpoint(data: bytes) -> tuple[dict[str, Any], bytes, bytes]:
         pos += 8
         if pos + m > len(data):
             raise ValueError("truncated")
+        _check_header(header)
         return header, data[pos : pos + m], data[pos + m :]
-    except (struct.error, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"corrupt run checkpoint: {e}") from None
+    except (struct.error, json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"corrupt run checkpoint {path}: {e}") from None
+
+
+def _is_release_name(name: Any) -> bool:
+    """A plain file name ``release-…`` (never a path out of the release directory)."""
+    return isinstance(name, str) and name.startswith("release-") and Path(name).name == name
+
+
+def _check_header(header: Any) -> None:
+    """The header's fields and their types; ``ValueError`` naming the first bad one."""
+    if not isinstance(header, dict):
+        raise ValueError("the header is not an object")
+    sizes = header.get("sizes")
+    checks = {
+        "options": isinstance(header.get("options"), dict),
+        "sizes": isinstance(sizes, list)
+        and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes),
+        "batches": isinstance(sizes, list) and header.get("batches") == len(sizes),
+        "input_sha256": isinstance(header.get("input_sha256"), str),
+        "releases": isinstance(header.get("releases"), list)
+        and all(_is_release_name(r) for r in header["releases"]),
+        "pending": header.get("pending") is None or _is_release_name(header["pending"]),
+        "closed": isinstance(header.get("closed"), bool),
+    }
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(f"bad header field {bad[0]!r}")
+
+
+def consumed_sizes(checkpoint: Path | None) -> list[int]:
+    """The row counts of the batches a checkpoint has consumed, in order (``[]`` if none).
+
+    A caller that cuts batches by row count uses them to cut the consumed prefix
+    exactly as before and the rows after it into new batches.
+    """
+    if checkpoint is None or not checkpoint.exists():
+        return []
+    header, _, _ = _decode_checkpoint(checkpoint)
+    return [int(s) for s in header["sizes"]]
+
+
+def _option_changes(saved: dict[str, Any], now: dict[str, Any]) -> str:
+    keys = sorted(set(saved) | set(now))
+    diffs = [
+        f"--{k.replace('_', '-')}: {saved.get(k)!r} then, {now.get(k)!r} now"
+        for k in keys
+        if saved.get(k) != now.get(k)
+    ]
+    return "; ".join(diffs)
 
 
 def run_stream(
@@ -114,49 +182,96 @@ def run_stream(
     out_dir: Path,
     suffix: str,
     options: dict[str, Any],
+    row_bytes: Callable[[Any], bytes],
     checkpoint: Path | None = None,
     checkpoint_every: int = 1,
     progress: Callable[[Iterator[int], int], Iterator[int]] | None = None,
-    on_release: Callable[[Batch, Any, Any], dict[str, Any]] | None = None,
+    one_shot: bool = False,
 ) -> RunResult:
     """Drive ``model`` over ``batches``; see the module docs for the guarantees.
 
-    ``on_release(batch, model, frame)`` may return a dict logged with the release
-    (e.g. evaluation metrics); the log is kept in the checkpoint.
+    Args:
+        options: the run's options, JSON-serialisable (every option that affects
+            the releases); a checkpoint made with other options is refused.
+        row_bytes: the canonical bytes of a batch's rows, as the model consumes
+            them. It must be row by row (the bytes of two batches are the bytes of
+            their concatenation), so that the digest of the consumed prefix does not
+            depend on where batches were cut.
+        one_shot: the model releases once, at the last batch, and cannot be saved
+            or updated afterwards.
+
+    Raises:
+        ValueError: a corrupt or foreign checkpoint, other options, a changed
+            consumed prefix, fewer batches than consumed, or new rows for a
+            finished one-shot run. Nothing is written then.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    digest = fingerprint(options)
     start = 0
     written: list[str] = []
-    log: list[dict[str, Any]] = []
+    sizes: list[int] = []
+    digest = hashlib.sha256()
+    pending_write: tuple[str, bytes] | None = None
+    closed = False
     if checkpoint is not None and checkpoint.exists():
-        header, state, pending = _decode_checkpoint(checkpoint.read_bytes())
-        if header.get("fingerprint") != digest:
+        header, state, pending = _decode_checkpoint(checkpoint)
+        if header["options"] != options:
             raise ValueError(
-                f"checkpoint {checkpoint} was made by a run with different options; "
-                "use the same command, or remove the checkpoint to start over"
+                f"checkpoint {checkpoint} was made by a run with different options "
+                f"({_option_changes(header['options'], options)}); use the same options, "
+                "or remove the checkpoint to start over"
             )
         start = int(header["batches"])
+        sizes = [int(s) for s in header["sizes"]]
+        last = header.get("last")
+        if start > len(batches):
+            raise ValueError(
+                f"checkpoint {checkpoint} has consumed {start} batches (through {last}), "
+                f"but this run has only {len(batches)}: the schedule or the input shrank"
+            )
+        for b in batches[:start]:
+            digest.update(row_bytes(b.rows))
+        now = [len(b.rows) for b in batches[:start]]
+        if now != sizes or digest.hexdigest() != header["input_sha256"]:
+            raise ValueError(
+                f"the input changed: its rows in the first {start} batches (through {last}) "
+                f"differ from those checkpoint {checkpoint} consumed; appended rows continue "
+                "a run, changed or removed ones cannot (their releases are out): restore the "
+                "input, or remove the checkpoint to start over"
+            )
+        closed = bool(header.get("closed"))
+        if closed and start < len(batches):
+            raise ValueError(
+                f"checkpoint {checkpoint} belongs to a finished one-shot run (its one release "
+                f"is written); the {len(batches) - start} new batches cannot be counted "
+                "without a second release: start a new run with another --checkpoint and --out"
+            )
         written = list(header["releases"])
-        log = list(header.get("log", []))
         if header.get("pending"):
-            name = header["pending"]
-            atomic_write(out_dir / name, pending)  # the same bytes as before the crash
-            if name not in written:
-                written.append(name)
-        model = load_model(state) if state else model
+            pending_write = (str(header["pending"]), pending)
+        if state:
+            model = load_model(state)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if pending_write is not None:
+        name, data = pending_write
+        atomic_write(out_dir / name, data)  # the same bytes as before the crash
+        if name not in written:
+            written.append(name)
     resumed = start
 
-    def save(done: int, state: bytes, pending: tuple[str, bytes] | None) -> None:
+    def save(done: int, label: str, pending: tuple[str, bytes] | None, final: bool) -> None:
         if checkpoint is None:
             return
+        shot = final and one_shot
         header = {
-            "fingerprint": digest,
+            "options": options,
             "batches": done,
+            "sizes": sizes,
+            "input_sha256": digest.hexdigest(),
+            "last": label,
             "releases": written,
             "pending": pending[0] if pending else None,
-            "log": log,
+            "closed": shot,
         }
+        state = b"" if shot else bytes(model.to_bytes())
         atomic_write(checkpoint, _encode_checkpoint(header, state, pending[1] if pending else b""))
 
     indices: Iterator[int] = iter(range(start, len(batches)))
@@ -164,29 +279,22 @@ def run_stream(
         indices = progress(indices, len(batches) - start)
     for i in indices:
         batch = batches[i]
+        canonical = row_bytes(batch.rows)
         model.update(batch.rows)
+        digest.update(canonical)
+        sizes.append(len(batch.rows))
         done = i + 1
+        final = done == len(batches)
         if batch.release:
             frame = model.release()
             name = f"release-{batch.label}{suffix}"
             data = table_bytes(frame, suffix)
-            if on_release is not None:
-                log.append({"release": batch.label, **on_release(batch, model, frame)})
             _fault("before-checkpoint", i)
-            if checkpoint is not None:
-                save(done, _state(model, done == len(batches)), (name, data))
+            save(done, batch.label, (name, data), final)
             _fault("after-checkpoint", i)
             atomic_write(out_dir / name, data)
             written.append(name)
             _fault("after-write", i)
-        elif checkpoint is not None and done % checkpoint_every == 0:
-            save(done, _state(model, False), None)
-    if checkpoint is not None and resumed < len(batches) and not batches[-1].release:
-        save(len(batches), _state(model, True), None)
-    return RunResult(len(batches), [out_dir / n for n in written], model, resumed, log)
-
-
-def _state(model: Model, final: bool) -> bytes:
-    """The model's state, or nothing once the run is over (a finished run only
-    needs its release files; a one-shot model cannot be saved after releasing)."""
-    return b"" if final else bytes(model.to_bytes())
+        elif done % checkpoint_every == 0 or final:
+            save(done, batch.label, None, final)
+    return RunResult(len(batches), [out_dir / n for n in written], model, resumed)

@@ -150,7 +150,7 @@ def online_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
     the origin's corner and of the opposite corner at every depth, and their difference."""
     counts = []
     for _ in range(size):
-        s = OnlineSynthesizer(1, 2, rng=rng)
+        s = OnlineSynthesizer(1, 2, rng=rng, method="paper")
         s.update(points)
         counts.append(s.cells()[2])
     c = np.asarray(counts)
@@ -230,3 +230,51 @@ def test_tabular_stream_one_step(audited, score: str, claim: int) -> None:
     )
     assert result.passed, result
     assert result.lower_bound > 0.5, result  # the audit sees the changed record
+
+
+# ---------------------------------------------------------------------------------------
+# The default online synthesizer (method="epochs"): one replaced point in the second epoch
+# ---------------------------------------------------------------------------------------
+
+EPOCH_BOXES = [((0.0, 0.0), (0.5**k, 0.5**k)) for k in (1, 2, 3)] + [
+    ((1 - 0.5**k, 1 - 0.5**k), (1.0, 1.0)) for k in (1, 2, 3)
+]
+
+
+def box_mass(lower: np.ndarray, upper: np.ndarray, counts: np.ndarray, box) -> float:
+    """Released mass in ``box``: each leaf's count times the share of its volume inside."""
+    lo, hi = np.asarray(box[0]), np.asarray(box[1])
+    overlap = np.clip(np.minimum(upper, hi) - np.maximum(lower, lo), 0, None).prod(axis=1)
+    return float((counts * overlap / (upper - lower).prod(axis=1)).sum())
+
+
+def epochs_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """Two releases (after 20 and 40 points); the second release's mass in nested boxes at
+    the origin's corner and the opposite corner, and their differences."""
+    out = np.empty((size, len(EPOCH_BOXES) + 3))
+    for i in range(size):
+        s = OnlineSynthesizer(1, 2, rng=rng)
+        s.update(points[:20])
+        s.cells()
+        s.update(points[20:])
+        masses = [box_mass(*s.cells(), box) for box in EPOCH_BOXES]
+        out[i] = masses + [masses[k] - masses[k + 3] for k in range(3)]
+    return np.rint(out)
+
+
+def test_online_epochs_one_replaced_point(audited) -> None:
+    # 40 points; the neighbours differ in step 31 (epoch 2): near the origin in one,
+    # near (1, 1) in the other.
+    x = np.random.default_rng(78).random((40, 2))
+    y = x.copy()
+    x[30], y[30] = 0.02, 0.98
+    result = audited(
+        "online synthesizer (epochs), one replaced point, ε = 1",
+        epochs_mechanism,
+        (x, y),
+        epsilon=1,
+        runs=ONLINE_RUNS,
+        batch_size=ONLINE_RUNS,
+        seed=330,
+    )
+    assert result.passed, result

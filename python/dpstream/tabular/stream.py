@@ -784,19 +784,26 @@ class TabularStream:
         return _MAGIC + buf.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> TabularStream:
-        """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt."""
+    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> TabularStream:
+        """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt.
+
+        A checkpoint of a seeded stream resumes its seeded generator, so everything
+        it releases is reproducible and **not private**: it is refused
+        (``ValueError``) unless ``allow_seeded=True``.
+        """
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         try:
-            return cls._decode(data)
+            return cls._decode(data, allow_seeded=bool(allow_seeded))
         except (KeyError, TypeError, AttributeError, IndexError, NotImplementedError) as e:
             # A damaged container (zip features, member names) or header fields of the
             # wrong type or shape: corrupt data, like any other.
             raise ValueError(f"corrupt TabularStream state: {type(e).__name__}: {e}") from None
 
     @classmethod
-    def _decode(cls, data: bytes | bytearray | memoryview) -> TabularStream:
+    def _decode(
+        cls, data: bytes | bytearray | memoryview, *, allow_seeded: bool = False
+    ) -> TabularStream:
         if not bytes(data[: len(_MAGIC)]) == _MAGIC:
             raise ValueError("not a dpstream TabularStream state")
         try:
@@ -820,6 +827,10 @@ class TabularStream:
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
+        if rng_state is not None and not allow_seeded:
+            from dpstream.persistence import _seeded_refusal
+
+            raise ValueError(_seeded_refusal("TabularStream"))
         s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
         # The constructor drew the sampling seed: restore the generator after it.
         s._rng = Rng._from_checkpoint_state(rng_state)
@@ -848,7 +859,9 @@ class TabularStream:
             for k, cs in s._counters.items():
                 name = f"counter_{i}" if k == s._k else f"counter_k{k}_{i}"
                 if name in arrays:
-                    c = Counter.from_bytes(arrays[name].tobytes(), rng=s._rng)
+                    c = Counter.from_bytes(
+                        arrays[name].tobytes(), rng=s._rng, allow_seeded=allow_seeded
+                    )
                     if c.kind != s._counter_kind or c.epsilon != s._budgets[k].measurement:
                         raise ValueError(f"corrupt TabularStream state: {name}")
                     cs[i] = c

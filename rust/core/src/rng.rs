@@ -72,6 +72,23 @@ impl Rng {
         Self::build(ChaCha12Rng::from_seed(key), self.seeded)
     }
 
+    /// A fresh 256-bit key drawn from this generator (for keyed noise streams).
+    pub(crate) fn draw_key(&mut self) -> [u8; 32] {
+        let mut key = [0u8; 32];
+        self.inner.fill_bytes(&mut key);
+        key
+    }
+
+    /// The generator of stream `stream` under `key`: independent streams of
+    /// one key never overlap (ChaCha's 64-bit stream id). Reproducible from
+    /// the key; `seeded` only labels it (true when the key came from a seeded
+    /// generator).
+    pub(crate) fn keyed_stream(key: [u8; 32], stream: u64, seeded: bool) -> Self {
+        let mut inner = ChaCha12Rng::from_seed(key);
+        inner.set_stream(stream);
+        Self::build(inner, seeded)
+    }
+
     /// The full state of a **seeded** generator (key, stream, position and
     /// buffered bits) for a checkpoint, or `None` for an OS-seeded one: its
     /// key is never written anywhere (with it, released noise could be

@@ -5,7 +5,7 @@
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `DPSTREAM` |
-//! | 2 | format version ([`FORMAT_VERSION`]) |
+//! | 2 | format version of the kind's payload ([`Kind::version`]) |
 //! | 2 | object kind ([`Kind`]) |
 //! | 8 | payload length |
 //! | n | payload |
@@ -14,12 +14,25 @@
 //! Decoding checks each field and reports truncation, corruption, a foreign
 //! object kind or a newer format with a clear error; it never panics and
 //! never allocates more than the input's own size.
+//!
+//! Versions are per kind: a kind whose payload layout changes gets a new
+//! [`Kind::version`], and its decoder reads the older layouts it still
+//! supports through [`decode_versioned`]; every other kind keeps version 1
+//! (its files do not change). [`decode`] accepts only the current version.
+//!
+//! | kind | version | change |
+//! |---|---|---|
+//! | `Counter` | 2 | a flags byte: whether the noise came from a seeded generator |
+//! | `Sketch` | 2 | flags (released, seeded noise) and the ε ledger (budget, spent) |
 
 use crate::error::{Error, Result};
+use crate::rational::Rational;
+use num_bigint::BigUint;
 
 /// First bytes of every encoded object.
 pub const MAGIC: &[u8; 8] = b"DPSTREAM";
-/// Version of the encoding written by this build.
+/// Version of the envelope and of the payload of every kind not listed in
+/// [`Kind::version`] (the oldest version any kind is read in).
 pub const FORMAT_VERSION: u16 = 1;
 const HEADER_LEN: usize = 8 + 2 + 2 + 8;
 const CRC_LEN: usize = 4;
@@ -43,6 +56,9 @@ pub enum Kind {
     /// An inhomogeneous sparse counter
     /// ([`crate::counters::InhomogeneousSparseCounter`]): exact counts.
     InhomogeneousSparseCounter = 7,
+    /// The default online synthesizer ([`crate::synth::EpochSynthesizer`]):
+    /// exact point paths and the noise keys of its epoch blocks.
+    EpochSynthesizer = 8,
 }
 
 impl Kind {
@@ -56,7 +72,18 @@ impl Kind {
             5 => Some(Self::Counter),
             6 => Some(Self::SparseCounter),
             7 => Some(Self::InhomogeneousSparseCounter),
+            8 => Some(Self::EpochSynthesizer),
             _ => None,
+        }
+    }
+
+    /// Version of this kind's payload layout written by this build (the
+    /// header's version field). Older versions down to [`FORMAT_VERSION`] are
+    /// read by the kind's own decoder ([`decode_versioned`]).
+    pub fn version(self) -> u16 {
+        match self {
+            Self::Sketch | Self::Counter => 2,
+            _ => FORMAT_VERSION,
         }
     }
 
@@ -70,6 +97,7 @@ impl Kind {
             Self::Counter => "Counter",
             Self::SparseCounter => "SparseCounter",
             Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
+            Self::EpochSynthesizer => "EpochSynthesizer",
         }
     }
 }
@@ -78,11 +106,18 @@ fn corrupt(msg: impl std::fmt::Display) -> Error {
     Error::InvalidParameter(format!("invalid dpstream state: {msg}"))
 }
 
-/// Wrap `payload` in the header and checksum.
+/// Wrap `payload` in the header (with the kind's current [`Kind::version`])
+/// and checksum.
 pub fn encode(kind: Kind, payload: &[u8]) -> Vec<u8> {
+    encode_version(kind, kind.version(), payload)
+}
+
+/// Wrap `payload` in a header of format `version` and the checksum: for tests
+/// and tools that write an older layout. [`encode`] is the normal writer.
+pub fn encode_version(kind: Kind, version: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + CRC_LEN);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(kind as u16).to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(payload);
@@ -94,13 +129,30 @@ pub fn encode(kind: Kind, payload: &[u8]) -> Vec<u8> {
 /// The object kind of an encoded object, after checking magic, version,
 /// length and checksum.
 pub fn peek_kind(bytes: &[u8]) -> Result<Kind> {
-    let (kind, _) = split(bytes)?;
+    let (kind, _, _) = split(bytes)?;
     Ok(kind)
 }
 
-/// The payload of an encoded object of kind `expected`.
+/// The payload of an encoded object of kind `expected`, in the kind's
+/// current layout ([`Kind::version`]); an older layout is refused.
 pub fn decode(bytes: &[u8], expected: Kind) -> Result<&[u8]> {
-    let (kind, payload) = split(bytes)?;
+    let (version, payload) = decode_versioned(bytes, expected)?;
+    if version != expected.version() {
+        return Err(corrupt(format!(
+            "format version {version} of a {} is not supported by this build (which reads \
+             version {})",
+            expected.name(),
+            expected.version()
+        )));
+    }
+    Ok(payload)
+}
+
+/// The format version and payload of an encoded object of kind `expected`,
+/// for a decoder that reads older layouts of its kind: any version from
+/// [`FORMAT_VERSION`] to [`Kind::version`].
+pub fn decode_versioned(bytes: &[u8], expected: Kind) -> Result<(u16, &[u8])> {
+    let (kind, version, payload) = split(bytes)?;
     if kind != expected {
         return Err(corrupt(format!(
             "expected a {}, found a {}",
@@ -108,10 +160,10 @@ pub fn decode(bytes: &[u8], expected: Kind) -> Result<&[u8]> {
             kind.name()
         )));
     }
-    Ok(payload)
+    Ok((version, payload))
 }
 
-fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
+fn split(bytes: &[u8]) -> Result<(Kind, u16, &[u8])> {
     if bytes.len() < HEADER_LEN + CRC_LEN {
         return Err(corrupt(format!("truncated ({} bytes)", bytes.len())));
     }
@@ -119,20 +171,33 @@ fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
         return Err(corrupt("not a dpstream file (bad magic bytes)"));
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
-    if version > FORMAT_VERSION {
-        return Err(corrupt(format!(
-            "written in a newer format (format version {version}) than this build reads \
-             (version {FORMAT_VERSION}); upgrade dpstream to load it"
-        )));
-    }
-    if version != FORMAT_VERSION {
-        return Err(corrupt(format!(
-            "format version {version} is not supported by this build (which reads version {FORMAT_VERSION})"
-        )));
-    }
     let code = u16::from_le_bytes([bytes[10], bytes[11]]);
-    let kind =
-        Kind::from_code(code).ok_or_else(|| corrupt(format!("unknown object kind {code}")))?;
+    let kind = Kind::from_code(code).ok_or_else(|| {
+        corrupt(format!(
+            "unknown object kind {code} (format version {version}; a newer dpstream may \
+             write it)"
+        ))
+    })?;
+    if version > kind.version() {
+        return Err(corrupt(format!(
+            "written in a newer format (format version {version} of a {}) than this build \
+             reads (version {}); upgrade dpstream to load it",
+            kind.name(),
+            kind.version()
+        )));
+    }
+    if version < FORMAT_VERSION {
+        let reads = if kind.version() == FORMAT_VERSION {
+            format!("version {FORMAT_VERSION}")
+        } else {
+            format!("versions {FORMAT_VERSION} to {}", kind.version())
+        };
+        return Err(corrupt(format!(
+            "format version {version} is not supported by this build (which reads {reads} \
+             of a {})",
+            kind.name()
+        )));
+    }
     let mut len_bytes = [0u8; 8];
     len_bytes.copy_from_slice(&bytes[12..20]);
     let len = u64::from_le_bytes(len_bytes);
@@ -151,7 +216,7 @@ fn split(bytes: &[u8]) -> Result<(Kind, &[u8])> {
     if crc32fast::hash(&bytes[..body_end]) != u32::from_le_bytes(crc_bytes) {
         return Err(corrupt("checksum mismatch (the data is corrupted)"));
     }
-    Ok((kind, &bytes[HEADER_LEN..body_end]))
+    Ok((kind, version, &bytes[HEADER_LEN..body_end]))
 }
 
 /// Appends little-endian fields to a payload.
@@ -188,6 +253,15 @@ impl Writer {
     /// Append an `f64` (its bits).
     pub fn f64(&mut self, v: f64) {
         self.buf.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+    /// Append an exact rational: numerator, then denominator, each as a
+    /// `u64` byte length and little-endian bytes.
+    pub fn rational(&mut self, x: &Rational) {
+        for part in [x.numer(), x.denom()] {
+            let bytes = part.to_bytes_le();
+            self.u64(bytes.len() as u64);
+            self.buf.extend_from_slice(&bytes);
+        }
     }
     /// The payload.
     pub fn finish(self) -> Vec<u8> {
@@ -238,6 +312,18 @@ impl<'a> Reader<'a> {
     /// Read an `f64`.
     pub fn f64(&mut self) -> Result<f64> {
         Ok(f64::from_bits(self.u64()?))
+    }
+    /// Read a [`Writer::rational`]; a zero denominator is refused.
+    pub fn rational(&mut self) -> Result<Rational> {
+        let mut big = || -> Result<BigUint> {
+            let n = self.count(1)?;
+            let end = self.pos + n; // `count` checked that the payload holds `n` bytes
+            let v = BigUint::from_bytes_le(&self.data[self.pos..end]);
+            self.pos = end;
+            Ok(v)
+        };
+        let (num, den) = (big()?, big()?);
+        Rational::new(num, den).map_err(corrupt)
     }
     /// A count of items of `item_bytes` each that must still fit in the
     /// payload: guards allocations against corrupted lengths.
@@ -304,13 +390,52 @@ mod tests {
         let err = decode(&bytes, Kind::TreeGenerator).unwrap_err().to_string();
         assert!(err.contains("expected a TreeGenerator"), "{err}");
         let mut newer = bytes.clone();
-        newer[8] = 2;
+        newer[8] = 3;
         let err = decode(&newer, Kind::Sketch).unwrap_err().to_string();
-        assert!(err.contains("newer format (format version 2)"), "{err}");
+        assert!(
+            err.contains("newer format (format version 3 of a Sketch)"),
+            "{err}"
+        );
         let mut older = bytes.clone();
         older[8] = 0;
         let err = decode(&older, Kind::Sketch).unwrap_err().to_string();
-        assert!(err.contains("format version 0 is not supported"), "{err}");
+        assert!(
+            err.ends_with("not supported by this build (which reads versions 1 to 2 of a Sketch)"),
+            "{err}"
+        );
+        let tree = encode_version(Kind::TreeGenerator, 0, &[]);
+        let err = peek_kind(&tree).unwrap_err().to_string();
+        assert!(
+            err.ends_with("(which reads version 1 of a TreeGenerator)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn versions_are_per_kind() {
+        let payload = [1u8, 2, 3];
+        // A kind at version 1 is written and read at version 1 only.
+        let tree = encode(Kind::TreeGenerator, &payload);
+        assert_eq!(u16::from_le_bytes([tree[8], tree[9]]), 1);
+        let v2 = encode_version(Kind::TreeGenerator, 2, &payload);
+        let err = decode(&v2, Kind::TreeGenerator).unwrap_err().to_string();
+        assert!(
+            err.contains("newer format (format version 2 of a TreeGenerator)"),
+            "{err}"
+        );
+        assert!(peek_kind(&v2).is_err());
+        // A kind at version 2 reads version 1 through `decode_versioned` only.
+        for kind in [Kind::Sketch, Kind::Counter] {
+            let now = encode(kind, &payload);
+            assert_eq!(decode_versioned(&now, kind).unwrap(), (2, &payload[..]));
+            assert_eq!(decode(&now, kind).unwrap(), &payload[..]);
+            let old = encode_version(kind, 1, &payload);
+            assert_eq!(peek_kind(&old).unwrap(), kind);
+            assert_eq!(decode_versioned(&old, kind).unwrap(), (1, &payload[..]));
+            let err = decode(&old, kind).unwrap_err().to_string();
+            assert!(err.contains("format version 1 of a"), "{err}");
+            assert!(err.contains("is not supported by this build"), "{err}");
+        }
     }
 
     #[test]

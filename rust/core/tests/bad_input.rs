@@ -5,9 +5,9 @@
 use dpstream_core::counters::{Counter, InhomogeneousSparseCounter, SparseCounter};
 use dpstream_core::sketch::LinearSketch;
 use dpstream_core::state::{self, Kind};
-use dpstream_core::synth::{OnlineSynthesizer, PrivHP, TreeGenerator};
+use dpstream_core::synth::{EpochSynthesizer, OnlineSynthesizer, PrivHP, TreeGenerator};
 
-const KINDS: [Kind; 7] = [
+const KINDS: [Kind; 8] = [
     Kind::TreeGenerator,
     Kind::Sketch,
     Kind::OnlineSynthesizer,
@@ -15,6 +15,7 @@ const KINDS: [Kind; 7] = [
     Kind::Counter,
     Kind::SparseCounter,
     Kind::InhomogeneousSparseCounter,
+    Kind::EpochSynthesizer,
 ];
 
 /// Every decoder refuses `bytes` with an error (and does not panic).
@@ -26,6 +27,7 @@ fn all_decoders_refuse(bytes: &[u8]) {
     assert!(LinearSketch::from_bytes(bytes).is_err());
     assert!(PrivHP::from_bytes(bytes).is_err());
     assert!(OnlineSynthesizer::from_bytes(bytes).is_err());
+    assert!(EpochSynthesizer::from_bytes(bytes).is_err());
     assert!(Counter::from_bytes(bytes).is_err());
     assert!(SparseCounter::from_bytes(bytes).is_err());
     assert!(InhomogeneousSparseCounter::from_bytes(bytes).is_err());

@@ -6,7 +6,7 @@
 use dpstream_core::counters::{
     Counter, CounterKind, InhomogeneousSparseCounter, LevelSchedule, SparseCounter,
 };
-use dpstream_core::sketch::{LinearSketch, SketchKind};
+use dpstream_core::sketch::{LinearSketch, SketchKind, SketchRecord};
 use dpstream_core::state::{self, Kind};
 use dpstream_core::synth::{BudgetRule, OnlineSynthesizer, PrivHP, PrivHPConfig};
 use dpstream_core::{Rational, Rng};
@@ -87,9 +87,20 @@ fn main() {
     {
         let mut s = LinearSketch::new(kind, rows, width, &mut rng).unwrap();
         s.update_many(&[1, 2, 3, 99], &[5, 1, 7, 2]).unwrap();
-        write("sketch", &format!("s{i}"), Kind::Sketch, &s.to_bytes(false));
+        let exact = SketchRecord {
+            budget: Some(q(2, 1)),
+            spent: q(1, 2),
+            ..SketchRecord::exact()
+        };
+        write("sketch", &format!("s{i}"), Kind::Sketch, &s.to_bytes(&exact).unwrap());
         s.add_noise(&mut rng, &q(1, 1)).unwrap();
-        write("sketch", &format!("s{i}r"), Kind::Sketch, &s.to_bytes(true));
+        let released = SketchRecord {
+            released: true,
+            noise_seeded: i % 2 == 0,
+            budget: Some(q(1, 1)),
+            spent: q(1, 1),
+        };
+        write("sketch", &format!("s{i}r"), Kind::Sketch, &s.to_bytes(&released).unwrap());
     }
     // Online synthesizers at several times, seeded (they resume exactly).
     for (i, (dim, n, eps)) in [
@@ -129,7 +140,7 @@ fn main() {
                 "counter",
                 &format!("c{i}-{dim}"),
                 Kind::Counter,
-                &c.to_bytes(),
+                &c.to_bytes(i % 2 == 0),
             );
         }
     }

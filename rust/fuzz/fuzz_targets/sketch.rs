@@ -10,9 +10,13 @@ fuzz_target!(|data: &[u8]| {
     let Some(bytes) = state_bytes(data, Kind::Sketch) else {
         return;
     };
-    let Ok((s, released)) = LinearSketch::from_bytes(&bytes) else {
+    let Ok(decoded) = LinearSketch::from_bytes(&bytes) else {
         return;
     };
+    let (s, record) = (decoded.sketch, decoded.record);
+    if let Some(budget) = &record.budget {
+        assert!(record.spent <= *budget, "a decoded ledger spent past its budget");
+    }
     let mut rng = op_rng(data);
     assert_eq!(s.cells().len(), s.rows() * s.width());
     assert_eq!(s.hashes().len(), s.rows());
@@ -59,9 +63,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(rng.clone().next_u64(), saved.clone().next_u64());
     }
 
-    // Re-encoding is decodable and canonical.
-    let again = s.to_bytes(released);
-    let (back, flag) = LinearSketch::from_bytes(&again).expect("re-encoded sketch decodes");
-    assert!(back == s && flag == released);
-    assert_eq!(back.to_bytes(flag), again);
+    // Re-encoding is decodable and canonical (a version-1 input comes back as
+    // version 2 with its exhausted ledger).
+    let again = s.to_bytes(&record).expect("a decoded record re-encodes");
+    let back = LinearSketch::from_bytes(&again).expect("re-encoded sketch decodes");
+    assert!(back.sketch == s && back.record == record && !back.legacy);
+    assert_eq!(back.sketch.to_bytes(&back.record).unwrap(), again);
 });

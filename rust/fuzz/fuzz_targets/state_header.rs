@@ -17,12 +17,14 @@ const KINDS: [Kind; 7] = [
 fuzz_target!(|data: &[u8]| {
     let peeked = state::peek_kind(data);
     for kind in KINDS {
-        match (state::decode(data, kind), &peeked) {
-            (Ok(payload), Ok(k)) => {
+        match (state::decode_versioned(data, kind), &peeked) {
+            (Ok((version, payload)), Ok(k)) => {
                 assert_eq!(*k, kind);
                 assert_eq!(payload.len() + 24, data.len());
                 // Re-encoding the payload gives the input back.
-                assert_eq!(state::encode(kind, payload), data);
+                assert_eq!(state::encode_version(kind, version, payload), data);
+                // `decode` takes the current version only.
+                assert_eq!(state::decode(data, kind).is_ok(), version == kind.version());
             }
             (Ok(_), Err(e)) => panic!("decode accepted what peek_kind refused: {e}"),
             (Err(e), Ok(k)) => assert!(*k != kind, "decode refused its own kind: {e}"),

@@ -189,19 +189,34 @@ impl PyCounter {
         Ok(self.inner.release().to_vec().into_pyarray(py).unbind())
     }
 
-    /// Checkpoint bytes (kind `Counter`). Sensitive: the exact sums.
+    /// Checkpoint bytes (kind `Counter`), with the seeded flag. Sensitive:
+    /// the exact sums.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.to_bytes())
+        PyBytes::new(py, &self.inner.to_bytes(self.seeded))
     }
 
     /// Decode `to_bytes` output; the counter draws from `rng`, or from a
-    /// fresh OS-seeded generator when `rng` is `None`.
+    /// fresh OS-seeded generator when `rng` is `None`. A checkpoint of a
+    /// seeded counter is refused unless `allow_seeded`; loaded, it stays
+    /// seeded whatever `rng` is (its noise so far is reproducible).
     #[staticmethod]
-    #[pyo3(signature = (data, rng=None))]
-    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
-        let inner = Counter::from_bytes(data).map_err(to_py_err)?;
+    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        rng: Option<Py<Rng>>,
+        allow_seeded: bool,
+    ) -> PyResult<Self> {
+        let (inner, saved_seeded) = Counter::from_bytes(data).map_err(to_py_err)?;
+        if saved_seeded && !allow_seeded {
+            return Err(PyValueError::new_err(seeded_refusal("Counter")));
+        }
         let (rng, seeded) = make_source(py, rng)?;
-        Ok(Self { inner, rng, seeded })
+        Ok(Self {
+            inner,
+            rng,
+            seeded: seeded || saved_seeded,
+        })
     }
 
     /// `(T, dim)` increments in, `(T, dim)` releases out. All-or-nothing.
@@ -226,6 +241,16 @@ impl PyCounter {
             .map_err(to_py_err)?;
         Ok(out.into_pyarray(py).reshape([steps, dim])?.unbind())
     }
+}
+
+/// The refusal of a seeded checkpoint loaded without `allow_seeded=True`
+/// (the same words as `dpstream.persistence._seeded_refusal`).
+pub(crate) fn seeded_refusal(what: &str) -> String {
+    format!(
+        "these bytes hold a seeded {what} (its noise came from a seeded generator): it is \
+         reproducible and NOT PRIVATE; pass allow_seeded=True to load it anyway (tests and \
+         experiments only)"
+    )
 }
 
 /// The generator of a new counter: the caller's, or an OS-seeded one.

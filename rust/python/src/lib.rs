@@ -14,6 +14,7 @@ use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueEr
 use pyo3::prelude::*;
 
 mod counters;
+mod epochs;
 mod noise;
 mod online;
 mod partition;
@@ -158,6 +159,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketch::register(m)?;
     privhp::register(m)?;
     online::register(m)?;
+    epochs::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -199,7 +199,7 @@ impl PyPrivHP {
 /// The released generator; see `dpstream.TreeGenerator`.
 #[pyclass(module = "dpstream._core", name = "TreeGenerator")]
 pub(crate) struct PyTreeGenerator {
-    inner: TreeGenerator,
+    pub(crate) inner: TreeGenerator,
 }
 
 #[pymethods]

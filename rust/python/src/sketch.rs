@@ -1,7 +1,8 @@
 //! Bindings of `dpstream_core::sketch::LinearSketch`.
 
 use crate::{rational, to_py_err, with_rng, zeroed, Rng};
-use dpstream_core::sketch::{LinearSketch, SketchKind};
+use dpstream_core::sketch::{LinearSketch, SketchKind, SketchRecord};
+use dpstream_core::Rational;
 use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
@@ -148,14 +149,51 @@ impl PySketch {
         Ok(self.inner.cells().to_vec().into_pyarray(py))
     }
 
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.to_bytes(self.released))
+    /// The encoding with the release flag and the caller's ε ledger:
+    /// `budget` (`None`: no cap) and `spent` as `(numerator, denominator)`,
+    /// and whether the release's noise was seeded.
+    #[pyo3(signature = (budget, spent, noise_seeded))]
+    fn to_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        budget: Option<(BigUint, BigUint)>,
+        spent: (BigUint, BigUint),
+        noise_seeded: bool,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let record = SketchRecord {
+            released: self.released,
+            noise_seeded,
+            budget: budget.map(|(n, d)| rational(n, d, "budget")).transpose()?,
+            spent: rational(spent.0, spent.1, "spent")?,
+        };
+        let data = self.inner.to_bytes(&record).map_err(to_py_err)?;
+        Ok(PyBytes::new(py, &data))
     }
 
+    /// Decode `to_bytes` output: `(sketch, budget, spent, noise_seeded,
+    /// legacy)`, the ε values as `(numerator, denominator)` (`budget` `None`:
+    /// no cap); `legacy` for a version-1 encoding, whose ledger is returned
+    /// exhausted (budget 0).
     #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        let (inner, released) = LinearSketch::from_bytes(data).map_err(to_py_err)?;
-        Ok(Self { inner, released })
+    #[allow(clippy::type_complexity)]
+    fn from_bytes(
+        data: &[u8],
+    ) -> PyResult<(
+        Self,
+        Option<(BigUint, BigUint)>,
+        (BigUint, BigUint),
+        bool,
+        bool,
+    )> {
+        let d = LinearSketch::from_bytes(data).map_err(to_py_err)?;
+        let pair = |r: &Rational| (r.numer().clone(), r.denom().clone());
+        let budget = d.record.budget.as_ref().map(pair);
+        let spent = pair(&d.record.spent);
+        let sketch = Self {
+            inner: d.sketch,
+            released: d.record.released,
+        };
+        Ok((sketch, budget, spent, d.record.noise_seeded, d.legacy))
     }
 }
 

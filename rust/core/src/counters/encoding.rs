@@ -11,6 +11,10 @@
 //!   takes the caller's [`crate::Rng`]), so nothing about keys is stored. A
 //!   decoded counter stepped with the same generator state gives exactly the
 //!   releases the original would have given.
+//! * **Seeded flag**: the caller, who knows its generator, says whether the
+//!   noise came from a seeded one (reproducible, **not private**); the flag
+//!   is stored and decoded with the counter, so a loaded counter stays
+//!   marked. Version-1 encodings (before the flag) decode as not seeded.
 //! * **Validation**: decoding checks the header and checksum
 //!   ([`crate::state::decode`]), then every field: the kind, ε, lengths
 //!   against `dim` and the tree levels, the time against the horizon, and
@@ -18,10 +22,12 @@
 //!   it allocates only after checking that the payload holds the values
 //!   ([`Reader::count`]).
 //!
-//! Payload of a [`Counter`] (all integers little-endian):
+//! Payload of a [`Counter`], version 2 (all integers little-endian;
+//! version 1 is the same without the flags byte):
 //!
 //! | field | encoding |
 //! |---|---|
+//! | flags | `u8`: bit 0 the noise came from a seeded generator; other bits 0 |
 //! | kind | `u8`: 0 simple, 1 block, 2 unbounded block, 3 binary tree, 4 hybrid |
 //! | horizon | `u64`, only for block and binary tree |
 //! | ε | numerator and denominator, each a `u64` length and little-endian bytes |
@@ -36,44 +42,34 @@ use super::{Counter, CounterKind, Process};
 use crate::error::{invalid, Error, Result};
 use crate::rational::Rational;
 use crate::state::{self, Kind, Reader, Writer};
-use num_bigint::BigUint;
 
 /// An error for a well-formed but invalid payload.
 pub(crate) fn bad(what: impl std::fmt::Display) -> Error {
     invalid!("invalid dpstream state: {what}")
 }
 
-/// Append an exact rational: numerator, then denominator, each as a `u64`
-/// byte length and little-endian bytes.
+/// Append an exact rational ([`Writer::rational`]).
 pub(crate) fn write_rational(w: &mut Writer, x: &Rational) {
-    for part in [x.numer(), x.denom()] {
-        let bytes = part.to_bytes_le();
-        w.u64(bytes.len() as u64);
-        for b in bytes {
-            w.u8(b);
-        }
-    }
+    w.rational(x);
 }
 
 /// Read [`write_rational`] output.
 pub(crate) fn read_rational(r: &mut Reader<'_>) -> Result<Rational> {
-    let mut big = || -> Result<BigUint> {
-        let n = r.count(1)?;
-        let bytes = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
-        Ok(BigUint::from_bytes_le(&bytes))
-    };
-    let (num, den) = (big()?, big()?);
-    Rational::new(num, den).map_err(bad)
+    r.rational()
 }
 
 impl Counter {
-    /// Encode the whole counter for a checkpoint ([`Kind::Counter`]).
+    /// Encode the whole counter for a checkpoint ([`Kind::Counter`]), with
+    /// `seeded`: whether its noise came from a seeded generator (the counter
+    /// does not own its generator, so the caller says; it is stored so that
+    /// a loaded counter is still marked not private).
     ///
     /// **Sensitive**: the bytes hold the exact running sums (protect them
     /// like the raw data). No generator state is stored: the counter has
     /// none.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(&self, seeded: bool) -> Vec<u8> {
         let mut w = Writer::new();
+        w.u8(u8::from(seeded));
         let (code, horizon) = match self.kind {
             CounterKind::Simple => (0u8, None),
             CounterKind::Block { horizon } => (1, Some(horizon)),
@@ -100,12 +96,22 @@ impl Counter {
         state::encode(Kind::Counter, &w.finish())
     }
 
-    /// Decode [`Counter::to_bytes`] output. Fails with a clear error on
-    /// truncated, corrupted or foreign bytes and on a payload that no
-    /// counter can reach.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::Counter)?;
+    /// Decode [`Counter::to_bytes`] output: the counter and its seeded flag
+    /// (`false` for a version-1 encoding, which did not record it). Fails
+    /// with a clear error on truncated, corrupted or foreign bytes and on a
+    /// payload that no counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, bool)> {
+        let (version, payload) = state::decode_versioned(bytes, Kind::Counter)?;
         let mut r = Reader::new(payload);
+        let seeded = if version >= 2 {
+            match r.u8()? {
+                0 => false,
+                1 => true,
+                f => return Err(bad(format!("bad counter flags {f}"))),
+            }
+        } else {
+            false
+        };
         let kind = match r.u8()? {
             0 => CounterKind::Simple,
             1 => CounterKind::Block { horizon: r.u64()? },
@@ -143,7 +149,7 @@ impl Counter {
         }
         r.finish()?;
         c.time = time;
-        Ok(c)
+        Ok((c, seeded))
     }
 }
 
@@ -197,9 +203,9 @@ mod tests {
                     for _ in 0..at {
                         step(&mut c, &mut rng);
                     }
-                    let bytes = c.to_bytes();
-                    let mut d = Counter::from_bytes(&bytes).unwrap();
-                    assert_eq!(d.to_bytes(), bytes, "{kind:?} at {at}");
+                    let bytes = c.to_bytes(false);
+                    let mut d = Counter::from_bytes(&bytes).unwrap().0;
+                    assert_eq!(d.to_bytes(false), bytes, "{kind:?} at {at}");
                     assert_eq!(format!("{d:?}"), format!("{c:?}"));
                     assert_eq!(d.release(), c.release());
                     assert_eq!(d.memory_bytes(), c.memory_bytes(), "{kind:?} at {at}");
@@ -209,7 +215,7 @@ mod tests {
                         step(&mut d, &mut rng2);
                         assert_eq!(d.release(), c.release(), "{kind:?} saved at {at}");
                     }
-                    assert_eq!(d.to_bytes(), c.to_bytes());
+                    assert_eq!(d.to_bytes(false), c.to_bytes(false));
                     assert_eq!(rng.next_u64(), rng2.next_u64());
                 }
             }
@@ -225,7 +231,7 @@ mod tests {
                 for _ in 0..at {
                     step(&mut c, &mut rng);
                 }
-                let mut d = Counter::from_bytes(&c.to_bytes()).unwrap();
+                let mut d = Counter::from_bytes(&c.to_bytes(false)).unwrap().0;
                 let mut rng2 = rng.clone();
                 for _ in 0..300 {
                     step(&mut c, &mut rng);
@@ -244,7 +250,7 @@ mod tests {
         for _ in 0..7 {
             step(&mut c, &mut rng);
         }
-        let mut d = Counter::from_bytes(&c.to_bytes()).unwrap();
+        let mut d = Counter::from_bytes(&c.to_bytes(false)).unwrap().0;
         assert_eq!(d.remaining(), 0);
         assert!(d.step(&mut rng, &[0, 0]).is_err());
     }
@@ -256,7 +262,7 @@ mod tests {
         for _ in 0..13 {
             step(&mut c, &mut rng);
         }
-        let bytes = c.to_bytes();
+        let bytes = c.to_bytes(false);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
@@ -274,7 +280,8 @@ mod tests {
         // Well-formed envelopes around invalid payloads.
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("trailing", reencode(&bytes, Kind::Counter, |p| p.push(0))),
-            ("kind", reencode(&bytes, Kind::Counter, |p| p[0] = 9)),
+            ("kind", reencode(&bytes, Kind::Counter, |p| p[1] = 9)),
+            ("flags", reencode(&bytes, Kind::Counter, |p| p[0] = 2)),
             (
                 "short",
                 reencode(&bytes, Kind::Counter, |p| p.truncate(p.len() - 1)),
@@ -288,8 +295,8 @@ mod tests {
 
     /// The payload fields of a `dim`-counter of `kind` at byte offsets.
     fn offsets(kind: CounterKind) -> (usize, usize) {
-        // kind, [horizon], ε = 1 (two 1-byte parts), dim, time.
-        let head = 1 + if kind.horizon().is_some() { 8 } else { 0 } + 2 * 9;
+        // flags, kind, [horizon], ε = 1 (two 1-byte parts), dim, time.
+        let head = 2 + if kind.horizon().is_some() { 8 } else { 0 } + 2 * 9;
         (head, head + 8)
     }
 
@@ -301,7 +308,7 @@ mod tests {
             for _ in 0..16 {
                 step(&mut c, &mut rng);
             }
-            let bytes = c.to_bytes();
+            let bytes = c.to_bytes(false);
             let (dim_at, time_at) = offsets(kind);
             let set = |at: usize, v: u64| {
                 reencode(&bytes, Kind::Counter, |p| {
@@ -348,18 +355,58 @@ mod tests {
             for _ in 0..11 {
                 step(&mut c, &mut rng);
             }
-            let bytes = c.to_bytes();
+            let bytes = c.to_bytes(false);
             let n = state::decode(&bytes, Kind::Counter).unwrap().len();
             for i in 0..n {
                 for x in [0x01u8, 0x80, 0xff] {
                     let b = reencode(&bytes, Kind::Counter, |p| p[i] ^= x);
-                    if let Ok(mut d) = Counter::from_bytes(&b) {
+                    if let Ok((mut d, _)) = Counter::from_bytes(&b) {
                         for _ in 0..20 {
                             let _ = d.step(&mut rng, &[1, -1]);
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// The seeded flag is stored and decoded (issue 28: it was dropped).
+    #[test]
+    fn the_seeded_flag_survives_a_save() {
+        for kind in KINDS {
+            let mut rng = Rng::seed_from_u64(7);
+            let mut c = Counter::new(kind, &q(1, 1), 2).unwrap();
+            for _ in 0..5 {
+                step(&mut c, &mut rng);
+            }
+            for seeded in [false, true] {
+                let bytes = c.to_bytes(seeded);
+                let (d, flag) = Counter::from_bytes(&bytes).unwrap();
+                assert_eq!(flag, seeded, "{kind:?}");
+                assert_eq!(d.to_bytes(flag), bytes);
+            }
+        }
+    }
+
+    /// A version-1 payload (no flags byte) still loads, as not seeded.
+    #[test]
+    fn a_version_1_counter_loads() {
+        for kind in KINDS {
+            let mut rng = Rng::seed_from_u64(8);
+            let mut c = Counter::new(kind, &q(1, 3), 2).unwrap();
+            for _ in 0..21 {
+                step(&mut c, &mut rng);
+            }
+            let v2 = c.to_bytes(true);
+            let payload = &state::decode(&v2, Kind::Counter).unwrap()[1..];
+            let v1 = state::encode_version(Kind::Counter, 1, payload);
+            let (mut d, seeded) = Counter::from_bytes(&v1).unwrap();
+            assert!(!seeded);
+            assert_eq!(d.to_bytes(true), v2);
+            let mut rng2 = rng.clone();
+            step(&mut c, &mut rng);
+            step(&mut d, &mut rng2);
+            assert_eq!(d.release(), c.release(), "{kind:?}");
         }
     }
 

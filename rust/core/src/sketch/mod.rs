@@ -28,6 +28,11 @@
 //!   parameters are drawn from the generator independently of the data, the
 //!   analysis holds for every fixed choice, and they are serialized with the
 //!   sketch) and ε. Only the cells are private.
+//! * **Ledger**: the encoding ([`LinearSketch::to_bytes`]) carries a
+//!   [`SketchRecord`]: whether the sketch is a release, whether its noise was
+//!   seeded, and the ε budget and ε spent by its releases, so a loaded sketch
+//!   cannot be released past its budget. The caller (the Python
+//!   `dpstream.sketch` classes) keeps and enforces the ledger.
 //!
 //! # Accuracy
 //!
@@ -52,5 +57,6 @@ mod encoding;
 pub mod hash;
 pub mod linear;
 
+pub use encoding::{DecodedSketch, SketchRecord};
 pub use hash::RowHash;
 pub use linear::{LinearSketch, SketchKind, MAX_CELL_BYTES, MAX_ROWS, MAX_WIDTH};

@@ -5,16 +5,24 @@
 //!   consistency), releasing a [`TreeGenerator`].
 //! * [`OnlineSynthesizer`]: the online generator of He, Vershynin, Zhu
 //!   (Algorithm 1): ε-DP synthetic data at any time of an infinite stream.
+//! * [`EpochSynthesizer`]: the default online generator: noisy hierarchical
+//!   histograms per release epoch, a tree mechanism over epochs, least
+//!   squares and pruning.
 //! * [`online_epsilon`]: the privacy schedule `ε_{j,r}` of the online
 //!   synthesizer of He, Vershynin, Zhu ((4.1) and (5.1)).
 
 mod budget;
+mod epochs;
 mod online;
 mod online_budget;
 mod privhp;
 mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
+pub use epochs::{
+    block_depth, block_epsilon, block_scale, super_block, EpochSynthesizer, BRANCHING,
+    DEPTH_FACTOR, EXPAND_SDS, MAX_EPOCH_DEPTH,
+};
 pub use online::{OnlineSynthesizer, MAX_ONLINE_BYTES, MAX_ONLINE_DEPTH};
 pub use online_budget::{online_epsilon, MAX_ONLINE_DIM};
 pub use privhp::{PrivHP, PrivHPConfig};

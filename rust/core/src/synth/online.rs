@@ -211,26 +211,32 @@ impl OnlineSynthesizer {
         self.rng.is_seeded()
     }
 
-    /// Bytes held: the cells' counters, the per-depth parameters and the
-    /// `d = 1` history (8 bytes per point, counted by length).
-    ///
-    /// Within a time level it stays constant except for the p-sums of closed
-    /// segments (at most one `i64` per tree level of a cell), which grow as
-    /// segments close — part of the counters' ε-DP output, so the figure
-    /// reveals nothing beyond ε, but it is not a function of (ε, d, t) alone.
+    /// Bytes held, as a public upper bound: a function of (ε, d, t) only, so
+    /// that it does not reveal where points fell. It counts the cells'
+    /// counters, the per-depth parameters, the `d = 1` history (8 bytes per
+    /// point) and, for every cell, the largest p-sum buffer its counter can
+    /// hold before the next level starts (one `i64` per bit of the number of
+    /// closed segments, which is below that time, in a buffer grown by
+    /// doubling from 4). The
+    /// buffers actually held grow only in the cells that points visit, so the
+    /// live figure would depend on the data: it is never reported.
     pub fn memory_bytes(&self) -> usize {
-        let cells: usize = self
-            .cells
-            .iter()
-            .map(|v| {
-                v.capacity() * std::mem::size_of::<LevelState>()
-                    + v.iter().map(LevelState::heap_bytes).sum::<usize>()
-            })
-            .sum();
+        // Local times stay below the start of the next level (public), so the
+        // bound is constant inside a level.
+        let horizon = match self.level {
+            Some(r) => level_start(&self.epsilon, r + 1).unwrap_or(u64::MAX),
+            None => 0,
+        };
+        let words = (64 - horizon.leading_zeros())
+            .max(1)
+            .next_power_of_two()
+            .max(4) as usize;
+        let per_cell = std::mem::size_of::<LevelState>() + words * std::mem::size_of::<i64>();
+        let cells: usize = self.cells.iter().map(|v| v.len() * per_cell).sum();
         std::mem::size_of::<Self>()
             + cells
-            + self.cells.capacity() * std::mem::size_of::<Vec<LevelState>>()
-            + self.params.capacity() * std::mem::size_of::<LevelParams>()
+            + self.cells.len() * std::mem::size_of::<Vec<LevelState>>()
+            + self.params.len() * std::mem::size_of::<LevelParams>()
             + self.history.len() * std::mem::size_of::<u64>()
     }
 

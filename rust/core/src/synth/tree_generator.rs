@@ -146,6 +146,37 @@ impl TreeGenerator {
         Ok(())
     }
 
+    /// Points placed by the leaf counts (each an integer): `count` uniform
+    /// points in every leaf, leaves in arena order; row-major.
+    pub(crate) fn place_counts(&self, rng: &mut Rng) -> Result<Vec<f64>> {
+        let total: f64 = self
+            .nodes
+            .iter()
+            .filter(|n| n.left == LEAF)
+            .map(|n| n.count)
+            .sum();
+        let len = (total as usize)
+            .checked_mul(self.dim)
+            .ok_or_else(|| invalid!("too many points"))?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(len).map_err(|_| {
+            crate::error::Error::OutOfMemory(format!("cannot allocate {total} points"))
+        })?;
+        out.resize(len, 0.0);
+        let mut cell = CellSampler::new(self.dim);
+        let mut rows = out.chunks_exact_mut(self.dim);
+        for leaf in self.nodes.iter().filter(|n| n.left == LEAF) {
+            cell.set_cell(leaf.theta, leaf.level);
+            for _ in 0..leaf.count as u64 {
+                match rows.next() {
+                    Some(point) => cell.sample_current(rng, point),
+                    None => return Err(invalid!("leaf counts are not integers")),
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn descend(&self, rng: &mut Rng) -> &Node {
         let mut node = &self.nodes[0];
         while node.left != LEAF {

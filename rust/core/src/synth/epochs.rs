@@ -1,0 +1,782 @@
+//! The default online synthesizer: noisy hierarchical histograms over
+//! release epochs, combined by a tree mechanism, least squares and pruning.
+//!
+//! # Mechanism
+//!
+//! * **Epochs.** Points arrive one per time step. A release closes an
+//!   *epoch*: the points that arrived since the previous release (a release
+//!   with no new point closes none). Epochs are numbered `e = 1, 2, …`; their
+//!   boundaries are the release times, which the caller fixes independently
+//!   of the data, so every epoch's size is public.
+//! * **Blocks** (a `b`-ary tree mechanism over epochs, restarted at every
+//!   power of `b` = [`BRANCHING`]). Epochs `[b^k, b^{k+1})` form *super-block*
+//!   `k`, cut into `b − 1` aligned runs of `b^k` epochs. When epoch `e`
+//!   closes, block `[e, e]` is formed, and `b` adjacent blocks of equal
+//!   length `b^h` that make up an aligned run of `b^{h+1}` epochs merge into a
+//!   new block (at most `b^k` long, so blocks never cross super-blocks). A
+//!   point of super-block `k` enters exactly `k + 1` blocks.
+//! * **Measurements.** Every block `b` of super-block `k` with `n_b` points
+//!   measures the exact counts of every cell of levels `1..=L_b` of the
+//!   binary partition of `[0,1]^d` (the partition of [`crate::partition`]),
+//!   each with independent discrete Laplace noise of scale
+//!   `λ_b = 2·L_b·(k+1)/ε`. The depth `L_b` ([`block_depth`]) is a function
+//!   of the public `n_b`, `k` and ε. Noise is drawn lazily: the noise of cell
+//!   `θ` at level `l` in block `b` is the first draw of ChaCha12 stream
+//!   `2^l + θ` under the block's 256-bit key, so it is fixed when the block is
+//!   formed, whether or not it is ever looked at.
+//! * **Release** at epoch `e` (after closing it): the live blocks partition
+//!   epochs `1..=e` (the `b − 1` roots of each finished super-block and the
+//!   base-`b` decomposition of the current one). The pooled measurement of a cell at
+//!   level `l` is the sum of the measurements of the blocks with `L_b ≥ l`,
+//!   scaled by `t / (their points)`. A tree is grown from the root (count `t`,
+//!   public): a cell is split while its pooled measurement is at least
+//!   [`EXPAND_SDS`] standard deviations of its children's. The counts of the
+//!   tree are fitted by variance-weighted least squares (the root fixed at
+//!   `t`), made non-negative top-down (a negative child gets 0, its sibling
+//!   the parent's count), and rounded; synthetic points are uniform in the
+//!   leaves.
+//!
+//! # Privacy
+//!
+//! * **Neighbouring relation**: two streams that differ in the point of one
+//!   time step (one point replaced by another). The time `t` and the release
+//!   times are public.
+//! * **Guarantee**: all releases at all times, together, are ε-DP. A replaced
+//!   point lies in the same epoch in both streams, hence in the same `k + 1`
+//!   blocks (`k` = its super-block). In each block it changes the exact count
+//!   of at most two cells per level, by one each: ℓ1-sensitivity `2·L_b` for
+//!   the block's `L_b` levels, measured with noise `2·L_b·(k+1)/ε`, so each
+//!   block costs `ε/(k+1)` and the `k + 1` blocks cost ε ([`block_epsilon`]
+//!   is the split; its test sums it). Lazy noise is the eager noise drawn in
+//!   another order: every (block, cell) noise value is a fixed independent
+//!   draw. The tree growth, least squares, rounding and sampling read only
+//!   the noisy measurements and public values: post-processing.
+//! * **Public**: ε, `d`, `t`, the release times (hence the epochs, blocks,
+//!   their sizes and depths).
+//! * **Noise**: exact discrete Laplace; integer arithmetic for every value
+//!   that touches the data.
+//!
+//! # Cost
+//!
+//! Memory is `8` bytes per point (the exact 63-bit path of every point, kept
+//! sorted per block) plus a constant per block: [`EpochSynthesizer::memory_bytes`]
+//! is this public formula. An update encodes and appends (`O(d)` per
+//! point); a release sorts the new epoch, merges blocks (`O(t)` at worst,
+//! amortised `O(log R)` per point) and grows the tree (one binary search and
+//! at most one noise draw per block and tree cell).
+
+use crate::error::{invalid, Error, Result};
+use crate::noise::DiscreteLaplace;
+use crate::partition::path::{encode_points, MAX_DEPTH};
+use crate::rational::Rational;
+use crate::rng::Rng;
+use crate::state::{self, Kind, Reader, Writer};
+use crate::synth::tree_generator::{Node, TreeGenerator};
+use num_bigint::BigUint;
+
+/// Deepest level any block measures.
+pub const MAX_EPOCH_DEPTH: u32 = 48;
+
+/// Largest number of steps (`2^62`): counts stay far inside `i64`.
+const MAX_TIME: u64 = 1 << 62;
+
+/// Paths are kept at the deepest encodable level; a level-`l` cell is `path >> (63 − l)`.
+const PATH_BITS: u32 = MAX_DEPTH;
+
+/// Depth rule ([`block_depth`]): the deepest level `L` with
+/// `2^L · L ≤ DEPTH_FACTOR · n_b · ε_b / 2`, i.e. where a uniform spread of the
+/// block's points would leave about `DEPTH_FACTOR` noise scales per cell.
+/// Chosen on a tuning stream that is not in the benchmark (see
+/// `benches/bench_online.py`); any value keeps the guarantee.
+pub const DEPTH_FACTOR: u64 = 16;
+
+/// A cell is split while its pooled measurement is at least this many
+/// standard deviations of its children's pooled noise. Post-processing (any
+/// value keeps the guarantee); chosen on the same tuning stream.
+pub const EXPAND_SDS: f64 = 1.0;
+
+/// Branching factor `b` of the blocks: epochs `b^k … b^(k+1) − 1` form
+/// super-block `k`, split into `b`-ary trees of `b^k` epochs. A larger `b`
+/// puts each point in fewer blocks (`k + 1`, with `k = ⌊log_b e⌋`) at the
+/// cost of more blocks per release (up to `b − 1` per level). Public; chosen
+/// on the tuning stream (see [`DEPTH_FACTOR`]).
+pub const BRANCHING: u64 = 16;
+
+/// Super-block of epoch `e ≥ 1`: `⌊log_b e⌋`.
+pub fn super_block(epoch: u64) -> u32 {
+    epoch.max(1).ilog(BRANCHING)
+}
+
+/// Hard cap on the cells of one release tree (a guard, far above the
+/// expected size, which is `O(t)`).
+const MAX_TREE_NODES: usize = 1 << 26;
+
+/// ε of each block of super-block `k`: `ε / (k + 1)` (a point of super-block
+/// `k` is in `k + 1` blocks).
+pub fn block_epsilon(epsilon: &Rational, k: u32) -> Result<Rational> {
+    epsilon.div(&Rational::new(k + 1, 1u32)?)
+}
+
+/// Noise scale of a block of super-block `k` measuring `depth ≥ 1` levels:
+/// `2·depth / block_epsilon` (ℓ1-sensitivity `2·depth` under replacement).
+pub fn block_scale(epsilon: &Rational, k: u32, depth: u32) -> Result<Rational> {
+    Rational::new(2 * u64::from(depth), 1u32)?.div(&block_epsilon(epsilon, k)?)
+}
+
+/// Levels measured by a block of `n` points in super-block `k` (public): the
+/// largest `L ≤ MAX_EPOCH_DEPTH` with `2^L·L·2·(k+1) ≤ DEPTH_FACTOR·n·ε`,
+/// in exact integer arithmetic; 0 if none.
+pub fn block_depth(epsilon: &Rational, k: u32, n: u64) -> u32 {
+    let rhs = BigUint::from(DEPTH_FACTOR) * BigUint::from(n) * epsilon.numer();
+    let mut depth = 0;
+    for l in 1..=MAX_EPOCH_DEPTH {
+        let lhs = (BigUint::from(1u32) << l)
+            * BigUint::from(l)
+            * BigUint::from(2 * (u64::from(k) + 1))
+            * epsilon.denom();
+        if lhs > rhs {
+            break;
+        }
+        depth = l;
+    }
+    depth
+}
+
+/// An aligned run of `b^h` epochs with its exact point paths and its noise key.
+#[derive(Clone)]
+struct Block {
+    /// First epoch (1-based) and number of epochs (a power of two).
+    first: u64,
+    len: u64,
+    /// Super-block: `first` lies in `[2^k, 2^{k+1})`.
+    k: u32,
+    /// Levels measured (`1..=depth`).
+    depth: u32,
+    /// Key of the block's noise streams. **Secret** (with it, the noise could be subtracted).
+    key: [u8; 32],
+    /// Sorted 63-bit paths of the block's points.
+    paths: Vec<u64>,
+    /// Noise sampler of scale [`block_scale`]; `None` when `depth == 0`.
+    laplace: Option<DiscreteLaplace>,
+}
+
+impl Block {
+    fn new(
+        epsilon: &Rational,
+        first: u64,
+        len: u64,
+        key: [u8; 32],
+        paths: Vec<u64>,
+    ) -> Result<Self> {
+        let k = super_block(first);
+        let depth = block_depth(epsilon, k, paths.len() as u64);
+        let laplace = if depth == 0 {
+            None
+        } else {
+            Some(DiscreteLaplace::new(&block_scale(epsilon, k, depth)?)?)
+        };
+        Ok(Self {
+            first,
+            len,
+            k,
+            depth,
+            key,
+            paths,
+            laplace,
+        })
+    }
+
+    /// Variance of one noise draw (`2p/(1−p)^2`, `p = e^{−1/λ}`), 0 if unmeasured.
+    fn variance(&self) -> f64 {
+        match &self.laplace {
+            None => 0.0,
+            Some(lap) => {
+                let p = (-1.0 / lap.scale().to_f64_lossy()).exp();
+                2.0 * p / ((1.0 - p) * (1.0 - p))
+            }
+        }
+    }
+
+    /// The noise of cell `theta` at `level` (`1..=depth`): a fixed function of the key.
+    fn noise(&self, level: u32, theta: u64, seeded: bool) -> Result<i64> {
+        let lap = self
+            .laplace
+            .as_ref()
+            .ok_or_else(|| invalid!("block measures no level"))?;
+        let stream = (1u64 << level) | theta;
+        lap.sample(&mut Rng::keyed_stream(self.key, stream, seeded))
+    }
+}
+
+/// One cell of a release tree while it is fitted.
+#[derive(Clone, Copy)]
+struct FitNode {
+    level: u32,
+    theta: u64,
+    /// Pooled measurement and its variance (the root: `t`, 0).
+    y: f64,
+    var: f64,
+    /// Left child (the right one follows), or `u32::MAX`.
+    left: u32,
+    /// Subtree estimate and its variance (bottom-up), then the fit (top-down).
+    z: f64,
+    u: f64,
+    x: f64,
+}
+
+/// The default ε-DP online synthesizer; see the [module docs](self).
+pub struct EpochSynthesizer {
+    epsilon: Rational,
+    dim: usize,
+    rng: Rng,
+    time: u64,
+    /// Epochs closed so far.
+    epochs: u64,
+    /// Paths of the points of the open epoch, in arrival order.
+    pending: Vec<u64>,
+    /// Live blocks by first epoch: they partition epochs `1..=epochs`.
+    blocks: Vec<Block>,
+}
+
+impl std::fmt::Debug for EpochSynthesizer {
+    // Counts, paths and keys are secret; only public values are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EpochSynthesizer")
+            .field("epsilon", &self.epsilon.to_string())
+            .field("dim", &self.dim)
+            .field("time", &self.time)
+            .field("epochs", &self.epochs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bytes of the fixed part of a block in [`EpochSynthesizer::memory_bytes`].
+const BLOCK_BYTES: usize = std::mem::size_of::<Block>();
+
+impl EpochSynthesizer {
+    /// An ε-DP synthesizer on `[0,1]^dim` (`1 ≤ dim ≤ 4096`) drawing its block
+    /// keys and sampling randomness from `rng` (a seeded generator is
+    /// reproducible and **not private**). Fails on `ε = 0` or a bad `dim`.
+    pub fn new(epsilon: &Rational, dim: usize, rng: Rng) -> Result<Self> {
+        if epsilon.is_zero() {
+            return Err(invalid!("epsilon must be positive, got 0"));
+        }
+        if dim == 0 || dim > crate::synth::MAX_ONLINE_DIM as usize {
+            return Err(invalid!(
+                "dim must be between 1 and {}, got {dim}",
+                crate::synth::MAX_ONLINE_DIM
+            ));
+        }
+        // The noise scale of the deepest, latest block must be representable.
+        block_scale(epsilon, 62, MAX_EPOCH_DEPTH)?;
+        Ok(Self {
+            epsilon: epsilon.clone(),
+            dim,
+            rng,
+            time: 0,
+            epochs: 0,
+            pending: Vec::new(),
+            blocks: Vec::new(),
+        })
+    }
+
+    /// ε of the whole stream of releases.
+    pub fn epsilon(&self) -> &Rational {
+        &self.epsilon
+    }
+
+    /// Dimension of the points.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Points seen (public).
+    pub fn time(&self) -> u64 {
+        self.time
+    }
+
+    /// Epochs closed, i.e. releases that had new points (public).
+    pub fn epochs(&self) -> u64 {
+        self.epochs
+    }
+
+    /// Live blocks (public: a function of the number of epochs).
+    pub fn n_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Deepest level a release can reach now: the largest depth of the live
+    /// blocks and of the block the open epoch would form (public).
+    pub fn depth(&self) -> u32 {
+        self.blocks.iter().map(|b| b.depth).max().unwrap_or(0)
+    }
+
+    /// Whether the generator is seeded (reproducible, **not private**).
+    pub fn is_seeded(&self) -> bool {
+        self.rng.is_seeded()
+    }
+
+    /// Bytes held, by a public formula: 8 bytes per point seen (their paths)
+    /// plus a fixed size per live block and for the object. It does not
+    /// depend on where the points fell.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + 8 * self.time as usize + BLOCK_BYTES * self.blocks.len()
+    }
+
+    /// Feed `n` points (row-major `n × dim` in `[0,1]`), `n` time steps. All
+    /// or nothing: on a bad value nothing changes.
+    pub fn update(&mut self, points: &[f64]) -> Result<()> {
+        if points.len() % self.dim != 0 {
+            return Err(invalid!(
+                "points has {} values, which is not a multiple of dim = {}",
+                points.len(),
+                self.dim
+            ));
+        }
+        let n = points.len() / self.dim;
+        if self.time + n as u64 > MAX_TIME {
+            return Err(invalid!("the stream would pass 2^62 points"));
+        }
+        let mut paths = Vec::new();
+        paths
+            .try_reserve_exact(n)
+            .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
+        paths.resize(n, 0);
+        encode_points(points, self.dim, PATH_BITS, &mut paths)?;
+        self.pending
+            .try_reserve_exact(n)
+            .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
+        self.pending.extend_from_slice(&paths);
+        self.time += n as u64;
+        Ok(())
+    }
+
+    /// Close the open epoch if it has points: form its block and merge.
+    fn close_epoch(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut paths = std::mem::take(&mut self.pending);
+        paths.sort_unstable();
+        let epoch = self.epochs + 1;
+        let key = self.rng.draw_key();
+        self.blocks
+            .push(Block::new(&self.epsilon, epoch, 1, key, paths)?);
+        self.epochs = epoch;
+        // Merge the last b blocks while they are the b parts of an aligned run of
+        // b^(h+1) epochs inside one super-block.
+        let b = BRANCHING as usize;
+        while self.blocks.len() >= b {
+            let tail = &self.blocks[self.blocks.len() - b..];
+            let (first, len, k) = (tail[0].first, tail[0].len, tail[0].k);
+            let grown = len
+                .checked_mul(BRANCHING)
+                .filter(|&l| first % l == 0 && l <= BRANCHING.pow(k));
+            let mergeable = grown.is_some()
+                && tail
+                    .iter()
+                    .enumerate()
+                    .all(|(i, x)| x.k == k && x.len == len && x.first == first + i as u64 * len);
+            if !mergeable {
+                break;
+            }
+            let parts: Vec<Block> = self.blocks.drain(self.blocks.len() - b..).collect();
+            let merged = merge_all(&parts)?;
+            let key = self.rng.draw_key();
+            self.blocks.push(Block::new(
+                &self.epsilon,
+                first,
+                len * BRANCHING,
+                key,
+                merged,
+            )?);
+        }
+        Ok(())
+    }
+
+    /// Close the open epoch and fit the release tree: a generator whose leaf
+    /// counts are non-negative, consistent and sum to `t`.
+    pub fn release_tree(&mut self) -> Result<TreeGenerator> {
+        self.close_epoch()?;
+        let nodes = self.fit()?;
+        let counts = round_leaves(&nodes, self.time);
+        let arena = nodes
+            .iter()
+            .zip(&counts)
+            .map(|(n, &c)| Node {
+                level: n.level,
+                theta: n.theta,
+                count: c,
+                left: n.left,
+            })
+            .collect();
+        TreeGenerator::from_nodes(self.dim, arena)
+    }
+
+    /// `t` synthetic points (`size = None`: the rounded leaf counts, uniform in
+    /// each leaf) or `size` i.i.d. draws from the same tree; row-major.
+    pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
+        if self.time == 0 {
+            return match size {
+                None | Some(0) => Ok(Vec::new()),
+                Some(_) => Err(invalid!("no point has been seen yet: nothing to release")),
+            };
+        }
+        // Allocate before closing the epoch: a refused size changes nothing.
+        let mut out = Vec::new();
+        if let Some(m) = size {
+            let oom = || Error::OutOfMemory(format!("cannot allocate {m} synthetic points"));
+            let len = usize::try_from(m)
+                .ok()
+                .and_then(|m| m.checked_mul(self.dim))
+                .ok_or_else(oom)?;
+            out.try_reserve_exact(len).map_err(|_| oom())?;
+            out.resize(len, 0.0);
+        }
+        let tree = self.release_tree()?;
+        match size {
+            Some(_) => {
+                tree.sample(&mut self.rng, &mut out)?;
+                Ok(out)
+            }
+            None => tree.place_counts(&mut self.rng),
+        }
+    }
+
+    /// The pooled measurement of the children of a cell, per block ranges.
+    fn fit(&self) -> Result<Vec<FitNode>> {
+        let t = self.time as f64;
+        let seeded = self.rng.is_seeded();
+        let max_depth = self.depth();
+        // Per level: scale factor t / (points of the measuring blocks) and the pooled variance.
+        let mut scale = vec![0.0f64; max_depth as usize + 1];
+        let mut var = vec![0.0f64; max_depth as usize + 1];
+        for l in 1..=max_depth {
+            let (mut pts, mut v) = (0u64, 0.0f64);
+            for b in self.blocks.iter().filter(|b| b.depth >= l) {
+                pts += b.paths.len() as u64;
+                v += b.variance();
+            }
+            let s = t / pts as f64;
+            scale[l as usize] = s;
+            var[l as usize] = s * s * v;
+        }
+        let root = FitNode {
+            level: 0,
+            theta: 0,
+            y: t,
+            var: 0.0,
+            left: u32::MAX,
+            z: t,
+            u: 0.0,
+            x: t,
+        };
+        let mut nodes = vec![root];
+        let ranges: Vec<(usize, usize)> = self.blocks.iter().map(|b| (0, b.paths.len())).collect();
+        self.grow(&mut nodes, 0, &ranges, &scale, &var, max_depth, seeded)?;
+        least_squares(&mut nodes, t);
+        Ok(nodes)
+    }
+
+    /// Split node `i` (its blocks' path ranges `ranges`) if it carries enough
+    /// mass, then recurse into the children.
+    #[allow(clippy::too_many_arguments)]
+    fn grow(
+        &self,
+        nodes: &mut Vec<FitNode>,
+        i: usize,
+        ranges: &[(usize, usize)],
+        scale: &[f64],
+        var: &[f64],
+        max_depth: u32,
+        seeded: bool,
+    ) -> Result<()> {
+        let (level, theta, y) = (nodes[i].level, nodes[i].theta, nodes[i].y);
+        if level >= max_depth || y < EXPAND_SDS * var[level as usize + 1].sqrt() {
+            return Ok(());
+        }
+        if nodes.len() + 2 > MAX_TREE_NODES {
+            return Err(invalid!(
+                "the release tree would pass {MAX_TREE_NODES} cells"
+            ));
+        }
+        let cl = level + 1;
+        let split = (2 * theta + 1) << (PATH_BITS - cl);
+        let mut left_ranges = Vec::with_capacity(ranges.len());
+        let mut right_ranges = Vec::with_capacity(ranges.len());
+        let (mut y0, mut y1) = (0i64, 0i64);
+        for (b, &(lo, hi)) in self.blocks.iter().zip(ranges) {
+            let mid = lo + b.paths[lo..hi].partition_point(|&p| p < split);
+            left_ranges.push((lo, mid));
+            right_ranges.push((mid, hi));
+            if b.depth >= cl {
+                y0 += (mid - lo) as i64 + b.noise(cl, 2 * theta, seeded)?;
+                y1 += (hi - mid) as i64 + b.noise(cl, 2 * theta + 1, seeded)?;
+            }
+        }
+        let s = scale[cl as usize];
+        let left = nodes.len();
+        for (th, yy) in [(2 * theta, y0), (2 * theta + 1, y1)] {
+            nodes.push(FitNode {
+                level: cl,
+                theta: th,
+                y: yy as f64 * s,
+                var: var[cl as usize],
+                left: u32::MAX,
+                z: 0.0,
+                u: 0.0,
+                x: 0.0,
+            });
+        }
+        nodes[i].left = left as u32;
+        self.grow(nodes, left, &left_ranges, scale, var, max_depth, seeded)?;
+        self.grow(
+            nodes,
+            left + 1,
+            &right_ranges,
+            scale,
+            var,
+            max_depth,
+            seeded,
+        )
+    }
+
+    /// Encode the state for a checkpoint. **Sensitive**: it holds the exact
+    /// point paths and the blocks' noise keys (protect it like the raw data).
+    /// An OS-seeded synthesizer's own generator key is not written (a loaded
+    /// copy draws a fresh one for later blocks); the blocks' keys are, so a
+    /// checkpoint restores the same noisy counts every time it is loaded.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        for part in [
+            self.epsilon.numer().to_bytes_le(),
+            self.epsilon.denom().to_bytes_le(),
+        ] {
+            w.u64(part.len() as u64);
+            for b in part {
+                w.u8(b);
+            }
+        }
+        w.u64(self.dim as u64);
+        w.u64(self.time);
+        w.u64(self.epochs);
+        match self.rng.seeded_state() {
+            None => w.u8(0),
+            Some((key, stream, pos, bits, nbits)) => {
+                w.u8(1);
+                for b in key {
+                    w.u8(b);
+                }
+                w.u64(stream);
+                w.u128(pos);
+                w.u64(bits);
+                w.u32(nbits);
+            }
+        }
+        w.u64(self.pending.len() as u64);
+        for p in &self.pending {
+            w.u64(*p);
+        }
+        w.u64(self.blocks.len() as u64);
+        for b in &self.blocks {
+            w.u64(b.first);
+            w.u64(b.len);
+            for byte in b.key {
+                w.u8(byte);
+            }
+            w.u64(b.paths.len() as u64);
+            for p in &b.paths {
+                w.u64(*p);
+            }
+        }
+        state::encode(Kind::EpochSynthesizer, &w.finish())
+    }
+
+    /// Decode [`Self::to_bytes`] output; a clear error on truncated,
+    /// corrupted or foreign data, or on a state that breaks an invariant.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let payload = state::decode(bytes, Kind::EpochSynthesizer)?;
+        let bad = |what: &str| invalid!("invalid dpstream state: {what}");
+        let mut r = Reader::new(payload);
+        let mut big = || -> Result<BigUint> {
+            let n = r.count(1)?;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(r.u8()?);
+            }
+            Ok(BigUint::from_bytes_le(&v))
+        };
+        let (num, den) = (big()?, big()?);
+        let epsilon = Rational::new(num, den)?;
+        let dim = usize::try_from(r.u64()?).map_err(|_| bad("dim"))?;
+        let time = r.u64()?;
+        let epochs = r.u64()?;
+        if time > MAX_TIME || epochs > time {
+            return Err(bad("time or epochs out of range"));
+        }
+        let rng = match r.u8()? {
+            0 => Rng::from_os()?,
+            1 => {
+                let mut key = [0u8; 32];
+                for b in key.iter_mut() {
+                    *b = r.u8()?;
+                }
+                Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))?
+            }
+            _ => return Err(bad("generator flag")),
+        };
+        let mut s = Self::new(&epsilon, dim, rng)?;
+        let read_paths = |r: &mut Reader<'_>| -> Result<Vec<u64>> {
+            let n = r.count(8)?;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                let p = r.u64()?;
+                if p >> PATH_BITS != 0 {
+                    return Err(bad("path out of range"));
+                }
+                v.push(p);
+            }
+            Ok(v)
+        };
+        s.pending = read_paths(&mut r)?;
+        let n_blocks = r.count(48)?;
+        let mut next = 1u64;
+        let mut total = s.pending.len() as u64;
+        for _ in 0..n_blocks {
+            let (first, len) = (r.u64()?, r.u64()?);
+            let mut key = [0u8; 32];
+            for b in key.iter_mut() {
+                *b = r.u8()?;
+            }
+            let paths = read_paths(&mut r)?;
+            if paths.is_empty() || paths.windows(2).any(|w| w[0] > w[1]) {
+                return Err(bad("block paths empty or unsorted"));
+            }
+            // Blocks are contiguous aligned runs inside one super-block.
+            let k = super_block(first);
+            let aligned = first >= 1
+                && len >= 1
+                && len <= BRANCHING.pow(k)
+                && BRANCHING.pow(len.ilog(BRANCHING)) == len
+                && first == next
+                && first % len == 0;
+            if !aligned {
+                return Err(bad("block layout"));
+            }
+            next = first.checked_add(len).ok_or_else(|| bad("block layout"))?;
+            total += paths.len() as u64;
+            s.blocks.push(Block::new(&epsilon, first, len, key, paths)?);
+        }
+        if next != epochs + 1 || total != time {
+            return Err(bad("blocks do not cover the epochs and points"));
+        }
+        r.finish()?;
+        s.time = time;
+        s.epochs = epochs;
+        Ok(s)
+    }
+}
+
+/// The sorted union of the blocks' sorted paths.
+fn merge_all(parts: &[Block]) -> Result<Vec<u64>> {
+    let total = parts.iter().map(|p| p.paths.len()).sum();
+    let mut out = Vec::new();
+    out.try_reserve_exact(total)
+        .map_err(|_| Error::OutOfMemory("cannot merge blocks".into()))?;
+    for p in parts {
+        out.extend_from_slice(&p.paths);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Variance-weighted least squares over the tree (children follow their
+/// parent in `nodes`), the root fixed at `t`; then non-negativity top-down.
+fn least_squares(nodes: &mut [FitNode], t: f64) {
+    for i in (0..nodes.len()).rev() {
+        let n = nodes[i];
+        if n.left == u32::MAX {
+            nodes[i].z = n.y;
+            nodes[i].u = n.var;
+            continue;
+        }
+        let (a, b) = (nodes[n.left as usize], nodes[n.left as usize + 1]);
+        let (s, us) = (a.z + b.z, a.u + b.u);
+        if i == 0 || n.var <= 0.0 {
+            nodes[i].z = if i == 0 { t } else { n.y };
+            nodes[i].u = 0.0;
+        } else if us <= 0.0 {
+            nodes[i].z = s;
+            nodes[i].u = 0.0;
+        } else {
+            let (wa, wb) = (1.0 / n.var, 1.0 / us);
+            nodes[i].z = (n.y * wa + s * wb) / (wa + wb);
+            nodes[i].u = 1.0 / (wa + wb);
+        }
+    }
+    nodes[0].x = t;
+    for i in 0..nodes.len() {
+        let n = nodes[i];
+        if n.left == u32::MAX {
+            continue;
+        }
+        let l = n.left as usize;
+        let (a, b) = (nodes[l], nodes[l + 1]);
+        let us = a.u + b.u;
+        let rest = n.x - (a.z + b.z);
+        let (wa, wb) = if us > 0.0 {
+            (a.u / us, b.u / us)
+        } else {
+            (0.5, 0.5)
+        };
+        let (mut xa, mut xb) = (a.z + rest * wa, b.z + rest * wb);
+        if xa < 0.0 {
+            xa = 0.0;
+            xb = n.x;
+        } else if xb < 0.0 {
+            xb = 0.0;
+            xa = n.x;
+        }
+        nodes[l].x = xa;
+        nodes[l + 1].x = xb;
+    }
+}
+
+/// Integer counts for every node: the leaves' fitted masses rounded by
+/// largest remainder to sum to `t`, internal nodes the sums of their children.
+fn round_leaves(nodes: &[FitNode], t: u64) -> Vec<f64> {
+    let leaves: Vec<usize> = (0..nodes.len())
+        .filter(|&i| nodes[i].left == u32::MAX)
+        .collect();
+    let total: f64 = leaves.iter().map(|&i| nodes[i].x).sum();
+    let factor = if total > 0.0 { t as f64 / total } else { 0.0 };
+    let mut counts = vec![0.0f64; nodes.len()];
+    let mut floor_sum = 0u64;
+    let mut rema: Vec<(f64, usize)> = Vec::with_capacity(leaves.len());
+    for &i in &leaves {
+        let v = nodes[i].x * factor;
+        let f = v.floor().max(0.0);
+        counts[i] = f;
+        floor_sum += f as u64;
+        rema.push((v - f, i));
+    }
+    let left = t.saturating_sub(floor_sum) as usize;
+    rema.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+    // The remainders sum to `left` (< number of leaves) up to rounding error.
+    if !rema.is_empty() {
+        for j in 0..left {
+            counts[rema[j % rema.len()].1] += 1.0;
+        }
+    }
+    for i in (0..nodes.len()).rev() {
+        let l = nodes[i].left;
+        if l != u32::MAX {
+            counts[i] = counts[l as usize] + counts[l as usize + 1];
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+#[path = "epochs_tests.rs"]
+mod tests;

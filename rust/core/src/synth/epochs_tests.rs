@@ -1,0 +1,221 @@
+use super::*;
+
+fn eps(n: u32, d: u32) -> Rational {
+    Rational::new(n, d).unwrap()
+}
+
+fn seeded(dim: usize, e: Rational, seed: u64) -> EpochSynthesizer {
+    EpochSynthesizer::new(&e, dim, Rng::seed_from_u64(seed)).unwrap()
+}
+
+fn points(n: usize, dim: usize, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::seed_from_u64(seed);
+    (0..n * dim)
+        .map(|_| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+        .collect()
+}
+
+#[test]
+fn split_sums_to_epsilon_for_every_point() {
+    // A point of super-block k is in k + 1 blocks of ε/(k+1) each.
+    let e = eps(3, 2);
+    for k in 0..40 {
+        let per = block_epsilon(&e, k).unwrap();
+        let parts: Vec<Rational> = (0..=k).map(|_| per.clone()).collect();
+        assert_eq!(Rational::sum(&parts), e);
+        for depth in [1u32, 5, 17] {
+            // scale = sensitivity 2·depth / block ε.
+            let scale = block_scale(&e, k, depth).unwrap();
+            let back = Rational::new(2 * depth, 1u32).unwrap().div(&scale).unwrap();
+            assert_eq!(back, per);
+        }
+    }
+}
+
+#[test]
+fn depth_rule_is_the_largest_level_within_the_bound() {
+    let e = eps(1, 1);
+    for (k, n) in [(0u32, 10u64), (0, 1000), (3, 100_000), (6, 1 << 20)] {
+        let l = block_depth(&e, k, n);
+        let ok = |l: u32| {
+            (1u128 << l) * u128::from(l) * 2 * u128::from(k + 1)
+                <= u128::from(DEPTH_FACTOR) * u128::from(n)
+        };
+        if l > 0 {
+            assert!(ok(l));
+        }
+        assert!(!ok(l + 1));
+    }
+    assert_eq!(block_depth(&e, 0, 0), 0);
+}
+
+/// The blocks a release at epoch `e` should see: from epoch 1 on, the longest aligned
+/// run of `b^h ≤ b^k` epochs (`k` the super-block) that ends by `e`.
+fn reference_blocks(e: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut p = 1u64;
+    while p <= e {
+        let k = super_block(p);
+        let mut len = BRANCHING.pow(k);
+        while p % len != 0 || p + len - 1 > e {
+            len /= BRANCHING;
+        }
+        out.push((p, len));
+        p += len;
+    }
+    out
+}
+
+#[test]
+fn blocks_form_the_base_b_decomposition_of_each_super_block() {
+    let mut s = seeded(2, eps(1, 1), 1);
+    let pts = points(4, 2, 2);
+    let last = BRANCHING * BRANCHING + 3 * BRANCHING + 5;
+    for epoch in 1..=last {
+        s.update(&pts).unwrap();
+        s.release(Some(1)).unwrap();
+        let got: Vec<(u64, u64)> = s.blocks.iter().map(|b| (b.first, b.len)).collect();
+        assert_eq!(got, reference_blocks(epoch), "epoch {epoch}");
+        for b in &s.blocks {
+            assert_eq!(super_block(b.first), b.k);
+            assert_eq!(b.paths.len() as u64, 4 * b.len);
+        }
+    }
+    // A release without new points closes no epoch.
+    s.release(None).unwrap();
+    assert_eq!(s.epochs(), last);
+    // The state round-trips with its block layout.
+    let back = EpochSynthesizer::from_bytes(&s.to_bytes()).unwrap();
+    assert_eq!(back.n_blocks(), s.n_blocks());
+}
+
+#[test]
+fn release_has_t_points_in_the_cube_and_repeats_between_epochs() {
+    let mut s = seeded(2, eps(1, 1), 3);
+    s.update(&points(5000, 2, 4)).unwrap();
+    let a = s.release_tree().unwrap();
+    let b = s.release_tree().unwrap();
+    assert_eq!(a, b, "the noise of a block is fixed");
+    let (_, _, counts) = a.cells();
+    assert_eq!(counts.iter().sum::<f64>(), 5000.0);
+    assert!(counts.iter().all(|&c| c >= 0.0 && c.fract() == 0.0));
+    let out = s.release(None).unwrap();
+    assert_eq!(out.len(), 5000 * 2);
+    assert!(out.iter().all(|x| (0.0..=1.0).contains(x)));
+    assert_eq!(s.release(Some(7)).unwrap().len(), 14);
+}
+
+#[test]
+fn checkpoint_restores_the_same_noisy_counts_every_time() {
+    let mut s = EpochSynthesizer::new(&eps(1, 1), 2, Rng::from_os().unwrap()).unwrap();
+    s.update(&points(3000, 2, 5)).unwrap();
+    s.release(Some(1)).unwrap();
+    s.update(&points(3000, 2, 6)).unwrap();
+    let bytes = s.to_bytes();
+    let mut a = EpochSynthesizer::from_bytes(&bytes).unwrap();
+    let mut b = EpochSynthesizer::from_bytes(&bytes).unwrap();
+    let (ta, tb) = (a.release_tree().unwrap(), b.release_tree().unwrap());
+    // The open epoch gets a fresh key on each load (OS generator), so compare the
+    // finished blocks: one release before the open epoch closes.
+    let mut c = EpochSynthesizer::from_bytes(&bytes).unwrap();
+    let mut d = EpochSynthesizer::from_bytes(&bytes).unwrap();
+    c.pending.clear();
+    d.pending.clear();
+    c.time -= 3000;
+    d.time -= 3000;
+    assert_eq!(c.release_tree().unwrap(), d.release_tree().unwrap());
+    assert_eq!(ta.n_leaves() > 0, tb.n_leaves() > 0);
+}
+
+#[test]
+fn seeded_run_resumes_exactly_and_batching_does_not_matter() {
+    let pts = points(4000, 3, 7);
+    let mut a = seeded(3, eps(2, 1), 9);
+    a.update(&pts[..3000]).unwrap();
+    a.update(&pts[3000..]).unwrap();
+    let mut b = seeded(3, eps(2, 1), 9);
+    b.update(&pts[..6000]).unwrap();
+    let mut b = EpochSynthesizer::from_bytes(&b.to_bytes()).unwrap();
+    b.update(&pts[6000..]).unwrap();
+    assert_eq!(a.release(None).unwrap(), b.release(None).unwrap());
+    assert_eq!(a.memory_bytes(), b.memory_bytes());
+}
+
+#[test]
+fn bad_input_changes_nothing() {
+    let mut s = seeded(2, eps(1, 1), 1);
+    s.update(&points(100, 2, 1)).unwrap();
+    let before = s.to_bytes();
+    assert!(s.update(&[0.5, 1.5]).is_err());
+    assert!(s.update(&[0.5, f64::NAN]).is_err());
+    assert!(s.update(&[0.5]).is_err());
+    assert_eq!(s.to_bytes(), before);
+    assert!(EpochSynthesizer::new(&Rational::zero(), 2, Rng::seed_from_u64(1)).is_err());
+    assert!(EpochSynthesizer::new(&eps(1, 1), 0, Rng::seed_from_u64(1)).is_err());
+    let mut empty = seeded(2, eps(1, 1), 1);
+    assert!(empty.release(Some(3)).is_err());
+    assert_eq!(empty.release(None).unwrap().len(), 0);
+}
+
+#[test]
+fn memory_is_a_public_formula() {
+    let mut a = seeded(2, eps(1, 1), 1);
+    let mut b = seeded(2, eps(1, 1), 1);
+    a.update(&points(1000, 2, 1)).unwrap();
+    b.update(&vec![0.25; 2000]).unwrap();
+    assert_eq!(a.memory_bytes(), b.memory_bytes());
+    a.release(Some(1)).unwrap();
+    b.release(Some(1)).unwrap();
+    assert_eq!(a.memory_bytes(), b.memory_bytes());
+}
+
+#[test]
+fn corrupt_states_are_refused() {
+    let mut s = seeded(2, eps(1, 1), 1);
+    s.update(&points(100, 2, 1)).unwrap();
+    s.release(Some(1)).unwrap();
+    let bytes = s.to_bytes();
+    for cut in [0, 10, bytes.len() / 2, bytes.len() - 1] {
+        assert!(EpochSynthesizer::from_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn concentrated_stream_is_placed_where_it_is() {
+    // All points in [0, 1/8)^2: the release puts almost all its mass there.
+    let mut s = seeded(2, eps(1, 1), 11);
+    let pts: Vec<f64> = points(20_000, 2, 12).iter().map(|x| x / 8.0).collect();
+    s.update(&pts).unwrap();
+    let out = s.release(None).unwrap();
+    let inside = out
+        .chunks_exact(2)
+        .filter(|p| p[0] < 0.125 && p[1] < 0.125)
+        .count();
+    assert!(inside as f64 > 0.97 * 20_000.0, "{inside}");
+}
+
+#[test]
+fn mutated_states_are_refused_or_decoded_without_panic() {
+    let mut s = seeded(2, eps(1, 1), 5);
+    for i in 0..20 {
+        s.update(&points(7, 2, i)).unwrap();
+        s.release(Some(1)).unwrap();
+    }
+    s.update(&points(3, 2, 99)).unwrap();
+    let bytes = s.to_bytes();
+    let header = 20;
+    let payload_end = bytes.len() - 4;
+    let mut rng = Rng::seed_from_u64(6);
+    for _ in 0..2000 {
+        let mut bad = bytes.clone();
+        let at = header + rng.below_u64((payload_end - header) as u64) as usize;
+        bad[at] ^= 1 << rng.below_u64(8);
+        // Refresh the checksum so the decoder reaches the payload checks.
+        let payload = bad[header..payload_end].to_vec();
+        let fixed = state::encode(Kind::EpochSynthesizer, &payload);
+        if let Ok(mut d) = EpochSynthesizer::from_bytes(&fixed) {
+            // A state that decodes is usable.
+            d.release(Some(2)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Bindings of `dpstream_core::synth::EpochSynthesizer` (the default online synthesizer).
+
+use crate::privhp::PyTreeGenerator;
+use crate::{rational, to_py_err, with_rng, Rng};
+use dpstream_core::synth::EpochSynthesizer;
+use num_bigint::BigUint;
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// The epoch synthesizer; see `dpstream.OnlineSynthesizer`.
+#[pyclass(module = "dpstream._core", name = "EpochSynthesizer")]
+pub(crate) struct PyEpochSynthesizer {
+    inner: EpochSynthesizer,
+}
+
+#[pymethods]
+impl PyEpochSynthesizer {
+    /// The synthesizer owns a generator derived from `rng` (seeded iff `rng`
+    /// is), or, for `None`, one derived from a fresh OS-seeded generator.
+    #[new]
+    #[pyo3(signature = (eps_num, eps_den, dim, rng=None))]
+    fn new(
+        py: Python<'_>,
+        eps_num: BigUint,
+        eps_den: BigUint,
+        dim: usize,
+        rng: Option<&Bound<'_, Rng>>,
+    ) -> PyResult<Self> {
+        let eps = rational(eps_num, eps_den, "epsilon")?;
+        let own = with_rng(py, rng, |r| r.derive())?;
+        let inner = EpochSynthesizer::new(&eps, dim, own).map_err(to_py_err)?;
+        Ok(Self { inner })
+    }
+
+    /// `(numerator, denominator)` of ε.
+    fn epsilon(&self) -> (BigUint, BigUint) {
+        let e = self.inner.epsilon();
+        (e.numer().clone(), e.denom().clone())
+    }
+    #[getter]
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    #[getter]
+    fn time(&self) -> u64 {
+        self.inner.time()
+    }
+    #[getter]
+    fn epochs(&self) -> u64 {
+        self.inner.epochs()
+    }
+    #[getter]
+    fn depth(&self) -> u32 {
+        self.inner.depth()
+    }
+    #[getter]
+    fn n_blocks(&self) -> usize {
+        self.inner.n_blocks()
+    }
+    /// Whether the noise comes from a caller-seeded generator (not private).
+    #[getter]
+    fn seeded(&self) -> bool {
+        self.inner.is_seeded()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+
+    /// Feed a C-contiguous float64 (n, dim) batch, one point per time step;
+    /// all-or-nothing.
+    fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
+        let dim = self.inner.dim();
+        if points.shape()[1] != dim {
+            return Err(PyValueError::new_err(format!(
+                "points must have {dim} columns, got {}",
+                points.shape()[1]
+            )));
+        }
+        let data = points.as_slice()?;
+        let inner = &mut self.inner;
+        py.detach(|| inner.update(data)).map_err(to_py_err)
+    }
+
+    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
+    #[pyo3(signature = (size=None))]
+    fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {
+        let dim = self.inner.dim();
+        let inner = &mut self.inner;
+        let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
+        let rows = out.len() / dim;
+        Ok(out.into_pyarray(py).reshape([rows, dim])?.unbind())
+    }
+
+    /// The fitted release tree (closes the open epoch).
+    fn release_tree(&mut self, py: Python<'_>) -> PyResult<PyTreeGenerator> {
+        let inner = &mut self.inner;
+        let g = py.detach(|| inner.release_tree()).map_err(to_py_err)?;
+        Ok(PyTreeGenerator { inner: g })
+    }
+
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.to_bytes())
+    }
+
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: EpochSynthesizer::from_bytes(data).map_err(to_py_err)?,
+        })
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEpochSynthesizer>()?;
+    Ok(())
+}
