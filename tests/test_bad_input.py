@@ -509,6 +509,11 @@ CASES: list[Case] = [
          "k_schedule must be one of ('fixed', 'taper'), got 'linear'",
          lambda _: TabularStream(DOMAIN, 1, k_schedule="linear"),  # type: ignore[arg-type]
          after=NO_OBJECT),
+    Case("constructor", "TabularStream workload larger than max_model_cells", ValueError,
+         "workload (0, 1) alone needs a model of 8 cells (its marginal 6, the other columns 2), "
+         "more than max_model_cells=7: raise max_model_cells to at least 8 or leave out the "
+         "larger workloads",
+         lambda _: TabularStream(DOMAIN, 1, max_model_cells=7), after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

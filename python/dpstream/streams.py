@@ -1,9 +1,11 @@
-"""Reproducible test streams on the unit cube ``[0,1]^d``.
+"""Reproducible test streams on the unit cube ``[0,1]^d``, and categorical tables.
 
 Generators of the input distributions used to evaluate the synthesizers: the uniform
 distribution and the multifractal distribution of the PrivHP paper (Holland et al.,
-Section 3.3), plus Gaussian clusters for the online-synthesizer benchmarks. Every function
-returns a new float64 array of shape ``(n, d)`` whose rows are the points, in stream order.
+Section 3.3), plus Gaussian clusters for the online-synthesizer benchmarks. Every one of
+these returns a new float64 array of shape ``(n, d)`` whose rows are the points, in stream
+order. :func:`latent_class` gives a wide categorical table instead (int64 codes ``(n, d)``,
+rows in stream order) for the tabular stream.
 
 These are *test data*, not mechanisms: they use numpy's PCG64 generator
 (``numpy.random.default_rng(seed)``), which is reproducible and not cryptographic. The same
@@ -23,7 +25,7 @@ import numpy.typing as npt
 
 from dpstream._params import optional_seed
 
-__all__ = ["clustered", "multifractal", "uniform"]
+__all__ = ["clustered", "latent_class", "multifractal", "uniform"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -31,6 +33,11 @@ FloatArray = npt.NDArray[np.float64]
 DEFAULT_CUTS_PER_COORDINATE = 30
 # A float64 in [0, 1) resolves at most 53 binary digits: deeper cuts are not representable.
 _MAX_CUTS_PER_COORDINATE = 53
+
+#: Defaults of :func:`latent_class` (the high-dimensional tabular benchmark's data).
+LATENT_VALUES = 6
+LATENT_CLASSES = 4
+LATENT_CONCENTRATION = 0.5
 
 
 def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:
@@ -170,6 +177,63 @@ def clustered(
     labels = rng.integers(0, n_clusters, size=n)
     points = centres[labels] + sigma * rng.standard_normal((n, d))
     out: FloatArray = np.clip(points, 0.0, 1.0)
+    return out
+
+
+def latent_class(
+    n: int,
+    d: int,
+    *,
+    values: int = LATENT_VALUES,
+    classes: int = LATENT_CLASSES,
+    concentration: float | Fraction = LATENT_CONCENTRATION,
+    seed: int | None,
+) -> npt.NDArray[np.int64]:
+    """``n`` rows of ``d`` correlated categorical columns from a latent-class model.
+
+    A table with the dependence of survey data and no column order: each row draws a
+    hidden class ``z`` with probability ``π_z``, then every column independently from the
+    class's own distribution over ``values`` categories. Columns are dependent through
+    ``z`` only (they are independent given ``z``), so every pair of columns is correlated
+    and no marginal is a product of smaller ones. The parameters come from ``seed``
+    before the rows: ``π ~ Dirichlet(1, …, 1)`` over ``classes``, and each class's
+    distribution of each column ``~ Dirichlet(concentration, …, concentration)`` (below
+    1: peaked, so the classes differ strongly). The defaults (6 values, 4 classes,
+    concentration 0.5) are those of ``benches/bench_highdim.py``.
+
+    Args:
+        n: number of rows (``>= 0``).
+        d: number of columns (``>= 1``).
+        values: categories per column (``>= 1``); codes are ``0 .. values - 1``.
+        classes: number of latent classes (``>= 1``; ``1`` makes the columns independent).
+        concentration: Dirichlet parameter of the per-class column distributions (``> 0``).
+        seed: seed of numpy's ``default_rng`` (reproducible; ``None`` for fresh entropy).
+
+    Returns:
+        int64 array of shape ``(n, d)`` with entries in ``[0, values)``.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: ``n < 0``, ``d < 1``, ``values < 1``, ``classes < 1``,
+            ``concentration`` not positive and finite, or ``seed < 0``.
+    """
+    n = _int(n, "n", minimum=0)
+    d = _int(d, "d", minimum=1)
+    values = _int(values, "values", minimum=1)
+    classes = _int(classes, "classes", minimum=1)
+    alpha = _real(concentration, "concentration")
+    if alpha <= 0:
+        raise ValueError(f"concentration must be positive, got {concentration!r}")
+    rng = np.random.default_rng(optional_seed(seed))
+    weights = rng.dirichlet(np.ones(classes))
+    # cdf[z, j, :]: cumulative distribution of column j in class z (last entry exactly 1)
+    cdf = np.cumsum(rng.dirichlet(np.full(values, alpha), size=(classes, d)), axis=2)
+    cdf[:, :, -1] = 1.0
+    z = rng.choice(classes, size=n, p=weights)
+    u = rng.random((n, d))
+    out: npt.NDArray[np.int64] = np.empty((n, d), dtype=np.int64)
+    for j in range(d):  # one column at a time: (n, values) temporaries, not (n, d, values)
+        out[:, j] = (u[:, j, None] >= cdf[z, j]).sum(axis=1)
     return out
 
 

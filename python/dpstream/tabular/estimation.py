@@ -75,6 +75,22 @@ def check_clique(clique: object, name: str = "clique") -> Clique:
 
 def check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     """The domain sizes as a tuple of positive ints, or a ValueError."""
+    # A tuple checked before is returned as is (a stream asks thousands of times per step;
+    # tuples are immutable, and the one kept here is the very object passed in).
+    if _CHECKED.get(id(sizes)) is sizes:
+        return sizes  # type: ignore[return-value]
+    out = _check_sizes(sizes)
+    if type(sizes) is tuple and out == sizes and all(type(v) is int for v in sizes):
+        if len(_CHECKED) >= 64:
+            _CHECKED.clear()
+        _CHECKED[id(sizes)] = sizes
+    return out
+
+
+_CHECKED: dict[int, object] = {}
+
+
+def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     out: list[int] = []
     for j, s in enumerate(sizes):
         if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)) or s < 1:

@@ -132,34 +132,56 @@ def build_junction_tree(
     separators). Raises ValueError if a node would exceed ``max_clique_cells`` cells.
     """
     sz = check_sizes(sizes)
-    adj: list[set[int]] = [set() for _ in sz]
-    for i, c in enumerate(cliques):
-        cl = check_clique(c, f"cliques[{i}]")
-        check_clique_in(cl, sz, f"cliques[{i}]")
+    checked = [_checked_clique(sz, c, f"cliques[{i}]") for i, c in enumerate(cliques)]
+    nodes = _greedy_nodes(sz, checked)
+    _check_node_cells(sz, nodes, max_clique_cells)
+    return _tree_of_nodes(sz, nodes)
+
+
+def _checked_clique(sizes: tuple[int, ...], clique: Sequence[int], name: str) -> Clique:
+    cl = check_clique(clique, name)
+    check_clique_in(cl, sizes, name)
+    return cl
+
+
+def _greedy_nodes(sizes: tuple[int, ...], cliques: Iterable[Clique]) -> list[Clique]:
+    """Maximal cliques of the better greedy triangulation (fewer cells, then a smaller
+    largest node) of the graph joining the columns of each clique; every column is in
+    one at least."""
+    adj: list[set[int]] = [set() for _ in sizes]
+    for cl in cliques:
         for a, b in itertools.combinations(cl, 2):
             adj[a].add(b)
             adj[b].add(a)
     best: list[Clique] | None = None
     best_cost: tuple[int, int] | None = None
     for rule in ("min-fill", "min-size"):
-        nodes = _maximal(_elimination_cliques(sz, adj, rule))
-        cells = [clique_cells(sz, n) for n in nodes]
+        nodes = _maximal(_elimination_cliques(sizes, adj, rule))
+        cells = [clique_cells(sizes, n) for n in nodes]
         cost = (sum(cells), max(cells))
         if best_cost is None or cost < best_cost:
             best, best_cost = nodes, cost
     assert best is not None
-    nodes = best
+    return best
+
+
+def _check_node_cells(sizes: tuple[int, ...], nodes: Iterable[Clique], max_cells: int) -> None:
     for n in nodes:
-        if clique_cells(sz, n) > max_clique_cells:
+        if clique_cells(sizes, n) > max_cells:
             raise ValueError(
-                f"the junction tree needs clique {n} with sizes {clique_shape(sz, n)}, "
-                f"{clique_cells(sz, n)} cells > max_clique_cells={max_clique_cells}; "
+                f"the junction tree needs clique {n} with sizes {clique_shape(sizes, n)}, "
+                f"{clique_cells(sizes, n)} cells > max_clique_cells={max_cells}; "
                 "measure fewer or smaller marginals, or raise max_clique_cells"
             )
-    # Kruskal: maximum spanning tree on |separator|, ties to smaller separators in cells.
+
+
+def _tree_of_nodes(sizes: tuple[int, ...], nodes: Sequence[Clique]) -> JunctionTree:
+    """The junction tree on ``nodes``, the maximal cliques of a chordal graph (sorted):
+    a maximum spanning tree on separator sizes (Kruskal; ties to separators with fewer
+    cells, then to lower node indices), walked breadth-first from node 0."""
     edges = sorted(
         (
-            (-len(set(a) & set(b)), clique_cells(sz, tuple(set(a) & set(b))), i, j)
+            (-len(set(a) & set(b)), clique_cells(sizes, tuple(set(a) & set(b))), i, j)
             for (i, a), (j, b) in itertools.combinations(enumerate(nodes), 2)
         ),
     )
@@ -195,14 +217,271 @@ def build_junction_tree(
 
 
 def junction_tree_size(sizes: Sequence[int], cliques: Iterable[Sequence[int]]) -> int:
-    """Total cells of the junction tree :func:`estimate_pgm` would build for ``cliques``.
+    """Total cells of the greedy junction tree of ``cliques`` (:func:`build_junction_tree`).
 
-    Lets a select step skip candidates that would make the model too large (as
-    MWEM+PGM does) before measuring them; no ``max_clique_cells`` bound is applied.
+    No ``max_clique_cells`` bound is applied. A stream's select step asks
+    :class:`ModelTree` instead, which answers without a rebuild per candidate.
     """
     sz = check_sizes(sizes)
     tree = build_junction_tree(sz, cliques, max_clique_cells=math.prod(sz))
     return sum(clique_cells(sz, n) for n in tree.nodes)
+
+
+def tree_cells(sizes: Sequence[int], tree: JunctionTree) -> int:
+    """Total cells of the nodes of ``tree`` (the model's size that ``max_model_cells`` bounds)."""
+    return sum(clique_cells(sizes, n) for n in tree.nodes)
+
+
+#: An insertion candidate: added cells, order key, columns added per node, new node.
+_Option = tuple[int, tuple[int, int], dict[int, set[int]], Clique | None]
+
+
+class ModelTree:
+    """The junction tree of a model grown one clique at a time, and the cost of a clique.
+
+    What the select step of a stream asks of every candidate workload: would the model
+    stay within ``max_model_cells`` cells if it joined? A greedy triangulation per
+    candidate answers exactly but costs a rebuild each (thousands per step at 100
+    columns). This answers from the current tree instead:
+
+    * a clique inside one node costs nothing: the tree does not change;
+    * any other clique is *inserted*: a node ``r`` is chosen, and each column of the
+      clique that ``r`` lacks is added to the nodes on the tree path from its nearest
+      holder to ``r``, so that ``r`` holds the clique and every column's nodes stay a
+      connected subtree (a valid junction tree of the larger graph). Parts of the tree
+      joined by empty separators are independent: a column held in another part is
+      added to ``r`` alone (after the part's columns of the clique are gathered in one
+      of its nodes the same way), and ``r`` is linked to that node. ``r`` is the node of
+      least added cells (then the lowest index) among the nodes on the paths joining
+      the clique's columns. Nodes that become subsets of others are dropped.
+
+    :meth:`added` is that insertion and :meth:`cells_with` its cells, without building
+    it. :func:`estimate_pgm` grows the same chain from its warm start's tree with the
+    fit's new cliques, in order, and keeps it when it has fewer cells than the greedy
+    triangulation of all its cliques. A stream that admits a candidate only if
+    :meth:`cells_with` is within ``max_model_cells``, and fits from the model it checked
+    against, therefore never gets a larger model. Everything here reads only the
+    public structure. Instances are immutable; their answers are cached.
+    """
+
+    def __init__(self, sizes: Sequence[int], tree: JunctionTree | None = None) -> None:
+        sz = check_sizes(sizes)
+        if tree is None:  # no clique yet: every column a node of its own
+            tree = _tree_of_nodes(sz, [(c,) for c in range(len(sz))])
+        self.sizes = sz
+        self.tree = tree
+        self.cells = tree_cells(sz, tree)
+        self._node_cells = [clique_cells(sz, n) for n in tree.nodes]
+        self._holders: list[set[int]] = [set() for _ in sz]
+        for i, n in enumerate(tree.nodes):
+            for c in n:
+                self._holders[c].add(i)
+        depth = [0] * len(tree.nodes)
+        part = list(range(len(tree.nodes)))  # the part (joined by non-empty separators)
+        for i in tree.order[1:]:
+            p = tree.parent[i]
+            depth[i] = depth[p] + 1
+            if tree.separators[i]:
+                part[i] = part[p]
+        self._depth = depth
+        self._part = part
+        self._cells_with: dict[Clique, int] = {}
+        self._children: dict[Clique, ModelTree] = {}
+
+    def covers(self, clique: Clique) -> bool:
+        """Whether ``clique`` lies inside one node."""
+        if not clique:
+            return True
+        return bool(set.intersection(*(self._holders[c] for c in clique)))
+
+    def cells_with(self, clique: Clique) -> int:
+        """The cells of :meth:`added` ``(clique)``, without building it."""
+        out = self._cells_with.get(clique)
+        if out is None:
+            out = self.cells
+            if not self.covers(clique):
+                out += self._exact_extra(*self._insertion(clique))
+            self._cells_with[clique] = out
+        return out
+
+    def added(self, clique: Sequence[int]) -> ModelTree:
+        """The tree with ``clique`` inserted (itself if the clique lies in a node)."""
+        cl = _checked_clique(self.sizes, clique, "clique")
+        if cl in self._children:
+            return self._children[cl]
+        if self.covers(cl):
+            out = self
+        else:
+            grow, new = self._insertion(cl)
+            nodes = [
+                tuple(sorted(set(n) | grow[i])) if i in grow else n
+                for i, n in enumerate(self.tree.nodes)
+            ]
+            if new is not None:
+                nodes.append(new)
+            out = ModelTree(self.sizes, _tree_of_nodes(self.sizes, _maximal(nodes)))
+        self._children[cl] = out
+        return out
+
+    def _path(self, a: int, b: int) -> list[int]:
+        """Nodes on the tree path from node ``a`` to node ``b``, both included."""
+        parent, depth = self.tree.parent, self._depth
+        head: list[int] = []
+        tail: list[int] = []
+        while a != b:
+            if depth[a] >= depth[b]:
+                head.append(a)
+                a = parent[a]
+            else:
+                tail.append(b)
+                b = parent[b]
+        return [*head, a, *reversed(tail)]
+
+    def _targets(self, cols: list[int]) -> tuple[list[int], list[int]]:
+        """Where ``cols`` (columns of one part) may meet: nodes (the holders of a single
+        column; else the nodes on the paths between each two columns' subtrees, or the
+        first node they share) and edges (by child node) on those paths."""
+        holders = self._holders
+        if len(cols) == 1:
+            return sorted(holders[cols[0]]), []
+        nodes: set[int] = set()
+        edges: set[int] = set()
+        parent = self.tree.parent
+        for a, b in itertools.combinations(cols, 2):
+            path = self._path(min(holders[a]), min(holders[b]))
+            both = [i for i in path if i in holders[a] and i in holders[b]]
+            if both:
+                nodes.add(both[0])
+                continue
+            start = max(k for k, i in enumerate(path) if i in holders[a])
+            end = next(k for k in range(start, len(path)) if path[k] in holders[b])
+            seg = path[start : end + 1]
+            nodes.update(seg)
+            edges.update(u if parent[u] == v else v for u, v in itertools.pairwise(seg))
+        return sorted(nodes), sorted(edges)
+
+    def _grow(self, cols: Iterable[int], r: int, avoid: int = -1) -> dict[int, set[int]]:
+        """Columns added per node to bring ``cols`` (of ``r``'s part) into node ``r``: each
+        along the path from its nearest holder (where that path enters its subtree).
+        ``avoid``: a neighbour of ``r``; columns whose path runs through it are left out
+        (the other end of an edge brings them)."""
+        grow: dict[int, set[int]] = {}
+        for c in cols:
+            held = self._holders[c]
+            if r in held:
+                continue
+            path = self._path(r, min(held))
+            if len(path) > 1 and path[1] == avoid:
+                continue
+            for i in path:
+                if i in held:
+                    break
+                grow.setdefault(i, set()).add(c)
+        return grow
+
+    def _extra(self, grow: Mapping[int, set[int]], new: Clique | None = None) -> int:
+        """Cells added by ``grow`` and the ``new`` node, counting every node (none dropped)."""
+        added = sum(
+            self._node_cells[i] * (math.prod(self.sizes[c] for c in cols) - 1)
+            for i, cols in grow.items()
+        )
+        return added + (clique_cells(self.sizes, new) if new is not None else 0)
+
+    def _exact_extra(self, grow: Mapping[int, set[int]], new: Clique | None) -> int:
+        """Cells added by an insertion once the nodes it makes redundant are dropped (a
+        node inside a changed one, or the later of two equal ones, as :func:`_maximal`)."""
+        changed = {i: set(self.tree.nodes[i]) | cols for i, cols in grow.items()}
+        if new is not None:
+            changed[len(self.tree.nodes)] = set(new)
+        near = {j for n in changed.values() for c in n for j in self._holders[c]}
+        dropped = 0
+        for j in near | set(changed):
+            nj = changed.get(j) or set(self.tree.nodes[j])
+            if any(i != j and nj <= ni and (nj != ni or i < j) for i, ni in changed.items()):
+                dropped += clique_cells(self.sizes, tuple(nj))
+        return self._extra(grow, new) - dropped
+
+    def _insertion(self, clique: Clique) -> tuple[dict[int, set[int]], Clique | None]:
+        """The cheapest insertion of ``clique`` (class docstring): the columns added per
+        node, and the new node if one is made. The candidates: a node ``r`` that gets the
+        clique; a new node ``separator ∪ clique`` on an edge, whose two ends bring the
+        clique's columns from their sides; a new node ``clique`` linked to each part. The
+        least added cells (every node counted) wins, then the first in that order."""
+        parts: dict[int, list[int]] = {}
+        for c in clique:
+            parts.setdefault(self._part[min(self._holders[c])], []).append(c)
+        targets = {k: self._targets(cols) for k, cols in parts.items()}
+        # each part's columns gathered in the cheapest of its nodes, for the other parts
+        gathered: dict[int, dict[int, set[int]]] = {}
+        for k, cols in parts.items():
+            grows = [self._grow(cols, r) for r in targets[k][0]]
+            gathered[k] = min(grows, key=self._extra)
+        options: list[_Option] = []
+        for k, cols in parts.items():
+            rest = {i: g for j, gs in gathered.items() if j != k for i, g in gs.items()}
+            others = {c for c in clique if c not in cols}
+            for r in targets[k][0]:
+                grow = {**rest, **self._grow(cols, r)}
+                if others:
+                    grow[r] = grow.get(r, set()) | others
+                options.append((self._extra(grow), (0, r), grow, None))
+            for i in targets[k][1]:
+                p = self.tree.parent[i]
+                new = tuple(sorted(set(self.tree.separators[i]) | set(clique)))
+                grow = {**rest, **self._grow(cols, i, avoid=p), **self._grow(cols, p, avoid=i)}
+                options.append((self._extra(grow, new), (1, i), grow, new))
+        if len(parts) > 1:
+            grow = {i: g for gs in gathered.values() for i, g in gs.items()}
+            options.append((self._extra(grow, clique), (2, 0), grow, clique))
+        _, _, chosen, made = min(options, key=lambda o: o[:2])
+        return chosen, made
+
+
+def _given_tree(
+    sizes: tuple[int, ...],
+    cliques: Iterable[Clique],
+    nodes: Sequence[Sequence[int]],
+    max_clique_cells: int,
+) -> JunctionTree:
+    """The junction tree on given ``nodes``, or a ValueError if they are not the maximal
+    cliques of a chordal graph that hold every column and every clique."""
+    checked = [_checked_clique(sizes, n, f"junction_tree[{i}]") for i, n in enumerate(nodes)]
+    if not checked or _maximal(checked) != sorted(checked):
+        raise ValueError("junction_tree must list distinct maximal cliques")
+    jt = _tree_of_nodes(sizes, sorted(checked))
+    for col in range(len(sizes)):
+        holders = {i for i, n in enumerate(jt.nodes) if col in n}
+        # running intersection: the nodes holding c are a connected subtree
+        tops = [i for i in holders if jt.parent[i] not in holders]
+        if len(tops) != 1:
+            raise ValueError(f"junction_tree is not a junction tree for column {col}")
+    for c in cliques:
+        if _smallest_containing(jt, sizes, c) is None:
+            raise ValueError(f"clique {c} lies in no node of junction_tree")
+    _check_node_cells(sizes, jt.nodes, max_clique_cells)
+    return jt
+
+
+@functools.lru_cache(maxsize=4)  # a stream needs the current model's; each holds W answers
+def model_tree(sizes: tuple[int, ...], tree: JunctionTree | None = None) -> ModelTree:
+    """The :class:`ModelTree` of ``tree`` (shared, so that its cached answers are reused by
+    every select step and fit that starts from the same model)."""
+    return ModelTree(sizes, tree)
+
+
+def _model_nodes(
+    sizes: tuple[int, ...], cliques: Sequence[Clique], base: JunctionTree | None
+) -> list[Clique]:
+    """Nodes of the junction tree of a fit over ``cliques``: the greedy triangulation,
+    unless inserting the cliques one by one into ``base`` (the warm start's tree, or one
+    node per column) gives fewer cells (:class:`ModelTree`)."""
+    nodes = _greedy_nodes(sizes, cliques)
+    chain = model_tree(sizes, base)
+    for c in cliques:
+        chain = chain.added(c)
+    if chain.cells < sum(clique_cells(sizes, n) for n in nodes):
+        return list(chain.tree.nodes)
+    return nodes
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,10 +732,11 @@ def _calibrate_log(
 
 def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Clique) -> int | None:
     s = set(clique)
+    index = _tree_index(jt, sizes)
     best: tuple[int, int] | None = None
-    for i, n in enumerate(jt.nodes):
-        if s <= set(n):
-            key = (clique_cells(sizes, n), i)
+    for i in index.holders[clique[0]] if clique else range(len(jt.nodes)):
+        if s <= set(jt.nodes[i]):
+            key = (index.cells[i], i)
             if best is None or key < best:
                 best = key
     return None if best is None else best[1]
@@ -468,6 +748,11 @@ class GraphicalModel:
     Construct it from log-potentials (``{clique: θ_C}``, each flattened in C order or
     shaped by the clique's sizes), or get one from :func:`estimate_pgm`. Columns in no
     clique are uniform and independent of the rest. All queries are post-processing.
+
+    ``junction_tree`` (optional): the nodes of the tree to compute on, as a model's
+    ``junction_tree.nodes`` (a fit may keep a tree other than the greedy one: see
+    :class:`ModelTree`); they must be the maximal cliques of a chordal graph holding every
+    clique, else a ValueError. Default: the greedy triangulation.
 
     Attributes:
         sizes: domain size of each column.
@@ -485,6 +770,7 @@ class GraphicalModel:
         total: float,
         *,
         max_clique_cells: int = MAX_CLIQUE_CELLS,
+        junction_tree: Sequence[Sequence[int]] | None = None,
     ) -> None:
         sz = check_sizes(sizes)
         theta: dict[Clique, FloatArray] = {}
@@ -501,7 +787,10 @@ class GraphicalModel:
                 raise ValueError(f"potential of clique {cl} must be finite")
             arr = arr.reshape(clique_shape(sz, cl))
             theta[cl] = theta[cl] + arr if cl in theta else arr
-        jt = build_junction_tree(sz, theta, max_clique_cells)
+        if junction_tree is None:
+            jt = build_junction_tree(sz, theta, max_clique_cells)
+        else:
+            jt = _given_tree(sz, theta, junction_tree, max_clique_cells)
         self._init(sz, theta, check_total(total), jt, max_clique_cells)
 
     def _init(
@@ -582,13 +871,25 @@ class GraphicalModel:
         """
         cl = check_clique(clique)
         check_clique_in(cl, self._sizes)
+        return self._probability(cl).reshape(-1) * self._total
+
+    def _probability(self, cl: Clique) -> FloatArray:
+        """Probability table of ``cl`` (axes in column order): read off a node, the product
+        of its parts' tables when its columns lie in independent parts of the tree (joined
+        only by empty separators), else by :meth:`_eliminate`."""
         node = _smallest_containing(self._jt, self._sizes, cl)
         if node is not None:
-            table = self._probs[node]
-            out = _marginalize(table, self._jt.nodes[node], cl)
-        else:
-            out = self._eliminate(cl)
-        return np.asarray(out, dtype=np.float64).reshape(-1) * self._total
+            return np.asarray(_marginalize(self._probs[node], self._jt.nodes[node], cl))
+        part = _tree_index(self._jt, self._sizes).part
+        groups: dict[int, list[int]] = {}
+        for c in cl:
+            groups.setdefault(part[c], []).append(c)
+        if len(groups) == 1:
+            return self._eliminate(cl)
+        out = np.ones(clique_shape(self._sizes, cl))
+        for cols in groups.values():
+            out = out * _expand(self._probability(tuple(cols)), tuple(cols), cl, self._sizes)
+        return out
 
     def _eliminate(self, target: Clique) -> FloatArray:
         """Probability table of ``target`` by variable elimination on a subtree.
@@ -685,6 +986,36 @@ class GraphicalModel:
         return out
 
 
+class _TreeIndex(NamedTuple):
+    """What the marginal queries of a model read of its tree, computed once per tree."""
+
+    holders: tuple[tuple[int, ...], ...]  # per column: the nodes holding it
+    cells: tuple[int, ...]  # per node
+    adj: tuple[tuple[int, ...], ...]  # per node: its tree neighbours
+    part: tuple[int, ...]  # per column: its part (nodes joined by non-empty separators)
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_index(jt: JunctionTree, sizes: tuple[int, ...]) -> _TreeIndex:
+    holders: list[list[int]] = [[] for _ in sizes]
+    for i, n in enumerate(jt.nodes):
+        for c in n:
+            holders[c].append(i)
+    adj: list[list[int]] = [[] for _ in jt.nodes]
+    node_part = list(range(len(jt.nodes)))
+    for i in jt.order[1:]:
+        adj[i].append(jt.parent[i])
+        adj[jt.parent[i]].append(i)
+        if jt.separators[i]:
+            node_part[i] = node_part[jt.parent[i]]
+    return _TreeIndex(
+        tuple(tuple(h) for h in holders),
+        tuple(clique_cells(sizes, n) for n in jt.nodes),
+        tuple(tuple(a) for a in adj),
+        tuple(node_part[h[0]] for h in holders),
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _elimination_plan(
     jt: JunctionTree, sizes: tuple[int, ...], target: Clique
@@ -697,29 +1028,22 @@ def _elimination_plan(
     Depends only on the tree's structure, so it is cached (a stream asks the same
     marginals of the same structure many times).
     """
-    adj: list[list[int]] = [[] for _ in jt.nodes]
-    for i in jt.order[1:]:
-        adj[i].append(jt.parent[i])
-        adj[jt.parent[i]].append(i)
+    index = _tree_index(jt, sizes)
     want = set(target)
-    root = max(
-        range(len(jt.nodes)),
-        key=lambda i: (len(want & set(jt.nodes[i])), -clique_cells(sizes, jt.nodes[i]), -i),
-    )
+    # only a node holding a column of target can hold the most of it
+    held = sorted({i for c in target for i in index.holders[c]})
+    root = max(held, key=lambda i: (len(want & set(jt.nodes[i])), -index.cells[i], -i))
     par = {root: -1}
     depth = {root: 0}
     bfs = [root]
     for i in bfs:
-        for j in adj[i]:
+        for j in index.adj[i]:
             if j not in par:
                 par[j], depth[j] = i, depth[i] + 1
                 bfs.append(j)
     keep = {root}
     for c in sorted(want - set(jt.nodes[root])):
-        holder = min(
-            (i for i, n in enumerate(jt.nodes) if c in n),
-            key=lambda i: (depth[i], clique_cells(sizes, jt.nodes[i]), i),
-        )
+        holder = min(index.holders[c], key=lambda i: (depth[i], index.cells[i], i))
         while holder not in keep:
             keep.add(holder)
             holder = par[holder]
@@ -912,7 +1236,10 @@ def estimate_pgm(
         theta.setdefault(cl, np.zeros(clique_shape(sz, cl)))
     for m in meas:
         theta.setdefault(m.clique, np.zeros(clique_shape(sz, m.clique)))
-    jt = build_junction_tree(sz, theta, max_clique_cells)
+    base = warm_start.junction_tree if warm_start is not None else None
+    nodes = _model_nodes(sz, list(theta), base)
+    _check_node_cells(sz, nodes, max_clique_cells)
+    jt = _tree_of_nodes(sz, nodes)
     fit = _Fit(sz, meas, tot, jt, theta)
     inv_var = sum(1.0 / m.stddev**2 for m in meas)
     alpha0 = 1.0 / (tot * inv_var) if inv_var > 0 else 0.0

@@ -217,7 +217,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -230,6 +230,9 @@ from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.raking import batch_margin, one_way, rake
 from dpstream.tabular.workloads import Clique, all_workloads, marginal
+
+if TYPE_CHECKING:
+    from dpstream.tabular.pgm import ModelTree
 
 __all__ = ["Budget", "TabularStream", "excess_l2_scores", "selection_scores"]
 
@@ -252,6 +255,10 @@ _FORMAT = 1
 
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
 FIT_TOL = 0.03
+#: Up to this many columns, a candidate that the insertion bound of the model's junction
+#: tree rejects is checked again by a greedy triangulation (one rebuild per candidate;
+#: see ``TabularStream._fits``). Wider tables rely on the bound alone.
+EXACT_CHECK_COLUMNS = 20
 #: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
 SCORE_BITS = 20
 _SCORE_LIMIT = 2.0**31
@@ -357,7 +364,12 @@ class TabularStream:
         max_model_cells: ``"pgm"`` only: a workload is a selection candidate
             only if the model's junction tree with it stays within this many
             cells (a public rule on public structure, as in MWEM+PGM), which
-            bounds the fit's time and memory.
+            bounds the fit's time and memory. The tree with the workload inserted
+            answers without a rebuild per candidate
+            (:class:`~dpstream.tabular.pgm.ModelTree`); on tables of at most
+            ``EXACT_CHECK_COLUMNS`` columns a workload it refuses is checked again
+            by a greedy triangulation. A workload that no model within the bound
+            can hold is refused here (ValueError).
         score: the selection score (see the module docstring): ``"auto"``
             (default: ``"l2"``, and ``"l2-cell"`` while most recent steps'
             batches drift from the model), ``"l2"`` (excess ℓ2 distance of the
@@ -512,6 +524,8 @@ class TabularStream:
         self._iters = _int(iters, "iters", 1)
         self._fit = _make_fit(estimator, domain.sizes, self._iters)
         self._max_model_cells = _int(max_model_cells, "max_model_cells", 1)
+        if estimator == "pgm":
+            _check_model_cells(domain.sizes, cliques, self._max_model_cells)
         self._fits_cache: dict[tuple[frozenset[Clique], int], bool] = {}
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
@@ -758,6 +772,9 @@ class TabularStream:
             for k, (clique, theta) in enumerate(self._model.potentials.items()):  # type: ignore[union-attr]
                 arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
                 arrays[f"theta_{k}"] = theta
+            # the tree too: the fit may keep one the greedy triangulation would not find
+            for k, node in enumerate(self._model.junction_tree.nodes):  # type: ignore[union-attr]
+                arrays[f"node_{k}"] = np.array(node, dtype=np.int64)
         elif header["model"] == "mw":
             arrays["dense"] = self._model.counts  # type: ignore[union-attr]
         for k, rows in enumerate(self._baseline_rows):
@@ -856,7 +873,12 @@ class TabularStream:
             while f"clique_{k}" in arrays:
                 potentials[tuple(int(c) for c in arrays[f"clique_{k}"])] = arrays[f"theta_{k}"]
                 k += 1
-            model = GraphicalModel(domain.sizes, potentials, header["model_total"])
+            nodes: list[tuple[int, ...]] = []
+            while f"node_{len(nodes)}" in arrays:  # absent in states before 2026-11-26
+                nodes.append(tuple(int(c) for c in arrays[f"node_{len(nodes)}"]))
+            model = GraphicalModel(
+                domain.sizes, potentials, header["model_total"], junction_tree=nodes or None
+            )
             model.step_scale = float(header["step_scale"])
             s._model = model
         elif header["model"] == "mw":
@@ -871,16 +893,44 @@ class TabularStream:
 
     # ------------------------------------------------------------------ selection
 
-    def _fits(self, structure: frozenset[Clique], i: int) -> bool:
-        """Whether workload ``i`` may join a model of ``structure`` (public cliques)."""
+    def _structure(self, model: MarginalModel | None, order: list[int]) -> Structure | None:
+        """``"pgm"``: the cliques the next fit will have (``model``'s and this step's
+        selections ``order``), and the junction tree it starts from: ``model``'s (one node
+        per column before the first) with the selections inserted in order, as the fit
+        will insert them (:class:`~dpstream.tabular.pgm.ModelTree`). Public structure."""
         if self._estimator != "pgm":
+            return None
+        from dpstream.tabular.pgm import GraphicalModel, model_tree
+
+        base = model.junction_tree if isinstance(model, GraphicalModel) else None
+        tree = model_tree(self._domain.sizes, base)
+        for i in order:
+            tree = tree.added(self._workloads[i])
+        cliques = frozenset([*getattr(model, "cliques", ()), *(self._workloads[i] for i in order)])
+        return Structure(tree, cliques)
+
+    def _fits(self, structure: Structure | None, i: int) -> bool:
+        """Whether workload ``i`` may join a model of ``structure`` (:meth:`_structure`):
+        the fit's junction tree with it stays within ``max_model_cells``.
+
+        The tree with the workload inserted answers first (no rebuild; exact for a
+        workload inside a node). On tables of at most ``EXACT_CHECK_COLUMNS`` columns, a
+        workload it rejects gets a second chance from the greedy triangulation of all
+        the cliques (the only check before 2026-11; one rebuild per candidate). Either
+        way the fit, which keeps the smaller of the two trees, stays within the bound."""
+        if structure is None:
             return True
-        key = (structure, i)
+        tree, cliques = structure
+        w = self._workloads[i]
+        if tree.cells_with(w) <= self._max_model_cells:
+            return True
+        if len(self._domain) > EXACT_CHECK_COLUMNS:
+            return False
+        key = (cliques, i)
         if key not in self._fits_cache:
             from dpstream.tabular.pgm import junction_tree_size
 
-            cliques = [*structure, self._workloads[i]]
-            size = junction_tree_size(self._domain.sizes, cliques)
+            size = junction_tree_size(self._domain.sizes, [*cliques, w])
             self._fits_cache[key] = size <= self._max_model_cells
         return self._fits_cache[key]
 
@@ -890,7 +940,7 @@ class TabularStream:
         base: list[npt.NDArray[np.float64]] | None,
         model_marginals: Callable[[int], npt.NDArray[np.float64]],
         taken: set[int],
-        structure: frozenset[Clique],
+        structure: Structure | None,
         rows: int,
         table_rows: int,
         drifting: bool = False,
@@ -1120,7 +1170,7 @@ class TabularStream:
         order: list[int] = []
         measurements: list[Measurement] = []
         for n_taken in range(k):
-            structure = frozenset([*_cliques_of(model), *(self._workloads[i] for i in taken)])
+            structure = self._structure(model, order)
             drifting = drift_rate > DRIFT_SHARE
             j = self._select(
                 diff, base, model_marginals, taken, structure, rows, size, drifting, budget
@@ -1183,7 +1233,7 @@ class TabularStream:
 
         order: list[int] = []
         for _ in range(self._k):
-            structure = frozenset(self._workloads[i] for i in taken)
+            structure = self._structure(None, order)
             j = self._select(diff, None, model_marginals, taken, structure, n, n)
             taken.add(j)
             order.append(j)
@@ -1308,15 +1358,33 @@ def _inverse_sqrt_bound(cells: int) -> Fraction:
     return Fraction(u, grid)
 
 
+def _check_model_cells(sizes: tuple[int, ...], workloads: list[Clique], limit: int) -> None:
+    """Refuse workloads that no model within ``limit`` cells can hold: the smallest holds
+    the workload's marginal and one cell per category of every other column."""
+    total = sum(sizes)
+    need = [math.prod(sizes[c] for c in w) + total - sum(sizes[c] for c in w) for w in workloads]
+    if max(need) > limit:
+        k = next(k for k, n in enumerate(need) if n > limit)
+        w, cells = workloads[k], math.prod(sizes[c] for c in workloads[k])
+        raise ValueError(
+            f"workload {w} alone needs a model of {need[k]} cells (its marginal {cells}, the "
+            f"other columns {need[k] - cells}), more than max_model_cells={limit}: raise "
+            f"max_model_cells to at least {max(need)} or leave out the larger workloads"
+        )
+
+
+class Structure(NamedTuple):
+    """What :meth:`TabularStream._fits` reads: the tree the next fit starts from, and the
+    cliques it will have."""
+
+    tree: ModelTree
+    cliques: frozenset[Clique]
+
+
 def _model_kind(model: MarginalModel | None) -> str | None:
     if model is None:
         return None
     return "pgm" if hasattr(model, "potentials") else "mw"
-
-
-def _cliques_of(model: MarginalModel | None) -> tuple[Clique, ...]:
-    """The cliques a model keeps (a graphical model's; none for dense models)."""
-    return tuple(getattr(model, "cliques", ()))
 
 
 def _noise_scale(counter: Counter) -> float:
