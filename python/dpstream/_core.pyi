@@ -6,8 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "Counter",
     "ContinualPrivHP",
+    "Counter",
     "EpochSynthesizer",
     "InhomogeneousSparseCounter",
     "LinearSketch",

@@ -146,9 +146,7 @@ class OnlineSynthesizer:
                 f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
             )
         cls = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
-        self._inner: _Inner = cls(
-            eps.numerator, eps.denominator, d, core_rng(rng)
-        )
+        self._inner: _Inner = cls(eps.numerator, eps.denominator, d, core_rng(rng))
         self._epsilon = eps
         self._method = method
         self._released = False
