@@ -141,6 +141,12 @@ class OnlineSynthesizer:
     ) -> None:
         eps = exact_fraction(epsilon, "epsilon")
         d = int_param(dim, "dim", low=1, high=MAX_DIM)
+        if method == "privhp":
+            raise ValueError(
+                "method='privhp' (continual PrivHP in fixed memory) needs a memory budget: use "
+                "OnlineSynthesizer.for_memory(epsilon, dim, memory_bytes=..., expected_n=..., "
+                "max_releases=...)"
+            )
         if method not in METHODS:
             raise ValueError(
                 f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
