@@ -35,7 +35,7 @@ def test_for_memory_is_the_privhp_method() -> None:
     assert 0 < s.memory_bytes() <= MIB
     assert s.depth >= 1 and s.n_regions > 0
     assert OnlineSynthesizer(1, 2).max_releases is None
-    with pytest.raises(ValueError, match="use OnlineSynthesizer.for_memory"):
+    with pytest.raises(ValueError, match=r"use OnlineSynthesizer\.for_memory"):
         OnlineSynthesizer(1, 2, method="privhp")
     # The per-block budget is ε/(2L), L = floor(log2 16) + 1 = 5.
     assert s._inner.levels == 5 and s._inner.block_epsilon() == (1, 10)
