@@ -41,7 +41,7 @@ def test_stream_releases_and_a_checkpoint_python_loads(edge_binary: Path, tmp_pa
     assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 10]
     assert {int(r[3]) for r in rows} == {reserved}  # memory flat over the stream
     assert "NOT PRIVATE" in done.stdout
-    s = dpstream.load(out)
+    s = dpstream.load(out, allow_seeded=True)
     assert s.method == "privhp" and s.t == 20000 and s.epochs == 10 and s.max_releases == 10
     assert s.memory_bytes() == reserved
     assert s.release(100).shape == (100, 2)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, Rng, load, save, streams
 
-# Seeded checkpoints need an explicit opt-in to load (issue 28); empty until that lands.
-SEEDED_OK: dict[str, bool] = {}
+# Seeded checkpoints need an explicit opt-in to load (issue 28).
+SEEDED_OK: dict[str, bool] = {"allow_seeded": True}
 
 MIB = 2**20
 

@@ -287,3 +287,32 @@ fn corrupt_checkpoints_are_refused() {
         .to_string();
     assert!(err.contains("count 50 points, not 49"), "{err}");
 }
+
+#[test]
+fn random_edits_under_a_valid_checksum_never_panic() {
+    let mut s =
+        ContinualPrivHP::new(&eps(1, 1), 1, 64 << 10, 1000, 4, Rng::seed_from_u64(16)).unwrap();
+    let mut rng = Rng::seed_from_u64(17);
+    for n in [30, 20, 10] {
+        s.update(&uniform_points(&mut rng, n, 1)).unwrap();
+        s.release(None).unwrap();
+    }
+    s.update(&uniform_points(&mut rng, 5, 1)).unwrap();
+    let payload = state::decode(&s.to_bytes().unwrap(), Kind::ContinualPrivHP)
+        .unwrap()
+        .to_vec();
+    for _ in 0..300 {
+        let mut edited = payload.clone();
+        for _ in 0..=rng.below_u64(3) {
+            let at = rng.below_u64(edited.len() as u64) as usize;
+            edited[at] = rng.next_u64() as u8;
+        }
+        if let Ok(mut back) =
+            ContinualPrivHP::from_bytes(&state::encode(Kind::ContinualPrivHP, &edited))
+        {
+            // A decoded state is usable: it releases (or refuses past R) without panicking.
+            let _ = back.release(Some(3));
+            let _ = back.release(None);
+        }
+    }
+}
