@@ -15,7 +15,11 @@ is reproducible and NOT private):
   or removed, which is 2ε/R under replacement, so it favours naive;
 * ``floor``: the one-release offline result at the whole ε (what a single release at t would
   get, if it were the only one);
-* ``privhp floor``: PrivHP's full hierarchy at ε, one release (the previous offline baseline).
+* ``privhp floor``: PrivHP's full hierarchy at ε, one release (the previous offline baseline);
+* ``fixed memory (1 MiB)`` (d = 2 rows only): ``OnlineSynthesizer.for_memory(ε, 2,
+  memory_bytes=2**20, expected_n=n, max_releases=R)``, continual-release PrivHP whose whole
+  state is fixed at 1 MiB (replace-one relation, like the default). Its update throughput is
+  measured against ``dpstream.PrivHP.update`` (same memory budget) in the same run.
 
 Metrics, at every evaluated release time after the first 10% of the stream:
 
@@ -194,7 +198,9 @@ METHODS = (
     "naive ε/R (add/remove)",
     "floor",
     "privhp floor",
+    "fixed memory (1 MiB)",
 )
+FIXED = "fixed memory (1 MiB)"
 
 
 def offline(x: np.ndarray, eps: float, seed: int) -> np.ndarray:
@@ -231,6 +237,10 @@ def run_setting(
         "default": OnlineSynthesizer(eps, d, rng=Rng(seed=seed)),
         "paper": OnlineSynthesizer(eps, d, method="paper", rng=Rng(seed=seed)),
     }
+    if FIXED in methods and d == 2:
+        online[FIXED] = OnlineSynthesizer.for_memory(
+            eps, 2, memory_bytes=2**20, expected_n=n, max_releases=r, rng=Rng(seed=seed)
+        )
     rows: list[dict[str, object]] = []
     prev = 0
     for i, t in enumerate(times, start=1):
@@ -421,7 +431,87 @@ def figure(rows: list[dict[str, object]], out: Path) -> Path | None:
     return path
 
 
+def fixed_memory_table(rows: list[dict[str, object]]) -> str:
+    """The fixed-memory rows (d = 2): final release and its worst ratio to naive composition
+    over every evaluated release (means over seeds), like the main table's default columns."""
+    per: dict[tuple, dict[str, dict[int, list[float]]]] = {}
+    for row in rows:
+        if str(row["method"]).endswith("(time)"):
+            continue
+        key = (row["stream"], row["d"], row["eps"], row["R"])
+        by = per.setdefault(key, {}).setdefault(str(row["method"]), {})
+        by.setdefault(int(row["release"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
+    lines = [
+        f"| stream | d | ε | R | {FIXED} | default | naive ε/R (replace) "
+        "| worst fixed/naive, replace (add/remove) | final fixed/default |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, methods in sorted(per.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        if FIXED not in methods:
+            continue
+        fixed = methods[FIXED]
+        last = max(fixed)
+
+        def cell(
+            name: str, methods: dict[str, dict[int, list[float]]] = methods, last: int = last
+        ) -> str:
+            if name not in methods:
+                return "—"
+            m, h = mean_ci(methods[name][last])
+            return f"{m:.3f} ± {h:.3f}" if not math.isnan(h) else f"{m:.3f}"
+
+        def worst(
+            other: str,
+            methods: dict[str, dict[int, list[float]]] = methods,
+            fixed: dict[int, list[float]] = fixed,
+        ) -> float:
+            if other not in methods:
+                return float("nan")
+            return max(float(np.mean(fixed[i]) / np.mean(methods[other][i])) for i in fixed)
+
+        final = (
+            float(np.mean(fixed[last]) / np.mean(methods["default"][last]))
+            if "default" in methods
+            else float("nan")
+        )
+        lines.append(
+            f"| {key[0]} | {key[1]} | {key[2]:g} | {key[3]} | {cell(FIXED)} | {cell('default')} "
+            f"| {cell('naive ε/R (replace)')} | {worst('naive ε/R (replace)'):.2f} "
+            f"({worst('naive ε/R (add/remove)'):.2f}) | {final:.2f} |"
+        )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 # ----------------------------------------------------------------------------- speed
+
+
+def fixed_memory_throughput(n: int = 2_000_000, batch: int = 100_000, rounds: int = 3) -> str:
+    """Update throughput (points/s) of the fixed-memory variant (``for_memory``, 1 MiB,
+    R = 100) against ``dpstream.PrivHP.update`` with the same memory budget, on n uniform
+    points (d = 2, ε = 1) in batches, in the same run; the best of ``rounds``."""
+    x = streams.uniform(n, 2, seed=2)
+    batches = [x[i : i + batch] for i in range(0, n, batch)]
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name in ("fixed", "privhp"):
+            if name == "fixed":
+                s: object = OnlineSynthesizer.for_memory(
+                    1, 2, memory_bytes=2**20, expected_n=n, max_releases=100
+                )
+            else:
+                s = dpstream.PrivHP.for_memory(1, 2, expected_n=n, memory_bytes=2**20)
+            update = s.update  # type: ignore[attr-defined]
+            start = time.perf_counter()
+            for b in batches:
+                update(b)
+            best[name] = min(best.get(name, math.inf), time.perf_counter() - start)
+    rate = {k: n / v for k, v in best.items()}
+    return (
+        f"Update throughput ({n:,} uniform points, d = 2, ε = 1, batches of {batch:,}, "
+        f"1 MiB, best of {rounds}): fixed memory {rate['fixed'] / 1e6:.2f} M points/s, "
+        f"PrivHP.update {rate['privhp'] / 1e6:.2f} M points/s, "
+        f"ratio fixed/PrivHP {rate['fixed'] / rate['privhp']:.2f}."
+    )
 
 
 def speed(n: int = 1_000_000, releases: int = 100, rounds: int = 3) -> str:
@@ -494,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     table, _ = summarise(rows)
     speed_line = speed(20_000, 10, 1) if args.quick else speed()
+    fixed_table = fixed_memory_table(rows)
+    throughput_line = (
+        fixed_memory_throughput(200_000, 50_000, 1) if args.quick else fixed_memory_throughput()
+    )
     fig = figure(rows, args.out)
     mode = "--quick" if args.quick else "--full" if args.full else ""
     body = "\n".join(
@@ -508,6 +602,13 @@ def main(argv: list[str] | None = None) -> int:
             f"Release times (the default and the paper, per release): {timing_table(rows)}.",
             "",
             speed_line,
+            "",
+            "Fixed memory (continual PrivHP, 1 MiB, d = 2), range-query error relative to "
+            "uniform points at the final release:",
+            "",
+            fixed_table,
+            "",
+            throughput_line,
             "",
             f"Figure (regenerated, not in git): `{fig}`." if fig else "",
         ]

@@ -20,6 +20,12 @@ and all the releases together are ε-DP. Two methods:
   made non-negative and consistent (Algorithm 4), and the synthetic data are ``t``
   points placed in the depth-``r`` cells. Expected accuracy: Wasserstein-1 distance
   ``O(log(t) · t^(-1/d) / ε)`` for ``d >= 2``.
+* ``method="privhp"`` (:meth:`OnlineSynthesizer.for_memory`): continual-release
+  PrivHP in fixed memory (Holland et al., Appendix A): a binary mechanism over at
+  most ``R`` release epochs whose blocks are exact PrivHP summaries, each released
+  once at ``ε/(2L)`` (``L = floor(log2 R) + 1``); a release is the mixture of the
+  live blocks' generators weighted by their (public) sizes. Memory is fixed at
+  construction.
 
 Privacy model (both methods):
 
@@ -82,6 +88,9 @@ MAX_DIM = 4096
 #: The methods of :class:`OnlineSynthesizer`; the first is the default.
 METHODS = ("epochs", "paper")
 
+# The core objects behind an OnlineSynthesizer ("privhp" comes from ``for_memory``).
+_Inner = _core.EpochSynthesizer | _core.OnlineSynthesizer | _core.ContinualPrivHP
+
 
 class OnlineSynthesizer:
     """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
@@ -132,23 +141,86 @@ class OnlineSynthesizer:
     ) -> None:
         eps = exact_fraction(epsilon, "epsilon")
         d = int_param(dim, "dim", low=1, high=MAX_DIM)
+        if method == "privhp":
+            raise ValueError(
+                "method='privhp' (continual PrivHP in fixed memory) needs a memory budget: use "
+                "OnlineSynthesizer.for_memory(epsilon, dim, memory_bytes=..., expected_n=..., "
+                "max_releases=...)"
+            )
         if method not in METHODS:
             raise ValueError(
                 f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
             )
         cls = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
-        self._inner: _core.EpochSynthesizer | _core.OnlineSynthesizer = cls(
-            eps.numerator, eps.denominator, d, core_rng(rng)
-        )
+        self._inner: _Inner = cls(eps.numerator, eps.denominator, d, core_rng(rng))
         self._epsilon = eps
         self._method = method
         self._released = False
 
     @classmethod
-    def _wrap(cls, inner: _core.EpochSynthesizer | _core.OnlineSynthesizer) -> OnlineSynthesizer:
+    def for_memory(
+        cls,
+        epsilon: RealLike,
+        dim: int,
+        *,
+        memory_bytes: int,
+        expected_n: int,
+        max_releases: int,
+        rng: Rng | None = None,
+    ) -> OnlineSynthesizer:
+        """Continual-release PrivHP in fixed memory (PrivHP paper, Appendix A);
+        :attr:`method` is ``"privhp"``.
+
+        Every release closes an *epoch* (the points since the previous release). A
+        binary mechanism over epochs keeps ``L = floor(log2 R) + 1`` exact PrivHP
+        summaries (one per dyadic block of epochs, plus the open epoch) with one
+        shared configuration and hash keys; when an epoch closes, the summaries of
+        the smaller blocks merge into the next block, which is released once by
+        PrivHP (noise, top-k pruning, consistency) at ``ε/(2L)``. A release is the
+        mixture of the ``<= L`` live block generators, each weighted by its number
+        of points (public).
+
+        Privacy: all releases together are ε-DP for streams that differ in one
+        point at one time step (PrivHP at ``ε/(2L)`` is ``ε/L``-DP under
+        replacement, and a point is in at most ``L`` blocks). Public: ε, ``d``,
+        ``memory_bytes``, ``expected_n``, ``max_releases``, the time ``t`` and the
+        release times. **Release times must not depend on the data.**
+
+        Args:
+            epsilon: privacy budget ε of the whole stream of releases (nats), exact.
+            dim: dimension ``d`` of the points, ``1 <= d <= 4096``.
+            memory_bytes: budget in bytes for the whole state, including the
+                transient copies a release makes; :meth:`memory_bytes` reports the
+                reserved size (at most this) and never changes.
+            expected_n: a public guess of the stream length (it sets the depth
+                ``ceil(log2(ε/(2L) · expected_n))``), not a count of the data.
+            max_releases: ``R``, the public cap on releases that have new points.
+                A release that would close epoch ``R + 1`` raises ``ValueError``
+                and changes nothing; releases without new points stay allowed.
+            rng: as in :class:`OnlineSynthesizer` (seeded: reproducible, **not
+                private**).
+
+        Raises:
+            ValueError: a non-positive ε, a bad ``dim``, ``expected_n`` or
+                ``max_releases`` (``1 <= R <= 2^32``), or a ``memory_bytes`` too
+                small for ``L + 3`` summaries.
+        """
+        eps = exact_fraction(epsilon, "epsilon")
+        d = int_param(dim, "dim", low=1, high=MAX_DIM)
+        mem = int_param(memory_bytes, "memory_bytes", low=1, high=2**63 - 1)
+        n = int_param(expected_n, "expected_n", low=1, high=2**64 - 1)
+        r = int_param(max_releases, "max_releases", low=1, high=2**32)
+        inner = _core.ContinualPrivHP(eps.numerator, eps.denominator, d, mem, n, r, core_rng(rng))
+        return cls._wrap(inner)
+
+    @classmethod
+    def _wrap(cls, inner: _Inner) -> OnlineSynthesizer:
         obj = cls.__new__(cls)
         obj._inner = inner
-        obj._method = "epochs" if isinstance(inner, _core.EpochSynthesizer) else "paper"
+        if isinstance(inner, _core.ContinualPrivHP):
+            obj._method = "privhp"
+        else:
+            obj._method = "epochs" if isinstance(inner, _core.EpochSynthesizer) else "paper"
         num, den = inner.epsilon()
         obj._epsilon = Fraction(num, den)
         # Whether the saved object had released is not recorded: assume it had.
@@ -157,7 +229,7 @@ class OnlineSynthesizer:
 
     @property
     def method(self) -> str:
-        """``"epochs"`` (default) or ``"paper"`` (public)."""
+        """``"epochs"`` (default), ``"paper"`` or ``"privhp"`` (:meth:`for_memory`; public)."""
         return self._method
 
     @property
@@ -183,7 +255,8 @@ class OnlineSynthesizer:
         ``⌈2^r / ε⌉ <= t`` (0 before ``t = ⌈1/ε⌉``); the synthetic data live on the
         ``2^r`` cells of depth ``r``. ``"epochs"``: the deepest level any finished
         block measures (a function of the public block sizes); a release's leaves
-        are cells of depth at most this.
+        are cells of depth at most this. ``"privhp"``: the depth of every block's
+        PrivHP summary (from ε, ``expected_n`` and ``max_releases``).
         """
         return int(self._inner.depth)
 
@@ -191,7 +264,16 @@ class OnlineSynthesizer:
     def epochs(self) -> int:
         """``"epochs"``: releases that closed an epoch (had new points); ``"paper"``: 0."""
         inner = self._inner
+        if isinstance(inner, _core.ContinualPrivHP):
+            return int(inner.epochs)
         return int(inner.epochs) if isinstance(inner, _core.EpochSynthesizer) else 0
+
+    @property
+    def max_releases(self) -> int | None:
+        """``"privhp"``: the public cap ``R`` on epochs (releases with new points);
+        ``None`` for the other methods, which have no cap."""
+        inner = self._inner
+        return int(inner.max_releases) if isinstance(inner, _core.ContinualPrivHP) else None
 
     @property
     def n_regions(self) -> int:
@@ -199,6 +281,11 @@ class OnlineSynthesizer:
         ``1..depth``; ``"epochs"``: the cells of depth ``1..depth`` that the blocks
         measure (lazily: a cell's noise is fixed when its block forms)."""
         inner = self._inner
+        if isinstance(inner, _core.ContinualPrivHP):
+            # Per block summary: the exact levels 1..L_k and one sketch row per deeper level.
+            depth, width = int(inner.depth), int(inner.width)
+            l_k = min(int(inner.k).bit_length() - 1, depth)
+            return (1 << (l_k + 1)) - 2 + (depth - l_k) * width
         if isinstance(inner, _core.EpochSynthesizer):
             return (1 << (int(inner.depth) + 1)) - 2
         return int(inner.n_regions)
@@ -226,7 +313,9 @@ class OnlineSynthesizer:
         ``"epochs"``: 8 bytes per point seen (its exact cell path, kept to rebuild
         the histograms of merged blocks) plus a fixed size per live block. ``"paper"``:
         the cell counters of depths ``1..depth`` (it grows at the public times
-        ``⌈2^r / ε⌉``) and, for ``d = 1``, 8 bytes per point.
+        ``⌈2^r / ε⌉``) and, for ``d = 1``, 8 bytes per point. ``"privhp"``: fixed at
+        construction (``L + 3`` PrivHP summaries with their largest generators, at
+        most ``memory_bytes``); it never changes.
         """
         return int(self._inner.memory_bytes())
 
@@ -277,10 +366,15 @@ class OnlineSynthesizer:
         with every other output). ``"paper"``: the ``L = 2^depth`` cells of depth
         ``depth``, by path θ. ``"epochs"``: the leaves of the fitted tree (cells of
         depths up to :attr:`depth`, in depth-first order); like :meth:`release`, it
-        closes the open epoch.
+        closes the open epoch. ``"privhp"``: the leaves of every live block's
+        generator, block after block (cells of different blocks may overlap: the
+        release is their mixture), each block's counts scaled to its number of
+        points and rounded; like :meth:`release`, it closes the open epoch.
         """
         inner = self._inner
-        if isinstance(inner, _core.EpochSynthesizer):
+        if isinstance(inner, _core.ContinualPrivHP):
+            out = inner.cells()
+        elif isinstance(inner, _core.EpochSynthesizer):
             lower, upper, counts = inner.release_tree().cells()
             out = (lower, upper, np.rint(counts).astype(np.int64))
         else:
@@ -289,8 +383,12 @@ class OnlineSynthesizer:
         return out
 
     def to_bytes(self) -> bytes:
-        """Versioned, checksummed checkpoint (kind ``"EpochSynthesizer"`` or
-        ``"OnlineSynthesizer"`` for ``"paper"``).
+        """Versioned, checksummed checkpoint (kind ``"EpochSynthesizer"``,
+        ``"OnlineSynthesizer"`` for ``"paper"`` or ``"ContinualPrivHP"`` for ``"privhp"``).
+
+        ``"privhp"``: it holds the exact counts of every block summary and the
+        released generators of the live blocks, so every load restores the same
+        noisy generators.
 
         **Sensitive**: keep it as secret as the data. ``"epochs"``: it holds the exact
         cell path of every point and the noise keys of the finished blocks.
@@ -312,8 +410,10 @@ class OnlineSynthesizer:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         raw = bytes(data)
-        inner: _core.EpochSynthesizer | _core.OnlineSynthesizer
-        if _core.state_kind(raw) == "EpochSynthesizer":
+        inner: _Inner
+        if _core.state_kind(raw) == "ContinualPrivHP":
+            inner = _core.ContinualPrivHP.from_bytes(raw)
+        elif _core.state_kind(raw) == "EpochSynthesizer":
             inner = _core.EpochSynthesizer.from_bytes(raw)
         else:
             inner = _core.OnlineSynthesizer.from_bytes(raw)

@@ -61,8 +61,8 @@ def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
 
         # An unreleased summary: exact counts, no noise and no generator.
         return PrivHP.from_bytes(data)
-    if kind in ("OnlineSynthesizer", "EpochSynthesizer"):
-        # method="paper" and the default method="epochs" of OnlineSynthesizer.
+    if kind in ("OnlineSynthesizer", "EpochSynthesizer", "ContinualPrivHP"):
+        # method="paper", the default method="epochs" and method="privhp" (for_memory).
         from dpstream.online import OnlineSynthesizer
 
         return OnlineSynthesizer.from_bytes(data, allow_seeded=allow_seeded)

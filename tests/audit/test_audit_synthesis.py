@@ -278,3 +278,44 @@ def test_online_epochs_one_replaced_point(audited) -> None:
         seed=330,
     )
     assert result.passed, result
+
+
+# ---------------------------------------------------------------------------------------
+# Continual-release PrivHP in fixed memory (method="privhp"): one replaced point in the
+# second of three epochs
+# ---------------------------------------------------------------------------------------
+
+
+def continual_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """Three releases (after 20, 40 and 60 points, R = 4: L = 3 blocks of ε/6); every
+    release's mass in nested boxes at the origin's corner and the opposite corner."""
+    out = np.empty((size, 3 * len(EPOCH_BOXES)))
+    for i in range(size):
+        s = OnlineSynthesizer.for_memory(
+            1, 2, memory_bytes=64 * 2**10, expected_n=60, max_releases=4, rng=rng
+        )
+        masses = []
+        for end in (20, 40, 60):
+            s.update(points[end - 20 : end])
+            cells = s.cells()
+            masses += [box_mass(*cells, box) for box in EPOCH_BOXES]
+        out[i] = masses
+    return np.rint(out)
+
+
+def test_online_privhp_one_replaced_point(audited) -> None:
+    # 60 points; the neighbours differ in step 31 (epoch 2, inside the block of epochs
+    # 1-2 released at t = 40): near the origin in one, near (1, 1) in the other.
+    x = np.random.default_rng(79).random((60, 2))
+    y = x.copy()
+    x[30], y[30] = 0.02, 0.98
+    result = audited(
+        "online synthesizer (privhp, fixed memory), one replaced point, ε = 1",
+        continual_mechanism,
+        (x, y),
+        epsilon=1,
+        runs=ONLINE_RUNS,
+        batch_size=ONLINE_RUNS,
+        seed=340,
+    )
+    assert result.passed, result

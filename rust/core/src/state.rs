@@ -59,6 +59,10 @@ pub enum Kind {
     /// The default online synthesizer ([`crate::synth::EpochSynthesizer`]):
     /// exact point paths and the noise keys of its epoch blocks.
     EpochSynthesizer = 8,
+    /// Continual-release PrivHP in fixed memory
+    /// ([`crate::synth::ContinualPrivHP`]): exact block summaries and the
+    /// released generators of the live blocks.
+    ContinualPrivHP = 9,
 }
 
 impl Kind {
@@ -73,6 +77,7 @@ impl Kind {
             6 => Some(Self::SparseCounter),
             7 => Some(Self::InhomogeneousSparseCounter),
             8 => Some(Self::EpochSynthesizer),
+            9 => Some(Self::ContinualPrivHP),
             _ => None,
         }
     }
@@ -98,6 +103,7 @@ impl Kind {
             Self::SparseCounter => "SparseCounter",
             Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
             Self::EpochSynthesizer => "EpochSynthesizer",
+            Self::ContinualPrivHP => "ContinualPrivHP",
         }
     }
 }

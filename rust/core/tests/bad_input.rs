@@ -5,9 +5,11 @@
 use dpstream_core::counters::{Counter, InhomogeneousSparseCounter, SparseCounter};
 use dpstream_core::sketch::LinearSketch;
 use dpstream_core::state::{self, Kind};
-use dpstream_core::synth::{EpochSynthesizer, OnlineSynthesizer, PrivHP, TreeGenerator};
+use dpstream_core::synth::{
+    ContinualPrivHP, EpochSynthesizer, OnlineSynthesizer, PrivHP, TreeGenerator,
+};
 
-const KINDS: [Kind; 8] = [
+const KINDS: [Kind; 9] = [
     Kind::TreeGenerator,
     Kind::Sketch,
     Kind::OnlineSynthesizer,
@@ -16,6 +18,7 @@ const KINDS: [Kind; 8] = [
     Kind::SparseCounter,
     Kind::InhomogeneousSparseCounter,
     Kind::EpochSynthesizer,
+    Kind::ContinualPrivHP,
 ];
 
 /// Every decoder refuses `bytes` with an error (and does not panic).
@@ -28,6 +31,7 @@ fn all_decoders_refuse(bytes: &[u8]) {
     assert!(PrivHP::from_bytes(bytes).is_err());
     assert!(OnlineSynthesizer::from_bytes(bytes).is_err());
     assert!(EpochSynthesizer::from_bytes(bytes).is_err());
+    assert!(ContinualPrivHP::from_bytes(bytes).is_err());
     assert!(Counter::from_bytes(bytes).is_err());
     assert!(SparseCounter::from_bytes(bytes).is_err());
     assert!(InhomogeneousSparseCounter::from_bytes(bytes).is_err());

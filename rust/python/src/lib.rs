@@ -13,6 +13,7 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+mod continual;
 mod counters;
 mod epochs;
 mod noise;
@@ -160,6 +161,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     privhp::register(m)?;
     online::register(m)?;
     epochs::register(m)?;
+    continual::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -408,6 +408,11 @@ impl LinearSketch {
         Err(err)
     }
 
+    /// Set every cell to 0 (same hashes); does not allocate.
+    pub(crate) fn clear(&mut self) {
+        self.cells.fill(0);
+    }
+
     /// Bytes held: the struct, the cells and the hashes. Constant from
     /// construction on (nothing ever reallocates).
     pub fn memory_bytes(&self) -> usize {

@@ -8,10 +8,14 @@
 //! * [`EpochSynthesizer`]: the default online generator: noisy hierarchical
 //!   histograms per release epoch, a tree mechanism over epochs, least
 //!   squares and pruning.
+//! * [`ContinualPrivHP`]: continual-release PrivHP in fixed memory (PrivHP
+//!   paper, Appendix A): the binary mechanism over release epochs applied to
+//!   PrivHP summaries, up to a public number of releases.
 //! * [`online_epsilon`]: the privacy schedule `ε_{j,r}` of the online
 //!   synthesizer of He, Vershynin, Zhu ((4.1) and (5.1)).
 
 mod budget;
+mod continual;
 mod epochs;
 mod online;
 mod online_budget;
@@ -19,6 +23,9 @@ mod privhp;
 mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
+pub use continual::{
+    continual_block_epsilon, continual_levels, ContinualPrivHP, MAX_CONTINUAL_RELEASES,
+};
 pub use epochs::{
     block_depth, block_epsilon, block_scale, super_block, EpochSynthesizer, BRANCHING,
     DEPTH_FACTOR, EXPAND_SDS, MAX_EPOCH_DEPTH,

@@ -412,6 +412,53 @@ impl PrivHP {
     }
 }
 
+/// Helpers for [`crate::synth::ContinualPrivHP`], which keeps several summaries
+/// with one configuration and one set of hash keys.
+impl PrivHP {
+    /// Forget every count (an empty summary with the same configuration and
+    /// hash keys). Does not allocate. Refused after a release.
+    pub(crate) fn clear(&mut self) -> Result<()> {
+        if self.released.is_some() {
+            return Err(invalid!("a released PrivHP cannot be cleared"));
+        }
+        self.tree.fill(0);
+        for sketch in &mut self.sketches {
+            sketch.clear();
+        }
+        self.points = 0;
+        Ok(())
+    }
+
+    /// Whether `other` has the same configuration and the same sketch hash keys.
+    pub(crate) fn same_shape(&self, other: &PrivHP) -> bool {
+        self.cfg == other.cfg
+            && self
+                .sketches
+                .iter()
+                .zip(&other.sketches)
+                .all(|(a, b)| a.hashes() == b.hashes())
+    }
+
+    /// The ε-DP release of [`PrivHP::release`], consuming the summary: the
+    /// noise is added to its own counts (no copy is made), then the pruned,
+    /// consistent partition is grown. Same distribution as `release`.
+    pub(crate) fn into_release(mut self, rng: &mut Rng) -> Result<TreeGenerator> {
+        if let Some(g) = self.released.take() {
+            return Ok(g);
+        }
+        for l in 0..=self.l_k {
+            let scale = Rational::new(1u32, 1u32)?.div(&self.sigmas[l as usize])?;
+            let start = (1usize << l) - 1;
+            DiscreteLaplace::new(&scale)?.add_noise(rng, &mut self.tree[start..2 * start + 1])?;
+        }
+        for (i, sketch) in self.sketches.iter_mut().enumerate() {
+            let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
+            sketch.add_noise(rng, sigma)?;
+        }
+        grow_partition(&self.cfg, self.l_k, &self.tree, &self.sketches)
+    }
+}
+
 /// # Encoding of an unreleased summary
 ///
 /// [`PrivHP::to_bytes`] writes the [`crate::state`] format, kind

@@ -177,6 +177,71 @@ impl TreeGenerator {
         Ok(out)
     }
 
+    /// Integer counts for the leaves (arena order, as in [`Self::cells`])
+    /// that sum to `n`: the leaf counts scaled to `n` and rounded by largest
+    /// remainder (ties to the earlier leaf). If every leaf count is 0, the
+    /// leaves are weighted by their volume `2^-level` (uniform on the domain).
+    pub(crate) fn scaled_leaf_counts(&self, n: u64) -> Vec<u64> {
+        let leaves: Vec<&Node> = self.nodes.iter().filter(|l| l.left == LEAF).collect();
+        let mut weights: Vec<f64> = leaves.iter().map(|l| l.count).collect();
+        let mut total: f64 = weights.iter().sum();
+        if total.is_nan() || total <= 0.0 {
+            weights = leaves
+                .iter()
+                .map(|l| (-f64::from(l.level)).exp2())
+                .collect();
+            total = weights.iter().sum();
+        }
+        let factor = n as f64 / total;
+        let mut counts = Vec::with_capacity(leaves.len());
+        let mut rema = Vec::with_capacity(leaves.len());
+        let mut placed = 0u64;
+        for (i, w) in weights.iter().enumerate() {
+            let v = w * factor;
+            let f = v.floor().max(0.0).min(n as f64) as u64;
+            counts.push(f);
+            placed = placed.saturating_add(f);
+            rema.push((v - f as f64, i));
+        }
+        // Floating error could leave the floors a little above n: trim from the end.
+        let mut i = counts.len();
+        while placed > n && i > 0 {
+            i -= 1;
+            let cut = counts[i].min(placed - n);
+            counts[i] -= cut;
+            placed -= cut;
+        }
+        rema.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+        let left = n - placed;
+        if !rema.is_empty() {
+            for j in 0..left {
+                counts[rema[(j % rema.len() as u64) as usize].1] += 1;
+            }
+        }
+        counts
+    }
+
+    /// `n` points into `out` (`n · dim` values, row-major): the leaves get
+    /// [`Self::scaled_leaf_counts`] points each, uniform inside the cell.
+    pub(crate) fn place_scaled(&self, n: u64, rng: &mut Rng, out: &mut [f64]) -> Result<()> {
+        if out.len() as u64 != n.saturating_mul(self.dim as u64) {
+            return Err(invalid!("output length is not n · dim"));
+        }
+        let counts = self.scaled_leaf_counts(n);
+        let mut cell = CellSampler::new(self.dim);
+        let mut rows = out.chunks_exact_mut(self.dim);
+        for (leaf, &c) in self.nodes.iter().filter(|l| l.left == LEAF).zip(&counts) {
+            cell.set_cell(leaf.theta, leaf.level);
+            for _ in 0..c {
+                match rows.next() {
+                    Some(point) => cell.sample_current(rng, point),
+                    None => return Err(invalid!("internal error: leaf counts exceed n")),
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn descend(&self, rng: &mut Rng) -> &Node {
         let mut node = &self.nodes[0];
         while node.left != LEAF {
