@@ -549,3 +549,23 @@ def test_online_paper_runs_the_printed_algorithm(pts: Path, tmp_path: Path) -> N
     assert main([*points_args(pts, again, "--batch-size", "1000"), "--seed", "3"]) == 0
     # The default and the paper's algorithm give different releases on the same seed.
     assert (out / releases[-1].name).read_bytes() != (again / releases[-1].name).read_bytes()
+
+
+def test_fixed_memory_online_runs_and_its_cap_binds_the_checkpoint(
+    pts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, ckpt = tmp_path / "out", tmp_path / "run.ckpt"
+    fixed = ("--memory", "1000000", "--expected-n", "3000", "--batch-size", "1000")
+    args = points_args(pts, out, *fixed, "--checkpoint", str(ckpt))
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir())[0].startswith("release-")
+    # More rows mean more periods than the cap R the run was built with: refused up front.
+    grown = tmp_path / "grown.csv"
+    text = pts.read_text()
+    grown.write_text(text + "".join(text.splitlines(keepends=True)[1:1001]))
+    capsys.readouterr()
+    before = sorted(p.name for p in out.iterdir())
+    again = points_args(grown, out, *fixed, "--checkpoint", str(ckpt))
+    assert main(again) == 2
+    assert "--max-releases" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before

@@ -577,8 +577,12 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
     frame = read_table(opts["input"], columns)
     labelled = _batches(frame, opts, consumed_sizes(checkpoint))
     rng = _rng(opts)
+    run_options = _run_options(opts, eps)
     if method in ("online", "online-paper"):
         if opts.get("memory") is not None or opts.get("expected_n") is not None:
+            # The cap is part of the run: a checkpoint made with another number of
+            # periods (a later --end, appended batches) is refused before any step.
+            run_options["max_releases"] = str(len(labelled))
             # Fixed memory: R, the public cap on releases, is the number of release periods.
             _require(opts, "memory", "expected_n")
             synth = OnlineSynthesizer.for_memory(
@@ -629,7 +633,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         load_model=load,
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
-        options=_run_options(opts, eps),
+        options=run_options,
         row_bytes=_point_bytes(columns),
         checkpoint=checkpoint,
         checkpoint_every=_positive(opts, "checkpoint_every") or 1,
