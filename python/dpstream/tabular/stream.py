@@ -869,11 +869,9 @@ class TabularStream:
         batch's rows are the change of the released size (its absolute value)."""
         if self._size_counter is None:
             return self._size + net, rows
-        raw = int(self._size_counter.step(net)[0])
-        if self._method == "baseline" or (self._insert_only and no_deletions):
-            size = max(self._size, raw)
-        else:
-            size = max(0, raw)
+        raw = self._size_counter.step(net)
+        monotone = self._method == "baseline" or (self._insert_only and no_deletions)
+        size = int(released_size(np.array([self._size]), raw, monotone=monotone)[0])
         return size, abs(size - self._size)
 
     def _undo_point(self) -> _Undo:
@@ -1489,6 +1487,17 @@ class TabularStream:
         if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(self._domain):
             raise ValueError(f"workload {w!r} must be strictly increasing column indices")
         return cols
+
+
+def released_size(
+    previous: npt.NDArray[np.int64], raw: npt.NDArray[np.int64], *, monotone: bool
+) -> npt.NDArray[np.int64]:
+    """The released table size (post-processing of the size counter's release ``raw``):
+    with ``monotone`` (an insert-only stream) the running maximum with the size released
+    before, ``previous`` (which starts at 0), else ``raw`` clipped at 0. Elementwise, so an
+    audit can run many streams at once."""
+    out: npt.NDArray[np.int64] = np.maximum(previous, raw) if monotone else np.maximum(raw, 0)
+    return out
 
 
 def selection_scores(
