@@ -941,8 +941,9 @@ class TabularStream:
         """The whole state, for a checkpoint (versioned; numpy ``.npz`` container).
 
         **Sensitive**: the counters (the size counter too) hold exact sums and the header
-        the exact table size — protect the bytes like the raw data. An OS-seeded generator's key is not included (a loaded stream draws
-        a fresh one); a seeded stream resumes exactly.
+        the exact table size — protect the bytes like the raw data. An OS-seeded
+        generator's key is not included (a loaded stream draws a fresh one); a seeded
+        stream resumes exactly.
         """
         header = {
             "format": _FORMAT,
