@@ -167,11 +167,20 @@ AUTO_K = "proposed-auto-k"
 SHRINK = "proposed-shrinkage-stddev"
 SHRINK_K = "proposed-shrinkage-auto-k"
 TAPER = "proposed-taper-k"
+#: A bench option (popped by ``bench_stream``, not a TabularStream option): run the stream as
+#: every stored stream was run before issue 28, with exact sizes and the noise of one record
+#: added or removed at the job's ε. That is ``TabularStream(public_sizes=True)`` at 2ε (its
+#: calibration is for one record replaced, an ℓ1 change of 2), bit for bit; its guarantee is
+#: 2ε for one record replaced. The library's default (add/remove, the size released with
+#: ε/20) is measured against it by ``benches/diag_tabular_sizes.py``.
+LEGACY_SIZES = "legacy_sizes"
 #: Every option is always passed, so that the stored streams stay valid when a library default
-#: changes: Algorithm 3 as printed (the "l2" score aside), k = MARGINALS_PER_STEP.
+#: changes: Algorithm 3 as printed (the "l2" score aside), k = MARGINALS_PER_STEP, and the
+#: sizes of the stored streams (LEGACY_SIZES).
 BASE_OPTIONS: dict[str, Any] = {
     "method": "proposed", "score": "l2", "remainder": "model", "refit": "selection",
     "marginals_per_step": MARGINALS_PER_STEP, "pooled_stddev": "noise", "k_schedule": "fixed",
+    "public_sizes": True, LEGACY_SIZES: True,
 }  # fmt: skip
 #: The library's defaults but pooled_stddev and marginals_per_step (the column "auto score").
 _LIBRARY = {"score": "auto", "remainder": "pooled", "refit": "auto"}
@@ -734,12 +743,18 @@ def bench_stream(
     **options: Any,
 ) -> TabularStream:
     """A ``cls`` stream with this benchmark's settings (all 2-way workloads, k, the PGM fit,
-    its iterations and cell limit) and a seeded generator; ``options`` add or override."""
+    its iterations and cell limit) and a seeded generator; ``options`` add or override.
+    ``legacy_sizes=True`` (:data:`LEGACY_SIZES`; needs ``public_sizes=True``): the stream at
+    2ε, the calibration of the streams stored before issue 28."""
     settings: dict[str, Any] = {
         "workloads": 2, "marginals_per_step": MARGINALS_PER_STEP, "estimator": "pgm",
         "iters": ITERS, "max_model_cells": MAX_MODEL_CELLS, "rng": dpstream.Rng(seed=seed),
     }  # fmt: skip
-    return cls(domain, Fraction(epsilon), **{**settings, **options})
+    merged = {**settings, **options}
+    legacy = bool(merged.pop(LEGACY_SIZES, False))
+    if legacy and not merged.get("public_sizes"):
+        raise ValueError("legacy_sizes needs public_sizes=True")
+    return cls(domain, Fraction(epsilon) * (2 if legacy else 1), **merged)
 
 
 def method_options(method: str) -> dict[str, Any]:
@@ -769,6 +784,8 @@ def run_job(
     ev = Evaluator(domain)
     when = set(eval_steps(n_steps))
     floor_rng = np.random.default_rng(seed_of(11, job.run, job.batch, ALL_ORDERS.index(job.order)))
+    opts = method_options(job.method) if options is None else options
+    exact_sizes = bool(opts.get("public_sizes", False))
     stream = bench_stream(
         domain,
         job.epsilon,
@@ -782,7 +799,7 @@ def run_job(
             job.run,
         ),
         counter=job.counter,
-        **(method_options(job.method) if options is None else options),
+        **opts,
     )
     real = np.zeros(ev.total)
     eval_t: list[int] = []
@@ -802,10 +819,12 @@ def run_job(
         if t in when:
             n = min(rows.shape[0], (t + 1) * job.batch)
             g = synth.to_numpy(dtype=np.int64)
-            if g.shape[0] != n:
+            if exact_sizes and g.shape[0] != n:
                 raise AssertionError(f"{job.key}: synthetic table has {g.shape[0]} rows, not {n}")
             eval_t.append(t + 1)
-            values.append([float(v) for v in ev.errors(real, n, ev.counts(g), n)])
+            # With the released (noisy) size, each table is normalised by its own rows.
+            g_rows = max(g.shape[0], 1)
+            values.append([float(v) for v in ev.errors(real, n, ev.counts(g), g_rows)])
             boot = rows[:n][floor_rng.integers(0, n, n)]
             floors.append(_digits(ev.errors(real, n, ev.counts(boot), n)))
     if stop is not None and stop < n_steps:  # a probe: only its metrics are compared

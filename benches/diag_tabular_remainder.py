@@ -145,7 +145,11 @@ def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Out
     domain, codes = bt.load_adult()
     rows = bt.stream_rows(codes, order, 0)
     ev = bt.Evaluator(domain)
-    stream = bt.bench_stream(domain, eps, SEED, cls=OracleStream, score=score, variant=variant)
+    # The sizes and calibration of the streams it reported before issue 28 (bt.LEGACY_SIZES).
+    legacy = {"public_sizes": True, bt.LEGACY_SIZES: True}
+    stream = bt.bench_stream(
+        domain, eps, SEED, cls=OracleStream, score=score, variant=variant, **legacy
+    )
     n_steps = math.ceil(rows.shape[0] / batch)
     if max_steps is not None:
         n_steps = min(n_steps, max_steps)

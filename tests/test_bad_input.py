@@ -160,6 +160,25 @@ def follow_table(t: TabularStream) -> object:
     return state, out.to_numpy().tolist(), t.synthetic_codes().tobytes()
 
 
+def make_bounded_table() -> TabularStream:
+    """A stream whose "block" counters (size counter included) have taken their horizon."""
+    t = TabularStream(
+        DOMAIN, 1, workloads=1, marginals_per_step=1, estimator="mw", iters=3, counter="block",
+        horizon=1, rng=Rng(seed=1),
+    )  # fmt: skip
+    t.step(np.array([[0, 1, 0], [2, 0, 1]]))
+    return t
+
+
+def make_blocked_table() -> TabularStream:
+    """A stream whose model no workload fits (max_model_cells below every workload's cells)."""
+    return TabularStream(DOMAIN, 1, workloads=2, max_model_cells=2, iters=3, rng=Rng(seed=1))
+
+
+def follow_state(t: TabularStream) -> object:
+    return t.to_bytes()
+
+
 def make_rng() -> Rng:
     return Rng(seed=7)
 
@@ -187,6 +206,8 @@ FAMILIES: dict[str, tuple[Callable[[], Any], Callable[[Any], object]]] = {
     "InhomogeneousSparseCounter": (make_inhomogeneous, follow_scalar),
     "OnlineSynthesizer": (make_online, follow_online),
     "TabularStream": (make_table, follow_table),
+    "TabularStream (at its horizon)": (make_bounded_table, follow_state),
+    "TabularStream (max_model_cells)": (make_blocked_table, follow_state),
     "noise (rng)": (make_rng, follow_rng),
     "constructor": (nothing, follow_nothing),
 }
@@ -477,6 +498,12 @@ CASES: list[Case] = [
     Case("TabularStream", "deleting more rows than the table holds", ValueError,
          "deleting 3 records from a table of 2",
          lambda t: t.step(deletions=np.zeros((3, 3), dtype=np.int64))),
+    Case("TabularStream (at its horizon)", "a step past the counters' horizon", ValueError,
+         "the stream has reached its horizon of 1 steps",
+         lambda t: t.step(np.array([[1, 1, 1]]))),
+    Case("TabularStream (max_model_cells)", "no workload fits max_model_cells", ValueError,
+         "no workload fits the model within max_model_cells",
+         lambda t: t.step(np.array([[1, 1, 1]]))),
     Case("constructor", "TabularStream epsilon = 0", ValueError, "epsilon must be positive, got 0",
          lambda _: TabularStream(DOMAIN, 0), after=NO_OBJECT),
     Case("constructor", "TabularStream epsilon = inf", ValueError,
@@ -514,6 +541,10 @@ CASES: list[Case] = [
          "more than max_model_cells=7: raise max_model_cells to at least 8 or leave out the "
          "larger workloads",
          lambda _: TabularStream(DOMAIN, 1, max_model_cells=7), after=NO_OBJECT),
+    Case("constructor", "TabularStream public_sizes not a bool", TypeError,
+         "public_sizes must be a bool, got str",
+         lambda _: TabularStream(DOMAIN, 1, public_sizes="yes"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Domain column with 0 categories", ValueError,
          "the size of column 'a' must be in [1, 2**31], got 0", lambda _: Domain({"a": 0}),
          after=NO_OBJECT),

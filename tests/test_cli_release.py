@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +22,6 @@ import pandas as pd
 import pytest
 from dpstream import cli, runs
 from dpstream.cli import main
-from dpstream.tabular import TabularStream
 
 ADULT = Path(__file__).resolve().parents[1] / "python" / "dpstream" / "data"
 DOMAIN = str(ADULT / "adult-domain.json")
@@ -247,12 +245,6 @@ REFUSALS = [
         lambda p, a, t: table_args(a, t / "out", "--plot"),
     ),
     Refusal(
-        "table",
-        "`--public-sizes` while `TabularStream` has no `public_sizes`",
-        "--public-sizes needs a TabularStream with public_sizes",
-        lambda p, a, t: table_args(a, t / "out", "--public-sizes"),
-    ),
-    Refusal(
         "points, table",
         "`--checkpoint` of a run with other options",
         "was made by a run with different options (--epsilon: '1' then, '2' now)",
@@ -330,16 +322,10 @@ REFUSALS = [
 ]
 
 
-def _accepts_public_sizes() -> bool:
-    return "public_sizes" in inspect.signature(TabularStream.__init__).parameters
-
-
 @pytest.mark.parametrize("case", REFUSALS, ids=[c.input for c in REFUSALS])
 def test_refusals_are_one_line_and_write_nothing(
     case: Refusal, pts: Path, adult: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if "public_sizes" in case.message and _accepts_public_sizes():
-        pytest.skip("TabularStream accepts public_sizes: the flag runs (tested below)")
     if case.prepare is not None:
         case.prepare(pts, adult, tmp_path)
     capsys.readouterr()
@@ -530,10 +516,7 @@ def test_the_help_states_each_relation(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_public_sizes_reaches_the_stream(adult: Path, tmp_path: Path) -> None:
-    """--public-sizes runs once TabularStream has ``public_sizes`` (else it is refused,
-    which :func:`test_refusals_are_one_line_and_write_nothing` checks)."""
-    if not _accepts_public_sizes():
-        pytest.skip("TabularStream has no public_sizes yet")
+    """--public-sizes gives releases of exactly as many rows as records so far."""
     out = tmp_path / "out"
     assert main(table_args(adult, out, "--public-sizes", "--seed", "1")) == 0
     assert [len(pd.read_csv(out / f"release-{i}.csv")) for i in (1, 2, 3)] == [200, 400, 600]

@@ -16,6 +16,7 @@ from dpstream.tabular.stream import (
     NOISE_PENALTY,
     POOLED_MARGIN,
     SCORE_BITS,
+    SIZE_SHARE,
     TAPER_K,
     excess_l2_scores,
     selection_scores,
@@ -43,16 +44,33 @@ def table(domain: Domain, n: int, seed: int, skew: bool = True) -> np.ndarray:
 
 def test_budget_is_split_exactly() -> None:
     d = small()
-    for score in ("l2", "paper"):
-        b = TabularStream.budget(Fraction(3, 2), 4, all_workloads(d, 2), d, score=score)  # type: ignore[arg-type]
-        assert b.selection == b.measurement == Fraction(3, 16)
-        assert 4 * b.selection + 4 * b.measurement == Fraction(3, 2)
-        assert b.laplace_scale == Fraction(16, 3)
+    eps = Fraction(3, 2)
+    for score in ("l2", "l2-cell", "paper", "auto"):
+        # Default (add/remove): ε/20 to the size counter, the rest ε' to 4 selections and
+        # 4 measurements of ε'/8, every mechanism calibrated to an ℓ1 change of 1.
+        b = TabularStream.budget(eps, 4, all_workloads(d, 2), d, score=score)  # type: ignore[arg-type]
+        assert b.size == eps * SIZE_SHARE == Fraction(3, 40) and b.l1 == 1
+        assert b.selection == b.measurement == b.counter_epsilon == (eps - b.size) / 8
+        assert 4 * b.selection + 4 * b.measurement + b.size == eps
+        assert b.laplace_scale == 1 / b.measurement
+        # public_sizes=True (one record's values replaced): no size counter, ε/8 each, and
+        # every mechanism calibrated to an ℓ1 change of 2.
+        p = TabularStream.budget(eps, 4, all_workloads(d, 2), d, score=score, public_sizes=True)  # type: ignore[arg-type]
+        assert p.size == 0 and p.l1 == 2
+        assert p.selection == p.measurement == Fraction(3, 16)
+        assert 4 * p.selection + 4 * p.measurement + p.size == eps
+        assert p.counter_epsilon == Fraction(3, 32) and p.laplace_scale == Fraction(32, 3)
+        assert p.score_sensitivity == 2 * b.score_sensitivity
+        if score == "auto":
+            assert b.drift_score_sensitivity is not None
+            assert p.drift_score_sensitivity == 2 * b.drift_score_sensitivity
     # The "l2" score moves by at most one per record.
     assert TabularStream.budget(1, 4, all_workloads(d, 2), d).score_sensitivity == 1
     # The paper's score: the smallest 2-way workload here is b × d with 4 cells.
     b = TabularStream.budget(1, 4, all_workloads(d, 2), d, score="paper")
     assert b.score_sensitivity == Fraction(1, 4) + Fraction(1, 2**18)
+    with pytest.raises(TypeError, match="public_sizes"):
+        TabularStream.budget(1, 4, all_workloads(d, 2), d, public_sizes=1)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="score must be"):
         TabularStream.budget(1, 4, all_workloads(d, 2), d, score="l1")  # type: ignore[arg-type]
 
@@ -192,8 +210,9 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
     d = small()
     rows = table(d, 600, 1)
     s = TabularStream(
-        d, 1, marginals_per_step=2, estimator="mw", iters=20, rng=dpstream.Rng(seed=3)
-    )
+        d, 1, marginals_per_step=2, estimator="mw", iters=20, public_sizes=True,
+        rng=dpstream.Rng(seed=3),
+    )  # fmt: skip
     assert "NOT PRIVATE" in repr(s)
     out = s.step(pd.DataFrame(rows[:200], columns=list(d.names)))
     assert isinstance(out, pd.DataFrame) and list(out.columns) == list(d.names)
@@ -226,7 +245,7 @@ def test_rejected_batches_change_nothing() -> None:
         a.step(rows[100:110], deletions=rows[:200])
     with pytest.raises(ValueError, match="missing"):
         a.step(pd.DataFrame({"a": [0]}))
-    assert (a.t, a.size) == (1, 100)
+    assert a.to_bytes() == b.to_bytes() and (a.t, a.size) == (1, b.size)
     assert a.step(rows[100:200]).equals(b.step(rows[100:200]))
 
 
@@ -269,6 +288,7 @@ def test_baseline_takes_insertions_only_and_grows_by_batches() -> None:
         marginals_per_step=2,
         estimator="mw",
         iters=10,
+        public_sizes=True,
         rng=dpstream.Rng(seed=1),
     )
     assert len(s.step(rows[:100])) == 100
@@ -296,9 +316,9 @@ def test_every_counter_kind_runs() -> None:
             iters=10,
             rng=dpstream.Rng(seed=2),
         )
-        for t in range(3):
-            s.step(rows[100 * t : 100 * (t + 1)])
-        assert s.size == 300
+        sizes = [len(s.step(rows[100 * t : 100 * (t + 1)])) for t in range(3)]
+        # The size counter is of the same kind: released sizes, monotone (insert-only).
+        assert sizes == sorted(sizes) and sizes[-1] == s.size > 0
     with pytest.raises(ValueError, match="horizon"):
         TabularStream(d, 1, counter="hybrid", horizon=10)
 
@@ -368,7 +388,7 @@ def test_a_checkpoint_resumes_exactly(
         b.step(rows[200 * t : 200 * (t + 1)])
     data = b.to_bytes()
     b = TabularStream.from_bytes(data, allow_seeded=True)
-    assert (b.t, b.size) == (4, 800) and b.seeded
+    assert (b.t, b.size) == (4, a.size) and b.seeded
     assert b._drift_rate == a._drift_rate
     assert b.last_selected == a.last_selected and b.selection_counts == a.selection_counts
     for t in range(4, 8):
@@ -468,7 +488,7 @@ def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() ->
 
 def test_step_returns_the_domains_labels() -> None:
     d = Domain({"colour": ["red", "green", "blue"], "n": 2})
-    s = TabularStream(d, 1, marginals_per_step=1, rng=dpstream.Rng(seed=3))
+    s = TabularStream(d, 1, marginals_per_step=1, public_sizes=True, rng=dpstream.Rng(seed=3))
     batch = pd.DataFrame({"colour": ["red", "blue", "blue", "green"] * 5, "n": [0, 1] * 10})
     out = s.step(batch)
     assert list(out.columns) == ["colour", "n"]
@@ -512,8 +532,10 @@ def test_the_per_cell_score_budget() -> None:
     d = small()  # the smallest 2-way workload, b × d, has 4 cells
     b = TabularStream.budget(1, 2, all_workloads(d, 2), d, score="l2-cell")
     assert b.score_sensitivity == Fraction(1, 2) + Fraction(1, 2**18)
-    assert b.selection == b.measurement == Fraction(1, 4)
-    s = TabularStream(d, 1, score="l2-cell", marginals_per_step=2, rng=dpstream.Rng(seed=1))
+    assert b.selection == b.measurement == (1 - SIZE_SHARE) / 4
+    s = TabularStream(
+        d, 1, score="l2-cell", marginals_per_step=2, public_sizes=True, rng=dpstream.Rng(seed=1)
+    )
     for t in range(4):
         assert len(s.step(table(d, 50, t))) == 50 * (t + 1)
     with pytest.raises(ValueError, match="score must be one of"):
@@ -533,8 +555,10 @@ def test_the_selections_are_reported(method: str) -> None:
         for w in picked:
             seen[w] += 1
     assert s.selection_counts == seen
+    before = s.size
     s.step(None)  # an empty batch: the proposed method still selects (and measures zeros)
-    assert len(s.last_selected) == (2 if method == "proposed" else 0)
+    # The baseline selects when its released size grew (the size counter's noise).
+    assert len(s.last_selected) == (2 if method == "proposed" or s.size > before else 0)
     if method == "proposed":  # a workload's counter steps exactly when it is selected
         for i, w in enumerate(s.workloads):
             steps = sum(cs[i].time for cs in s._counters.values() if cs[i] is not None)
@@ -620,19 +644,25 @@ def test_the_pooled_measurement_matches_its_definition(
     assert sd_m == sd
 
 
-def test_the_counted_rows_are_the_rows_of_the_selected_steps() -> None:
+@pytest.mark.parametrize("public_sizes", [False, True])
+def test_the_counted_rows_are_the_rows_of_the_selected_steps(public_sizes: bool) -> None:
+    """The rows a workload's counter counted, as the released sizes say: the changes of the
+    released size at the steps that selected it (exact with public sizes)."""
     d = small()
     rows = table(d, 900, 12)
     s = TabularStream(d, 1, marginals_per_step=2, iters=10, remainder="pooled",
-                      rng=dpstream.Rng(seed=3))  # fmt: skip
+                      public_sizes=public_sizes, rng=dpstream.Rng(seed=3))  # fmt: skip
     want = np.zeros(len(s.workloads), dtype=np.int64)
     sizes = [(150, 0), (200, 30), (0, 0), (120, 100), (90, 10)]
     start = 0
     for ins, dels in sizes:
         batch, start = rows[start : start + ins], start + ins
+        before = s.size
         s.step(batch, deletions=rows[:dels])
+        if public_sizes:
+            assert s.size - before == ins - dels
         for w in s.last_selected:
-            want[s.workloads.index(w)] += ins - dels
+            want[s.workloads.index(w)] += s.size - before
     np.testing.assert_array_equal(s._counted_rows, want)
 
 
@@ -895,7 +925,7 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
         s = TabularStream(
             d, eps, marginals_per_step="auto", k_schedule=schedule,  # type: ignore[arg-type]
-            iters=10, rng=dpstream.Rng(seed=6),
+            iters=10, rng=dpstream.Rng(seed=7),
         )  # fmt: skip
         assert s.budgets == {k: TabularStream.budget(eps, k, s.workloads, d) for k in levels}
         late = st.TAPER_STEPS * len(s.workloads)
@@ -908,11 +938,12 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
             s.step(data[t * 200 : (t + 1) * 200])
             k = len(s.last_selected)
             assert k == (st.DRIFT_K if drifting else calm)
-            assert picks == [eps / (2 * k)] * k  # the selections: ε/2 in all
+            # The selections: ε'/2 in all (ε' = ε less the size counter's share).
+            assert picks == [eps * (1 - SIZE_SHARE) / (2 * k)] * k
             ks[name].append(k)
         for k, counters in s._counters.items():
-            for c in counters:  # the counters of k-selection steps: ε/2k each
-                assert c is None or c.epsilon == eps / (2 * k)
+            for c in counters:  # the counters of k-selection steps: ε'/2k each
+                assert c is None or c.epsilon == eps * (1 - SIZE_SHARE) / (2 * k)
         steps_counted = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
         assert steps_counted == sum(ks[name]) == sum(s.selection_counts.values())
     # Shuffled rows stay calm (CALM_K selections per step, and with the taper mostly TAPER_K

@@ -763,9 +763,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     checkpoint = opts.get("checkpoint")
     frame = read_table(opts["input"])
     labelled = _batches(frame, opts, consumed_sizes(checkpoint))
-    extra: dict[str, Any] = {}
-    if opts.get("public_sizes"):
-        extra["public_sizes"] = True
     try:
         stream = TabularStream(
             domain,
@@ -775,12 +772,10 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             estimator=opts["estimator"],
             score=opts["score"],
             remainder=opts["remainder"],
+            public_sizes=bool(opts.get("public_sizes")),
             rng=_rng(opts),
-            **extra,
         )
     except TypeError as e:
-        if "public_sizes" in extra and "public_sizes" in str(e):
-            raise UsageError("--public-sizes needs a TabularStream with public_sizes") from None
         raise UsageError(str(e)) from None
     except (ValueError, ImportError) as e:
         raise UsageError(str(e)) from None

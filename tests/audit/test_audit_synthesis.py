@@ -187,7 +187,7 @@ TABULAR_RUNS = 2_000
 DOMAIN = Domain({"a": 2, "b": 2, "c": 2})
 
 
-def tabular_mechanism(epsilon: int, score: str) -> Any:
+def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
     def mechanism(batch: np.ndarray, rng: Rng, size: int) -> np.ndarray:
         """The synthetic table of the first step, as counts of its 8 cells."""
         out = np.empty((size, 8), dtype=np.int64)
@@ -200,6 +200,7 @@ def tabular_mechanism(epsilon: int, score: str) -> Any:
                 estimator="mw",
                 score=score,  # type: ignore[arg-type]
                 iters=20,
+                public_sizes=public_sizes,
                 rng=rng,
             )
             codes = np.asarray(stream.step(batch), dtype=np.int64)
@@ -209,27 +210,35 @@ def tabular_mechanism(epsilon: int, score: str) -> Any:
     return mechanism
 
 
-@pytest.mark.parametrize(("score", "claim"), [("paper", 4), ("l2", 8), ("l2-cell", 8)])
-def test_tabular_stream_one_step(audited, score: str, claim: int) -> None:
-    # Batch sizes are public, so neighbouring first batches hold the same number of
-    # records with one record's value replaced: two add/remove changes, covered by 2ε.
-    # With the paper's score the selection at t = 1 reads ‖∇f_1‖₁/|q| − |q| = n/|q| − |q|,
-    # public, so it costs nothing and only the selected marginal's counter (ε/2, two cells
-    # move by one) loses privacy: at most ε, which is what this audit claims. The "l2"
-    # and "l2-cell" scores read the batch, so the selection loses privacy too: the claim is 2ε. One
-    # record per batch makes the table's single row as revealing as it can be.
+@pytest.mark.parametrize(
+    ("score", "public_sizes"), [("paper", True), ("l2", True), ("l2-cell", True), ("l2", False)]
+)
+def test_tabular_stream_one_step(audited, score: str, public_sizes: bool) -> None:
+    # public_sizes=True: batch sizes are public, so neighbouring first batches hold the same
+    # number of records with one record's value replaced (an ℓ1 change of 2, to which every
+    # counter and score is calibrated): ε. With the paper's score the selection at t = 1
+    # reads ‖∇f_1‖₁/|q| − |q| = n/|q| − |q|, public, so it costs nothing there.
+    # Default: one record added (the released size is noisy, inside ε): ε. One record per
+    # batch makes the table's single row as revealing as it can be.
     epsilon = 4
+    one = np.array([[1, 1, 1]])
+    neighbours = (np.array([[0, 0, 0]]), one) if public_sizes else (np.zeros((0, 3)), one)
+    relation = "replacement" if public_sizes else "add/remove"
     result = audited(
-        f"tabular stream, first step, score={score!r}, ε = {epsilon}, replacement",
-        tabular_mechanism(epsilon, score),
-        (np.array([[0, 0, 0]]), np.array([[1, 1, 1]])),
-        epsilon=claim,
+        f"tabular stream, first step, score={score!r}, ε = {epsilon}, {relation}",
+        tabular_mechanism(epsilon, score, public_sizes),
+        neighbours,
+        epsilon=epsilon,
         runs=TABULAR_RUNS,
         batch_size=TABULAR_RUNS,
         seed=330,
     )
     assert result.passed, result
-    assert result.lower_bound > 0.5, result  # the audit sees the changed record
+    # The audit sees the changed record (seeded: these bounds are reproducible). Weak: the
+    # sampled table hides most of the counters' information, and with public_sizes the noise
+    # is calibrated to the replacement (twice the add/remove noise at the same ε). The
+    # released size's own sharp audit: tests/audit/test_audit_tabular_sizes.py.
+    assert result.lower_bound > (0.3 if public_sizes else 0.05), result
 
 
 # ---------------------------------------------------------------------------------------

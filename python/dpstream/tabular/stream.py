@@ -23,25 +23,47 @@ Two methods:
   Laplace of scale ``2k/ε`` per selected histogram) and appends the fitted
   table to the previous synthetic table. Insertions only.
 
-Privacy (Theorem 6.1):
+Here ``ε/2k`` is the share with public sizes; by default each is ``ε'/2k``, where
+``ε' = ε − ε/20`` leaves ``ε/20`` to the table's size (Privacy, below).
 
-* **Neighbouring streams** differ by one record added to or removed from the
-  batch of one time step.
-* **Guarantee**: the whole sequence of synthetic tables is ε-DP, with
-  **public** batch sizes: the time index, the number of inserted and
-  deleted records of every batch (hence the table's size, which the output
-  has) and the domain are treated as public and are not protected. Only the
-  records' values are. Replacing one record's value is two such changes
-  (remove and add), so it is covered with ``2ε`` (group privacy).
-* **Split**: ``ε/2`` to selection (``k`` selections of ``ε/2k`` per step; a
-  selection at time ``t`` reads only ``∇f_t`` and earlier releases) and
-  ``ε/2`` to measurement (a record enters only the ``k`` counters selected at
-  its time, ``ε/2k`` each; a workload histogram has ℓ1-sensitivity 1). See
-  :meth:`TabularStream.budget`. With ``marginals_per_step="auto"`` the step's ``k``
-  is chosen before the step from earlier releases (below); each step still spends
-  exactly ``ε`` on its own batch, and a workload has one counter per ``k``, fed
-  only at the steps with that ``k`` (``ε/2k``): a record still enters the
-  counters of its own step only.
+Privacy (Theorem 6.1, with the table's size released privately):
+
+* **Neighbouring streams** (default): one stream has one more record than the
+  other, in the insertions or the deletions of one time step (add/remove one
+  record; the batch sizes and the table's size differ).
+* **Guarantee**: the whole sequence of synthetic tables, their sizes (row counts)
+  and :attr:`TabularStream.size` is ε-DP. **Public**: the domain, the options, the
+  time index, and whether a step is given a ``deletions`` argument (not its
+  records). The table's size is released by a continual counter (below) and
+  everything that needs a size reads that release: the scale-up of the pooled
+  measurements, the model's total, the scores' batch size and table size, and each
+  release's row count. The released size is post-processing of the counter: a
+  running maximum (monotone) while the stream is insert-only (the baseline method,
+  or no step given a ``deletions`` argument so far), else clipped at 0. The exact
+  size is kept only to refuse deleting more records than the table holds.
+* **Split** (:meth:`TabularStream.budget`, one place; ``ε' = ε − ε·SIZE_SHARE``):
+  ``ε·SIZE_SHARE`` (1/20) to the size counter (a scalar counter of each batch's net
+  rows, of the workload counters' kind and horizon; one record changes one step's
+  value by 1), ``ε'/2`` to selection (``k`` selections of ``ε'/2k`` per step; a
+  selection at time ``t`` reads only ``∇f_t``, the size released at ``t`` and earlier
+  releases) and ``ε'/2`` to measurement (a record enters only the ``k`` counters
+  selected at its time, ``ε'/2k`` each; a workload histogram has ℓ1-sensitivity 1).
+  With ``marginals_per_step="auto"`` the step's ``k`` is chosen before the step from
+  earlier releases (below); each step still spends exactly ``ε`` on its own batch, and
+  a workload has one counter per ``k``, fed only at the steps with that ``k``
+  (``ε'/2k``): a record still enters the counters of its own step only. A step whose
+  later selections find no workload within ``max_model_cells`` ends early (a public
+  rule) and spends less.
+* **Public sizes** (``public_sizes=True``, opt-in): the exact batch sizes, hence the
+  table's size, are public and each release has exactly ``|f_t|`` rows. Neighbouring
+  streams then have the same sizes and differ in **one record's values** (one record
+  of one step replaced by another), which moves a batch histogram by an ℓ1 change of
+  2. So there is no size counter, ``ε/2k`` to each selection and each counter, and
+  every mechanism is calibrated to that change: the counters get ``ε/4k`` for an ℓ1
+  change of 1 (twice the noise) and every score's sensitivity is doubled (the
+  replacement is a removal and an addition with the public sizes held fixed, each
+  moving a score by at most its add/remove sensitivity). States saved before this
+  option existed load with it (see :meth:`TabularStream.from_bytes`).
 * **Noise**: exact discrete Laplace and exact permute-and-flip in the Rust
   core from one ChaCha12 generator.
 * **Selection scores** (``score=``; the sensitivity is what permute-and-flip is
@@ -52,13 +74,14 @@ Privacy (Theorem 6.1):
     (at a step's first selection, ``g_{t−1}`` scaled up) and ``b_i`` is public:
     the ℓ2 norm a batch of ``B`` rows drawn from the model itself would
     typically show, ``√(B(1 − ‖p_i‖²))``, plus a measurement-noise penalty
-    ``w·σ·√(|q_i|·B / 2|f_t|)`` (``σ = √2·2k/ε`` the standard deviation of one
-    measurement's noise per cell, ``w = 1``). Why: a measurement at time ``t``
-    corrects the model's relative error on ``q_i`` by a fraction ``B/|f_t|`` and
-    adds noise of squared norm ``σ²|q_i|``; to first order this pays off when the
+    ``w·σ·√(|q_i|·B / 2|f_t|)`` (``σ = √2·2k/ε'`` the standard deviation of one
+    measurement's noise per cell, ``w = 1``; ``B`` and ``|f_t|`` the released sizes:
+    ``B`` the change of the released size, the batch's rows with ``public_sizes``). Why: a
+    measurement at time ``t`` corrects the model's relative error on ``q_i`` by a fraction
+    ``B/|f_t|`` and adds noise of squared norm ``σ²|q_i|``; to first order this pays off when the
     error seen in the batch, ``‖B·e_i‖₂``, exceeds ``σ·√(|q_i|·B / 2|f_t|)``. So
     large workloads are measured once the table is large enough for their
-    noise to be small relative to it. The model and the batch size are public, so
+    noise to be small relative to it. The model and the released sizes are public, so
     the score is the distance of the batch's histogram from a public vector:
     one record changes it by at most 1. It is computed exactly (counts on the
     grid 1/16, an integer square root), so the sensitivity is exactly 1.
@@ -213,8 +236,9 @@ import io
 import json
 import math
 import numbers
+import warnings
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -262,6 +286,9 @@ EXACT_CHECK_COLUMNS = 20
 #: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
 SCORE_BITS = 20
 _SCORE_LIMIT = 2.0**31
+#: A batch's count in one cell of a workload must stay below this (the ``"l2"`` scores' exact
+#: norm works on counts below ``2^28``, model included): checked before a step.
+_CELL_LIMIT = 2.0**27
 #: Weight ``w`` of the measurement-noise penalty of the ``"l2"`` score.
 NOISE_PENALTY = 1.0
 #: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
@@ -303,22 +330,39 @@ TAPER_K = 1
 TAPER_DRIFT_SHARE = 0.05
 
 
+#: Default (add/remove): the share of ε given to the continual counter of the table's size.
+#: The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the measurements
+#: as before (``ε'/2k`` each). Why 1/20: the size enters only through ratios (the scale-up
+#: ``|f_t|/n_j``, the model's total), whose relative error falls like ``1/t``, while every
+#: measurement's noise grows by the factor ``1/(1 − SIZE_SHARE)``; ``benches/RESULTS.md``
+#: (section "what the noisy size costs", ``benches/diag_tabular_sizes.py``) measures it.
+SIZE_SHARE = Fraction(1, 20)
+
+
 @dataclass(frozen=True)
 class Budget:
     """How ε is split (exact; computed in one place, :meth:`TabularStream.budget`).
 
+    With ``ε' = ε − size`` (``size = ε·SIZE_SHARE`` by default, 0 with public sizes),
+    every step spends ``k·selection + k·measurement + size = ε`` on its own records (the
+    size counter's ``size`` covers the whole stream of sizes, a record entering it at its
+    own step only).
+
     Attributes:
         epsilon: the total ε of the whole stream.
-        selection: ε of one selection (``ε/2k``); ``k`` per step.
+        selection: ε of one selection (``ε'/2k``); ``k`` per step.
         measurement: ε of one workload counter (proposed) or of one selected
-            histogram's discrete Laplace noise (baseline) (``ε/2k``).
-        laplace_scale: the discrete Laplace scale ``2k/ε`` of one measurement
+            histogram's discrete Laplace noise (baseline) (``ε'/2k``).
+        laplace_scale: the discrete Laplace scale ``l1·2k/ε'`` of one measurement
             (baseline: of its noise; proposed: of a simple counter's step).
-        score_sensitivity: the sensitivity given to permute-and-flip (1 for the
-            ``"l2"`` and ``"auto"`` scores, about ``1/√min|q_i| + 2^-18`` for
-            ``"l2-cell"`` and ``1/min|q_i| + 2^-18`` for the ``"paper"`` score).
+        score_sensitivity: the sensitivity given to permute-and-flip: ``l1`` times 1 for
+            the ``"l2"`` and ``"auto"`` scores, about ``1/√min|q_i| + 2^-18`` for
+            ``"l2-cell"`` and ``1/min|q_i| + 2^-18`` for the ``"paper"`` score.
         drift_score_sensitivity: ``score="auto"`` only (else ``None``): the sensitivity
             of the ``"l2-cell"`` score it uses while the stream drifts.
+        size: ε of the continual counter of the table's size (0 with ``public_sizes``).
+        l1: the ℓ1 change of one neighbour in a batch histogram: 1 under add/remove (the
+            default), 2 with ``public_sizes`` (one record's values replaced).
     """
 
     epsilon: Fraction
@@ -327,6 +371,26 @@ class Budget:
     laplace_scale: Fraction
     score_sensitivity: Fraction
     drift_score_sensitivity: Fraction | None = None
+    size: Fraction = Fraction(0)
+    l1: int = 1
+
+    @property
+    def counter_epsilon(self) -> Fraction:
+        """ε given to a workload :class:`~dpstream.counters.Counter` (calibrated for an ℓ1
+        change of 1): ``measurement / l1``, so that an ℓ1 change of ``l1`` costs
+        ``measurement``."""
+        return self.measurement / self.l1
+
+
+@dataclass(frozen=True)
+class _Undo:
+    """The state before a step (see ``TabularStream._undo_point``)."""
+
+    rng: bytes | None
+    counters: dict[tuple[int, int], bytes | None]
+    size_counter: bytes | None
+    sample_rng: Mapping[str, Any]
+    fields: dict[str, Any]
 
 
 def _int(value: object, name: str, minimum: int) -> int:
@@ -339,6 +403,11 @@ def _int(value: object, name: str, minimum: int) -> int:
 
 class TabularStream:
     """ε-DP synthetic tables for a stream of categorical records.
+
+    Default guarantee: ε-DP for one record added to or removed from the stream, the
+    table's size released by a continual counter with ``ε/20`` (``public_sizes=False``);
+    with ``public_sizes=True``, ε-DP for one record's values replaced, the exact sizes
+    public. The module docstring states what is public and how ε is split.
 
     Args:
         domain: the public schema.
@@ -411,6 +480,12 @@ class TabularStream:
             Private-PGM's ``synthetic_data``) gives every cell of each sampled
             block the floor or ceiling of its expected count, which removes most
             of the resampling error; ``"iid"`` draws the rows independently.
+        public_sizes: ``False`` (default): ε-DP for one record added or removed; the
+            table's size is released by a continual counter with ``ε/20`` and every
+            release has that (noisy) number of rows. ``True``: the batch sizes are
+            public and exact (each release has exactly ``|f_t|`` rows) and the
+            guarantee is ε-DP for one record's values replaced, with every mechanism
+            calibrated to that ℓ1 change of 2 (see the module docstring).
         rng: generator of the privacy noise (``None``: OS-seeded, private; a
             seeded :class:`dpstream.Rng` is reproducible and **not private**).
             Sampling of synthetic rows uses a numpy generator seeded from it.
@@ -435,6 +510,7 @@ class TabularStream:
         pooled_stddev: PooledStddevName = "shrinkage",
         k_schedule: KScheduleName = "taper",
         sampling: SamplingName = "round",
+        public_sizes: bool = False,
         rng: Rng | None = None,
     ) -> None:
         if not isinstance(domain, Domain):
@@ -459,6 +535,7 @@ class TabularStream:
             "pooled_stddev": pooled_stddev,
             "k_schedule": k_schedule,
             "sampling": sampling,
+            "public_sizes": public_sizes,
         }
         if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
             cliques = all_workloads(domain, int(workloads))
@@ -531,8 +608,14 @@ class TabularStream:
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
+        if not isinstance(public_sizes, (bool, np.bool_)):
+            raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
+        self._public_sizes = bool(public_sizes)
         self._budgets = {
-            k: self.budget(self._epsilon, k, cliques, domain, score=score) for k in levels
+            k: self.budget(
+                self._epsilon, k, cliques, domain, score=score, public_sizes=self._public_sizes
+            )
+            for k in levels
         }
         self._budget = self._budgets[self._k]
         self._counter_kind: KindName = counter
@@ -543,9 +626,25 @@ class TabularStream:
         if method == "proposed":
             # One vector counter per workload, allocated when first selected;
             # build one now so that bad counter parameters fail here (no noise is drawn).
-            Counter(counter, self._budget.measurement, 1, horizon=horizon, rng=self._rng)
+            Counter(counter, self._budget.counter_epsilon, 1, horizon=horizon, rng=self._rng)
+        # Default (add/remove): the table's size is released by a scalar continual counter of
+        # the net rows of each batch (insertions − deletions; one record changes it by 1), of
+        # the same kind and horizon as the workload counters, with ε·SIZE_SHARE. Building it
+        # draws no noise.
+        self._size_counter: Counter | None = None
+        if not self._public_sizes:
+            self._size_counter = Counter(
+                counter, self._budget.size, 1, horizon=horizon, rng=self._rng
+            )
         self._t = 0
+        # The released size |f_t| (public: the size counter's release, post-processed; the
+        # exact size with public_sizes) and the exact size, kept only to refuse deleting more
+        # records than the table holds (never released; sensitive like the counters).
         self._size = 0
+        self._exact_size = 0
+        # Public (the arguments' form, not their records): no step has been given a
+        # `deletions` argument; while true, the released size is a running maximum.
+        self._insert_only = True
         # Public state: the previous synthetic model and its workload marginals.
         self._model: MarginalModel | None = None
         self._synthetic_marginals: list[npt.NDArray[np.float64]] = [
@@ -573,16 +672,25 @@ class TabularStream:
         domain: Domain,
         *,
         score: ScoreName = "auto",
+        public_sizes: bool = False,
     ) -> Budget:
         """The split of ε for ``k`` selections per step over ``workloads`` (exact).
 
-        ``ε/2k`` to each of the ``k`` selections of a step and ``ε/2k`` to each
-        workload counter (or each baseline measurement); the score's sensitivity
+        Default (add/remove one record): ``ε·SIZE_SHARE`` to the size counter and, of the
+        rest ``ε'``, ``ε'/2k`` to each of the ``k`` selections of a step and ``ε'/2k`` to
+        each workload counter (or each baseline measurement), all calibrated to an ℓ1
+        change of 1. ``public_sizes=True`` (one record's values replaced, sizes exact and
+        public): no size counter, ``ε/2k`` each, calibrated to an ℓ1 change of 2 (the
+        counters' noise and the scores' sensitivities doubled). The score's sensitivity
         depends on ``score``.
         """
         eps = exact_fraction(epsilon, "epsilon")
         k = _int(k, "marginals_per_step", 1)
-        share = eps / (2 * k)
+        if not isinstance(public_sizes, (bool, np.bool_)):
+            raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
+        size = Fraction(0) if public_sizes else eps * SIZE_SHARE
+        l1 = 2 if public_sizes else 1
+        share = (eps - size) / (2 * k)
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
         smallest = min(domain.cells(c) for c in workloads)
@@ -591,8 +699,8 @@ class TabularStream:
             sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
         else:
             sensitivity = cell if score == "l2-cell" else Fraction(1)
-        drift = cell if score == "auto" else None
-        return Budget(eps, share, share, 1 / share, sensitivity, drift)
+        drift = l1 * cell if score == "auto" else None
+        return Budget(eps, share, share, l1 / share, l1 * sensitivity, drift, size, l1)
 
     @property
     def budgets(self) -> dict[int, Budget]:
@@ -622,8 +730,16 @@ class TabularStream:
 
     @property
     def size(self) -> int:
-        """Current number of records ``|f_t|`` (public: batch sizes are public)."""
+        """The table's size ``|f_t|`` as released (rows of each release): the size
+        counter's release, post-processed (non-negative; monotone while the stream is
+        insert-only), inside ε. With ``public_sizes=True``, the exact size (public)."""
         return self._size
+
+    @property
+    def public_sizes(self) -> bool:
+        """Whether the batch sizes are public and exact (the guarantee is then for one
+        record's values replaced), not released by the size counter (add/remove)."""
+        return self._public_sizes
 
     @property
     def seeded(self) -> bool:
@@ -676,37 +792,151 @@ class TabularStream:
         Args:
             batch: inserted records (a pandas/polars DataFrame with the domain's
                 columns, an ``(n, d)`` integer array, or ``None`` for none).
-            deletions: removed records, same forms (proposed method only).
+            deletions: removed records, same forms (proposed method only). Whether a
+                step is given a ``deletions`` argument (not its records) is public: the
+                released size is kept monotone until the first step that is.
 
         Returns:
             A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64
-            array of codes) of ``size`` synthetic records, with the domain's category
-            labels in the columns that have them (:meth:`Domain.decode`).
+            array of codes) of :attr:`size` synthetic records (the released, noisy size
+            by default; the exact size with ``public_sizes=True``), with the domain's
+            category labels in the columns that have them (:meth:`Domain.decode`).
 
-        A rejected batch (wrong columns, dtypes, unknown categories, deleting
-        more records than the table holds) raises before anything changes.
+        All or nothing. Refused before anything changes (``to_bytes()`` identical): a
+        rejected batch (wrong columns, dtypes, unknown categories, deleting more records
+        than the table holds, deletions with the baseline method, a marginal count
+        beyond ``2^27`` in one cell), a stream at the counters' ``horizon``, and a model
+        that no workload fits within ``max_model_cells`` (a public rule on the public
+        model). A later selection that finds no workload fitting ends the step's
+        selections early (public rule; the step spends less than ε). If the step still
+        fails after that (a numerical failure of a fit: a bug), the counters, the
+        generator (when seeded) and every other part of the state are rolled back before
+        the error is raised; nothing was released, but the error itself follows from
+        the step's noisy values, so a retry of the same batch counts as another step
+        against ε.
         """
         ins = self._domain.encode(batch)
         dels = self._domain.encode(deletions)
         if dels.shape[0] and self._method == "baseline":
             raise ValueError("the baseline method takes insertions only")
-        size = self._size + ins.shape[0] - dels.shape[0]
-        if size < 0:
+        exact = self._exact_size + ins.shape[0] - dels.shape[0]
+        if exact < 0:
             raise ValueError(
-                f"deleting {dels.shape[0]} records from a table of {self._size + ins.shape[0]}"
+                f"deleting {dels.shape[0]} records from a table of "
+                f"{self._exact_size + ins.shape[0]}"
             )
+        self._check_step()
         diff = [
             marginal(ins, self._domain, c) - marginal(dels, self._domain, c)
             for c in self._workloads
         ]
-        rows = ins.shape[0] + dels.shape[0]
-        if self._method == "proposed":
-            self._step_proposed(diff, size, rows)
-        else:
-            self._step_baseline(diff, ins.shape[0])
+        if any(d.size and float(np.abs(d).max()) >= _CELL_LIMIT for d in diff):
+            raise ValueError(
+                "a batch with a marginal count beyond 2^27 in one cell; split it into "
+                "smaller batches"
+            )
+        undo = self._undo_point()
+        try:
+            size, rows = self._next_size(
+                ins.shape[0] - dels.shape[0], ins.shape[0] + dels.shape[0], deletions is None
+            )
+            if self._method == "proposed":
+                self._step_proposed(diff, size, rows)
+            else:
+                self._step_baseline(diff, size - self._size)
+        except BaseException:
+            self._roll_back(undo)
+            raise
         self._size = size
+        self._exact_size = exact
+        self._insert_only = self._insert_only and deletions is None
         self._t += 1
         return self._table(self.synthetic_codes())
+
+    def _check_step(self) -> None:
+        """Refuse, before anything changes, a step that could fail after the counters are
+        stepped for reasons that do not depend on the batch (public values only)."""
+        if self._horizon is not None and self._t >= self._horizon:
+            raise ValueError(
+                f"the stream has reached its horizon of {self._horizon} steps (the "
+                f"{self._counter_kind!r} counters take no more)"
+            )
+        model = self._model if self._method == "proposed" else None
+        structure = self._structure(model, [])
+        if not any(self._fits(structure, i) for i in range(len(self._workloads))):
+            raise ValueError(
+                "no workload fits the model within max_model_cells; raise it or use fewer "
+                "marginals_per_step"
+            )
+        if not all(np.all(np.isfinite(m)) for m in self._synthetic_marginals) or not all(
+            np.all(np.isfinite(r)) for r in self._remainder
+        ):
+            raise ValueError("the model's marginals are not finite (corrupt state)")
+
+    def _next_size(self, net: int, rows: int, no_deletions: bool) -> tuple[int, int]:
+        """The size ``|f_t|`` this step releases and the batch's rows as the selection scores
+        see them (both public).
+
+        ``public_sizes``: the exact size and ``rows`` (insertions plus deletions). Default:
+        the size counter's release after the batch's ``net`` rows, post-processed: a
+        running maximum with the sizes released before (insert-only streams: the baseline,
+        or while no step has been given a ``deletions`` argument), else at least 0; the
+        batch's rows are the change of the released size (its absolute value)."""
+        if self._size_counter is None:
+            return self._size + net, rows
+        raw = self._size_counter.step(net)
+        monotone = self._method == "baseline" or (self._insert_only and no_deletions)
+        size = int(released_size(np.array([self._size]), raw, monotone=monotone)[0])
+        return size, abs(size - self._size)
+
+    def _undo_point(self) -> _Undo:
+        """What :meth:`_roll_back` needs to restore the state before a step."""
+        counters = {
+            (k, i): None if c is None else c.to_bytes()
+            for k, cs in self._counters.items()
+            for i, c in enumerate(cs)
+        }
+        return _Undo(
+            rng=self._rng._checkpoint_state(),
+            counters=counters,
+            size_counter=None if self._size_counter is None else self._size_counter.to_bytes(),
+            sample_rng=self._sample_rng.bit_generator.state,
+            fields={
+                "_model": self._model,
+                "_synthetic_marginals": list(self._synthetic_marginals),
+                "_remainder": list(self._remainder),
+                "_counted_rows": self._counted_rows.copy(),
+                "_selections": self._selections.copy(),
+                "_last_selected": list(self._last_selected),
+                "_drift_rate": self._drift_rate,
+                "_baseline_rows": list(self._baseline_rows),
+            },
+        )
+
+    def _roll_back(self, undo: _Undo) -> None:
+        """Restore the state saved by :meth:`_undo_point` (after a failed step).
+
+        A seeded generator is restored to its state before the step (the failed step
+        released nothing, so its draws are drawn again: the run stays reproducible); an
+        OS-seeded one goes on (fresh noise). Every counter is reloaded on the stream's
+        generator."""
+        from dpstream.counters import Counter
+
+        if undo.rng is not None:
+            self._rng = Rng._from_checkpoint_state(undo.rng)
+        for (k, i), data in undo.counters.items():
+            self._counters[k][i] = (
+                None
+                if data is None
+                else Counter.from_bytes(data, rng=self._rng, allow_seeded=self.seeded)
+            )
+        if undo.size_counter is not None:
+            self._size_counter = Counter.from_bytes(
+                undo.size_counter, rng=self._rng, allow_seeded=self.seeded
+            )
+        self._sample_rng.bit_generator.state = undo.sample_rng
+        for name, value in undo.fields.items():
+            setattr(self, name, value)
 
     def synthetic_codes(self) -> Codes:
         """The current synthetic table as an ``(size, d)`` int64 array (post-processing)."""
@@ -731,9 +961,10 @@ class TabularStream:
     def to_bytes(self) -> bytes:
         """The whole state, for a checkpoint (versioned; numpy ``.npz`` container).
 
-        **Sensitive**: the counters hold exact sums — protect the bytes like the raw
-        data. An OS-seeded generator's key is not included (a loaded stream draws
-        a fresh one); a seeded stream resumes exactly.
+        **Sensitive**: the counters (the size counter too) hold exact sums and the header
+        the exact table size — protect the bytes like the raw data. An OS-seeded
+        generator's key is not included (a loaded stream draws a fresh one); a seeded
+        stream resumes exactly.
         """
         header = {
             "format": _FORMAT,
@@ -744,6 +975,8 @@ class TabularStream:
             "config": self._config,
             "t": self._t,
             "size": self._size,
+            "exact_size": self._exact_size,
+            "insert_only": self._insert_only,
             "sample_rng": self._sample_rng.bit_generator.state,
             "model": _model_kind(self._model),
             "step_scale": getattr(self._model, "step_scale", 1.0),
@@ -759,6 +992,8 @@ class TabularStream:
         rng_state = self._rng._checkpoint_state()
         if rng_state is not None:
             arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+        if self._size_counter is not None:
+            arrays["size_counter"] = np.frombuffer(self._size_counter.to_bytes(), dtype=np.uint8)
         for i in range(len(self._workloads)):
             arrays[f"marginal_{i}"] = self._synthetic_marginals[i]
             arrays[f"remainder_{i}"] = self._remainder[i]
@@ -790,7 +1025,13 @@ class TabularStream:
         A checkpoint of a seeded stream resumes its seeded generator, so everything
         it releases is reproducible and **not private**: it is refused
         (``ValueError``) unless ``allow_seeded=True``.
-        """
+
+        A state written before ``public_sizes`` existed (its sizes were exact, its noise
+        calibrated to one record added or removed with the sizes public, a relation that
+        cannot hold) loads as ``public_sizes=True`` with a :class:`UserWarning`: under the
+        relation that option satisfies (one record's values replaced, an ℓ1 change of 2),
+        its counters' noise gives ``2ε``, so the loaded stream's :attr:`epsilon` is twice
+        the saved one, and it continues with the same noise as before."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         try:
@@ -824,6 +1065,21 @@ class TabularStream:
         cfg.setdefault("refit", "selection")  # likewise
         cfg.setdefault("pooled_stddev", "noise")  # likewise
         cfg.setdefault("k_schedule", "fixed")  # likewise
+        if "public_sizes" not in cfg:
+            # Before the add/remove default: exact sizes, noise for an ℓ1 change of 1.
+            old = Fraction(cfg["epsilon"])
+            cfg["public_sizes"] = True
+            cfg["epsilon"] = str(2 * old)
+            warnings.warn(
+                f"this TabularStream state was saved before dpstream released the table's "
+                f"size privately: it loads with public_sizes=True (exact sizes; neighbouring "
+                f"streams differ in one record's values) and, as its noise was calibrated "
+                f"for epsilon = {old} with one record added or removed, it is "
+                f"epsilon = {2 * old}-DP for that relation. Start a new stream for the "
+                f"add/remove guarantee.",
+                UserWarning,
+                stacklevel=3,
+            )
         if isinstance(cfg["workloads"], list):
             cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
         rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -835,6 +1091,24 @@ class TabularStream:
         # The constructor drew the sampling seed: restore the generator after it.
         s._rng = Rng._from_checkpoint_state(rng_state)
         s._t, s._size = int(header["t"]), int(header["size"])
+        s._exact_size = int(header.get("exact_size", s._size))  # old states: exact sizes
+        s._insert_only = bool(header.get("insert_only", True))
+        if s._size < 0 or s._exact_size < 0 or (s._public_sizes and s._size != s._exact_size):
+            raise ValueError("corrupt TabularStream state: sizes")
+        if s._size_counter is not None:
+            if "size_counter" not in arrays:
+                if s._t:
+                    raise ValueError("corrupt TabularStream state: no size counter")
+                s._size_counter = Counter(
+                    s._counter_kind, s._budget.size, 1, horizon=s._horizon, rng=s._rng
+                )
+            else:
+                c = Counter.from_bytes(
+                    arrays["size_counter"].tobytes(), rng=s._rng, allow_seeded=allow_seeded
+                )
+                if c.kind != s._counter_kind or c.epsilon != s._budget.size or c.dim != 1:
+                    raise ValueError("corrupt TabularStream state: size counter")
+                s._size_counter = c
         s._sample_rng.bit_generator.state = header["sample_rng"]
         s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
         if not 0.0 <= s._drift_rate <= 1.0:
@@ -862,7 +1136,7 @@ class TabularStream:
                     c = Counter.from_bytes(
                         arrays[name].tobytes(), rng=s._rng, allow_seeded=allow_seeded
                     )
-                    if c.kind != s._counter_kind or c.epsilon != s._budgets[k].measurement:
+                    if c.kind != s._counter_kind or c.epsilon != s._budgets[k].counter_epsilon:
                         raise ValueError(f"corrupt TabularStream state: {name}")
                     cs[i] = c
         if header["model"] == "pgm":
@@ -945,8 +1219,10 @@ class TabularStream:
         table_rows: int,
         drifting: bool = False,
         budget: Budget | None = None,
-    ) -> int:
-        """Permute-and-flip over the workloads not yet taken at this step that fit the model.
+    ) -> int | None:
+        """Permute-and-flip over the workloads not yet taken at this step that fit the model;
+        ``None`` when none does (the step then ends its selections: a public rule on the
+        public structure; :meth:`_check_step` makes sure the first selection has one).
 
         The selection target is ``batch[i] + base[i]`` (``q_i(∇f_t + g_{t−1})``;
         ``base`` is ``None`` for zeros); only ``batch`` depends on the current
@@ -961,10 +1237,7 @@ class TabularStream:
             i for i in range(len(self._workloads)) if i not in taken and self._fits(structure, i)
         ]
         if not candidates:
-            raise ValueError(
-                "no workload fits the model within max_model_cells; raise it or use fewer "
-                "marginals_per_step"
-            )
+            return None
         models = [model_marginals(i) for i in candidates]
         bases = [base[i] if base is not None else 0.0 for i in candidates]
         if self._score == "paper":
@@ -996,7 +1269,7 @@ class TabularStream:
         if c is None:
             c = Counter(
                 self._counter_kind,
-                self._budgets[k].measurement,
+                self._budgets[k].counter_epsilon,
                 int(self._cells[i]),
                 horizon=self._horizon,
                 rng=self._rng,
@@ -1084,6 +1357,33 @@ class TabularStream:
             released, stddev = self._release(i)
             values, stddev = self._measurement(i, released, stddev, size, grown=grown)
             out.append(Measurement(self._workloads[i], values, stddev))
+        return out
+
+    def _expected_batch(
+        self,
+        expected: npt.NDArray[np.float64],
+        base: npt.NDArray[np.float64],
+        increment: npt.NDArray[np.float64],
+        variance: float,
+    ) -> npt.NDArray[np.float64]:
+        """Default (noisy sizes), for the drift test: the model's batch ``expected`` (the
+        model's shape times the change of the released size) rescaled to the batch size
+        that combines, by inverse noise variance, the change of the released size and the
+        total of the released increment (both noisy, independent). Why: at large ε the size
+        counter's noise alone (its share is ε/20) would pass for drift. Post-processing of
+        releases and public values."""
+        total = float(expected.sum())
+        if total > 0:
+            shape = expected / total
+        elif float(base.sum()) > 0:
+            shape = base / float(base.sum())
+        else:
+            shape = np.full(expected.size, 1.0 / expected.size)
+        assert self._size_counter is not None
+        size_var = max(_increment_variance(self._size_counter), 1e-12)
+        sum_var = max(variance * increment.size, 1e-12)
+        rows = (total / size_var + float(increment.sum()) / sum_var) / (1 / size_var + 1 / sum_var)
+        out: npt.NDArray[np.float64] = shape * max(rows, 0.0)
         return out
 
     def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
@@ -1175,6 +1475,8 @@ class TabularStream:
             j = self._select(
                 diff, base, model_marginals, taken, structure, rows, size, drifting, budget
             )
+            if j is None:  # no workload fits max_model_cells any more: the step ends here
+                break
             taken.add(j)
             order.append(j)
             counter = self._counter(j, k)
@@ -1190,13 +1492,17 @@ class TabularStream:
                 increment = after - before
                 if test and n_taken == 0:
                     expected = self._prior(j, size) - base[j]  # the model's batch of this size
-                    drifted = _drifted(increment, expected, _increment_variance(counter))
+                    variance = _increment_variance(counter)
+                    if self._size_counter is not None:
+                        expected = self._expected_batch(expected, base[j], increment, variance)
+                    drifted = _drifted(increment, expected, variance)
                     per_step = per_step and not (self._refit == "auto" and drifted)
                     drift_rate = DRIFT_DECAY * drift_rate + (1.0 - DRIFT_DECAY) * drifted
                 if per_step:
                     self._note_margins(j, increment, counter, margins)
             if not per_step and n_taken < k - 1:
                 model = self._fit(measurements, float(max(size, 1)), model)
+        assert measurements, "_check_step: the first selection has a candidate"
         # The step's last fit also sees the workloads measured before ("pooled").
         model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
         self._model = model
@@ -1235,6 +1541,8 @@ class TabularStream:
         for _ in range(self._k):
             structure = self._structure(None, order)
             j = self._select(diff, None, model_marginals, taken, structure, n, n)
+            if j is None:  # no workload fits max_model_cells any more: the step ends here
+                break
             taken.add(j)
             order.append(j)
             z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
@@ -1251,6 +1559,17 @@ class TabularStream:
         if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(self._domain):
             raise ValueError(f"workload {w!r} must be strictly increasing column indices")
         return cols
+
+
+def released_size(
+    previous: npt.NDArray[np.int64], raw: npt.NDArray[np.int64], *, monotone: bool
+) -> npt.NDArray[np.int64]:
+    """The released table size (post-processing of the size counter's release ``raw``):
+    with ``monotone`` (an insert-only stream) the running maximum with the size released
+    before, ``previous`` (which starts at 0), else ``raw`` clipped at 0. Elementwise, so an
+    audit can run many streams at once."""
+    out: npt.NDArray[np.int64] = np.maximum(previous, raw) if monotone else np.maximum(raw, 0)
+    return out
 
 
 def selection_scores(
