@@ -170,11 +170,6 @@ def make_bounded_table() -> TabularStream:
     return t
 
 
-def make_blocked_table() -> TabularStream:
-    """A stream whose model no workload fits (max_model_cells below every workload's cells)."""
-    return TabularStream(DOMAIN, 1, workloads=2, max_model_cells=2, iters=3, rng=Rng(seed=1))
-
-
 def follow_state(t: TabularStream) -> object:
     return t.to_bytes()
 
@@ -207,7 +202,6 @@ FAMILIES: dict[str, tuple[Callable[[], Any], Callable[[Any], object]]] = {
     "OnlineSynthesizer": (make_online, follow_online),
     "TabularStream": (make_table, follow_table),
     "TabularStream (at its horizon)": (make_bounded_table, follow_state),
-    "TabularStream (max_model_cells)": (make_blocked_table, follow_state),
     "noise (rng)": (make_rng, follow_rng),
     "constructor": (nothing, follow_nothing),
 }
@@ -500,9 +494,6 @@ CASES: list[Case] = [
          lambda t: t.step(deletions=np.zeros((3, 3), dtype=np.int64))),
     Case("TabularStream (at its horizon)", "a step past the counters' horizon", ValueError,
          "the stream has reached its horizon of 1 steps",
-         lambda t: t.step(np.array([[1, 1, 1]]))),
-    Case("TabularStream (max_model_cells)", "no workload fits max_model_cells", ValueError,
-         "no workload fits the model within max_model_cells",
          lambda t: t.step(np.array([[1, 1, 1]]))),
     Case("constructor", "TabularStream epsilon = 0", ValueError, "epsilon must be positive, got 0",
          lambda _: TabularStream(DOMAIN, 0), after=NO_OBJECT),

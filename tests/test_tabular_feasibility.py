@@ -101,7 +101,8 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 
 #: Selections of seeded streams by the code before ModelTree (commit a46e0bb: a greedy
 #: triangulation per candidate), data ``streams.latent_class(rows·steps, d, values=v,
-#: seed=11)``, ``Rng(seed=3)``, ε = 1. The "cap" fixtures reject candidates at most steps.
+#: seed=11)``, ``Rng(seed=3)``, ε = 1 (that code's calibration: ``public_sizes=True`` at
+#: 2ε now). The "cap" fixtures reject candidates at most steps.
 FIXTURES = {
     "default-10": (10, 6, 6, {}),
     "cap-8": (8, 10, 4, {"max_model_cells": 700}),
@@ -122,8 +123,10 @@ ROWS = 300
 def run_fixture(name: str) -> tuple[TabularStream, list[list[list[int]]]]:
     d, steps, values, options = FIXTURES[name]
     x = streams.latent_class(ROWS * steps, d, values=values, seed=11)
-    s = TabularStream(Domain({f"c{j}": values for j in range(d)}), 1, rng=dpstream.Rng(seed=3),
-                      **options)  # fmt: skip
+    # public_sizes at 2ε is the calibration of the code before issue 28 (exact sizes, noise
+    # for one record added or removed), bit for bit.
+    s = TabularStream(Domain({f"c{j}": values for j in range(d)}), 2, public_sizes=True,
+                      rng=dpstream.Rng(seed=3), **options)  # fmt: skip
     out = []
     for t in range(steps):
         s.step(x[ROWS * t : ROWS * (t + 1)])
@@ -142,8 +145,8 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     """Narrow (the greedy second chance) and wide (the bound alone): after every step the
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
-    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 1, max_model_cells=cap,
-                      iters=10, rng=dpstream.Rng(seed=9))  # fmt: skip
+    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
+                      public_sizes=True, iters=10, rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
         monkeypatch.setattr(pgm, "junction_tree_size", lambda *a: rebuilds.append(a) or 0)
