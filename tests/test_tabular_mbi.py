@@ -181,8 +181,9 @@ def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
     errors = {}
     for estimator in ("pgm", "mbi"):
         s = TabularStream(
-            d, 2, marginals_per_step=2, estimator=estimator, iters=100, rng=dpstream.Rng(seed=1)
-        )
+            d, 2, marginals_per_step=2, estimator=estimator, iters=100, public_sizes=True,
+            rng=dpstream.Rng(seed=1),
+        )  # fmt: skip
         for t in range(8):
             synth = s.step(rows[250 * t : 250 * (t + 1)])
         assert len(synth) == s.size == 2000
@@ -204,4 +205,5 @@ def test_a_stream_with_mbi_survives_a_checkpoint() -> None:
     for t in range(2):
         s.step(rows[200 * t : 200 * (t + 1)])
     restored = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
-    assert len(restored.step(rows[400:])) == 600
+    out = restored.step(rows[400:])
+    assert len(out) == restored.size and abs(restored.size - 600) < 60  # a noisy size

@@ -1008,7 +1008,9 @@ class TabularStream:
                 arrays[f"clique_{k}"] = np.array(clique, dtype=np.int64)
                 arrays[f"theta_{k}"] = theta
             # the tree too: the fit may keep one the greedy triangulation would not find
-            for k, node in enumerate(self._model.junction_tree.nodes):  # type: ignore[union-attr]
+            # (an mbi model has none: it loads as the built-in model on the greedy tree)
+            tree = getattr(self._model, "junction_tree", None)
+            for k, node in enumerate(tree.nodes if tree is not None else ()):
                 arrays[f"node_{k}"] = np.array(node, dtype=np.int64)
         elif header["model"] == "mw":
             arrays["dense"] = self._model.counts  # type: ignore[union-attr]
