@@ -2,13 +2,10 @@
 //! PrivHP in fixed memory); see `dpstream.OnlineSynthesizer.for_memory`.
 
 use crate::privhp::PyTreeGenerator;
-use crate::{rational, to_py_err, with_rng, Rng};
+use crate::{points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::ContinualPrivHP;
 use num_bigint::BigUint;
-use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods,
-};
-use pyo3::exceptions::PyValueError;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -110,14 +107,7 @@ impl PyContinualPrivHP {
     /// Feed a C-contiguous float64 (n, dim) batch, one point per time step;
     /// all-or-nothing.
     fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
-        let dim = self.inner.dim();
-        if points.shape()[1] != dim {
-            return Err(PyValueError::new_err(format!(
-                "points must have {dim} columns, got {}",
-                points.shape()[1]
-            )));
-        }
-        let data = points.as_slice()?;
+        let data = points_slice(&points, self.inner.dim())?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
     }
@@ -128,8 +118,7 @@ impl PyContinualPrivHP {
         let dim = self.inner.dim();
         let inner = &mut self.inner;
         let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
-        let rows = out.len() / dim;
-        Ok(out.into_pyarray(py).reshape([rows, dim])?.unbind())
+        rows_array(py, out, dim)
     }
 
     /// The live blocks after closing the open epoch: `[(n_j, generator_j)]`.

@@ -1,11 +1,10 @@
 //! Bindings of `dpstream_core::synth::EpochSynthesizer` (the default online synthesizer).
 
 use crate::privhp::PyTreeGenerator;
-use crate::{rational, to_py_err, with_rng, Rng};
+use crate::{points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::EpochSynthesizer;
 use num_bigint::BigUint;
-use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use numpy::{PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -72,14 +71,7 @@ impl PyEpochSynthesizer {
     /// Feed a C-contiguous float64 (n, dim) batch, one point per time step;
     /// all-or-nothing.
     fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
-        let dim = self.inner.dim();
-        if points.shape()[1] != dim {
-            return Err(PyValueError::new_err(format!(
-                "points must have {dim} columns, got {}",
-                points.shape()[1]
-            )));
-        }
-        let data = points.as_slice()?;
+        let data = points_slice(&points, self.inner.dim())?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
     }
@@ -90,8 +82,7 @@ impl PyEpochSynthesizer {
         let dim = self.inner.dim();
         let inner = &mut self.inner;
         let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
-        let rows = out.len() / dim;
-        Ok(out.into_pyarray(py).reshape([rows, dim])?.unbind())
+        rows_array(py, out, dim)
     }
 
     /// The fitted release tree (closes the open epoch).

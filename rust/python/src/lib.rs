@@ -141,6 +141,33 @@ pub(crate) fn with_rng<T: Send>(
     }
 }
 
+/// The rows of a C-contiguous float64 `(n, dim)` batch as one row-major
+/// slice, or a `ValueError` naming the expected width.
+pub(crate) fn points_slice<'a>(
+    points: &'a numpy::PyReadonlyArray2<'_, f64>,
+    dim: usize,
+) -> PyResult<&'a [f64]> {
+    use numpy::PyUntypedArrayMethods;
+    if points.shape()[1] != dim {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "points must have {dim} columns, got {}",
+            points.shape()[1]
+        )));
+    }
+    Ok(points.as_slice()?)
+}
+
+/// A row-major vector of `dim`-wide rows as an `(rows, dim)` array.
+pub(crate) fn rows_array(
+    py: Python<'_>,
+    out: Vec<f64>,
+    dim: usize,
+) -> PyResult<Py<numpy::PyArray2<f64>>> {
+    use numpy::{IntoPyArray, PyArrayMethods};
+    let rows = out.len() / dim;
+    Ok(out.into_pyarray(py).reshape([rows, dim])?.unbind())
+}
+
 /// The object kind of encoded dpstream state ("TreeGenerator", "Sketch"),
 /// after checking its header and checksum.
 #[pyfunction]

@@ -66,7 +66,6 @@ use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::sketch::SketchKind;
 use crate::state::{self, Kind, Reader, Writer};
-use num_bigint::BigUint;
 
 /// Largest release cap `R` accepted (`L ≤ 33` levels).
 pub const MAX_CONTINUAL_RELEASES: u64 = 1 << 32;
@@ -409,34 +408,14 @@ impl ContinualPrivHP {
     /// written (a loaded copy draws a fresh one for later noise).
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut w = Writer::new();
-        for part in [
-            self.epsilon.numer().to_bytes_le(),
-            self.epsilon.denom().to_bytes_le(),
-        ] {
-            w.u64(part.len() as u64);
-            for b in part {
-                w.u8(b);
-            }
-        }
+        state::write_rational(&mut w, &self.epsilon);
         w.u64(self.dim as u64);
         w.u64(self.memory_budget as u64);
         w.u64(self.expected_n);
         w.u64(self.max_releases);
         w.u64(self.time);
         w.u64(self.epochs);
-        match self.rng.seeded_state() {
-            None => w.u8(0),
-            Some((key, stream, pos, bits, nbits)) => {
-                w.u8(1);
-                for b in key {
-                    w.u8(b);
-                }
-                w.u64(stream);
-                w.u128(pos);
-                w.u64(bits);
-                w.u32(nbits);
-            }
-        }
+        state::write_rng(&mut w, &self.rng);
         let blob = |w: &mut Writer, bytes: &[u8]| {
             w.u64(bytes.len() as u64);
             for &b in bytes {
@@ -474,13 +453,7 @@ impl ContinualPrivHP {
 
 fn decode(payload: &[u8]) -> Result<ContinualPrivHP> {
     let mut r = Reader::new(payload);
-    let big = |r: &mut Reader<'_>| -> Result<BigUint> {
-        let n = r.count(1)?;
-        let v = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
-        Ok(BigUint::from_bytes_le(&v))
-    };
-    let (num, den) = (big(&mut r)?, big(&mut r)?);
-    let epsilon = Rational::new(num, den)?;
+    let epsilon = state::read_rational(&mut r)?;
     let dim = usize::try_from(r.u64()?).map_err(|_| invalid!("dim out of range"))?;
     let memory_budget =
         usize::try_from(r.u64()?).map_err(|_| invalid!("memory_bytes out of range"))?;
@@ -492,17 +465,7 @@ fn decode(payload: &[u8]) -> Result<ContinualPrivHP> {
     if epochs > max_releases || epochs > time {
         return Err(invalid!("{epochs} epochs out of range"));
     }
-    let rng = match r.u8()? {
-        0 => Rng::from_os()?,
-        1 => {
-            let mut key = [0u8; 32];
-            for b in key.iter_mut() {
-                *b = r.u8()?;
-            }
-            Rng::from_seeded_state((key, r.u64()?, r.u128()?, r.u64()?, r.u32()?))?
-        }
-        v => return Err(invalid!("unknown generator flag {v}")),
-    };
+    let rng = state::read_rng(&mut r)?;
     let blob = |r: &mut Reader<'_>| -> Result<Vec<u8>> {
         let n = r.count(1)?;
         (0..n).map(|_| r.u8()).collect()
