@@ -14,7 +14,8 @@ option names with ``_`` or ``-``); flags override it. Invalid options end the
 run with one message naming the option (exit status 2).
 
 Privacy: each command spends exactly ``--epsilon`` on the whole stream of
-releases (``points --method online``: He–Vershynin–Zhu, all releases together;
+releases (``points --method online``: all releases together, the default online
+synthesizer; ``--method online-paper``: He–Vershynin–Zhu's Algorithm 1;
 ``points --method privhp``: one release at the end; ``table``: Kumar–Strohmer–
 Vershynin, every step's table), for the neighbouring relation of the command
 (:data:`RELATIONS`, also in each command's ``--help``). Bounds and domains are
