@@ -465,6 +465,19 @@ CASES: list[Case] = [
          after=NO_OBJECT),
     Case("constructor", "OnlineSynthesizer epsilon = 0", ValueError,
          "epsilon must be positive, got 0", lambda _: OnlineSynthesizer(0, 2), after=NO_OBJECT),
+    Case("constructor", "OnlineSynthesizer unknown method", ValueError,
+         "method must be one of 'epochs', 'paper', got 'fast'",
+         lambda _: OnlineSynthesizer(1, 2, method="fast"), after=NO_OBJECT),
+    Case("constructor", "OnlineSynthesizer.for_memory(max_releases=0)", ValueError,
+         "max_releases must be in 1..=2^32, got 0",
+         lambda _: OnlineSynthesizer.for_memory(
+             1, 2, memory_bytes=2**20, expected_n=1000, max_releases=0),
+         after=NO_OBJECT),
+    Case("constructor", "OnlineSynthesizer.for_memory(memory_bytes=10)", ValueError,
+         "memory_bytes = 10 is too small for 3 levels",
+         lambda _: OnlineSynthesizer.for_memory(
+             1, 2, memory_bytes=10, expected_n=1000, max_releases=4),
+         after=NO_OBJECT),
     # ---- tabular stream
     Case("TabularStream", "unknown category", ValueError,
          "column 'color' has unknown category 'purple' in row 0",
