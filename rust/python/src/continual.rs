@@ -2,7 +2,7 @@
 //! PrivHP in fixed memory); see `dpstream.OnlineSynthesizer.for_memory`.
 
 use crate::privhp::PyTreeGenerator;
-use crate::{points_slice, rational, rows_array, to_py_err, with_rng, Rng};
+use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::ContinualPrivHP;
 use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
@@ -43,12 +43,12 @@ impl PyContinualPrivHP {
     /// `(numerator, denominator)` of ε.
     fn epsilon(&self) -> (BigUint, BigUint) {
         let e = self.inner.epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
     /// `(numerator, denominator)` of the per-block budget ε/(2L).
     fn block_epsilon(&self) -> (BigUint, BigUint) {
         let e = &self.inner.config().epsilon;
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
     #[getter]
     fn dim(&self) -> usize {

@@ -1,6 +1,6 @@
 //! Bindings of `dpstream_core::counters`.
 
-use crate::{rational, to_py_err, zeroed, Rng};
+use crate::{fraction, rational, to_py_err, zeroed, Rng};
 use dpstream_core::counters::{
     Counter, CounterKind, InhomogeneousSparseCounter, LevelSchedule, Sensitivity, SparseCounter,
 };
@@ -54,11 +54,6 @@ fn kind_name(kind: CounterKind) -> &'static str {
 enum Source {
     Shared(Py<Rng>),
     Own(Box<dpstream_core::Rng>),
-}
-
-/// A rational as Python's `(numerator, denominator)`.
-fn fraction(r: &dpstream_core::Rational) -> (BigUint, BigUint) {
-    (r.numer().clone(), r.denom().clone())
 }
 
 /// An ε split as `(family, eps_num, eps_den, sensitivity)` tuples; the
@@ -449,7 +444,7 @@ impl PyInhomogeneousSparseCounter {
     }
     fn time_epsilon(&self) -> (BigUint, BigUint) {
         let e = self.inner.time_epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
     /// `(num, den)` of `ε_r`.
     fn level_epsilon(&self, level: u32) -> PyResult<(BigUint, BigUint)> {
@@ -464,7 +459,7 @@ impl PyInhomogeneousSparseCounter {
             .schedule()
             .epsilon(self.inner.start_level(), level)
             .map_err(to_py_err)?;
-        Ok((e.numer().clone(), e.denom().clone()))
+        Ok(fraction(&e))
     }
     fn memory_bytes(&self) -> usize {
         self.inner.memory_bytes()
@@ -515,7 +510,7 @@ fn online_epsilon(
 ) -> PyResult<(BigUint, BigUint)> {
     let eps = rational(eps_num, eps_den, "epsilon")?;
     let e = dpstream_core::synth::online_epsilon(&eps, dim, j, r).map_err(to_py_err)?;
-    Ok((e.numer().clone(), e.denom().clone()))
+    Ok(fraction(&e))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,7 +1,7 @@
 //! Bindings of `dpstream_core::synth::EpochSynthesizer` (the default online synthesizer).
 
 use crate::privhp::PyTreeGenerator;
-use crate::{points_slice, rational, rows_array, to_py_err, with_rng, Rng};
+use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::EpochSynthesizer;
 use num_bigint::BigUint;
 use numpy::{PyArray2, PyReadonlyArray2};
@@ -36,7 +36,7 @@ impl PyEpochSynthesizer {
     /// `(numerator, denominator)` of ε.
     fn epsilon(&self) -> (BigUint, BigUint) {
         let e = self.inner.epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
     #[getter]
     fn dim(&self) -> usize {

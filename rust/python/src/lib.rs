@@ -141,6 +141,11 @@ pub(crate) fn with_rng<T: Send>(
     }
 }
 
+/// `(numerator, denominator)` of an exact rational, for Python's `Fraction`.
+pub(crate) fn fraction(q: &Rational) -> (BigUint, BigUint) {
+    (q.numer().clone(), q.denom().clone())
+}
+
 /// The rows of a C-contiguous float64 `(n, dim)` batch as one row-major
 /// slice, or a `ValueError` naming the expected width.
 pub(crate) fn points_slice<'a>(

@@ -1,6 +1,6 @@
 //! Bindings of `dpstream_core::synth::OnlineSynthesizer` (He, Vershynin, Zhu, Algorithm 1).
 
-use crate::{points_slice, rational, rows_array, to_py_err, with_rng, zeroed, Rng};
+use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, zeroed, Rng};
 use dpstream_core::partition::path::cell_bounds;
 use dpstream_core::synth::OnlineSynthesizer;
 use num_bigint::BigUint;
@@ -37,7 +37,7 @@ impl PyOnlineSynthesizer {
     /// `(numerator, denominator)` of ε.
     fn epsilon(&self) -> (BigUint, BigUint) {
         let e = self.inner.epsilon();
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
     #[getter]
     fn dim(&self) -> usize {

@@ -1,7 +1,7 @@
 //! Bindings of `dpstream_core::synth` (PrivHP and its TreeGenerator).
 
 use crate::sketch::parse_kind;
-use crate::{rational, to_py_err, with_rng, zeroed, Rng};
+use crate::{fraction, rational, to_py_err, with_rng, zeroed, Rng};
 use dpstream_core::synth::{BudgetRule, PrivHP, PrivHPConfig, TreeGenerator};
 use num_bigint::BigUint;
 use numpy::{
@@ -129,7 +129,7 @@ impl PyPrivHP {
     /// `(numerator, denominator)` of ε.
     fn epsilon(&self) -> (BigUint, BigUint) {
         let e = &self.inner.config().epsilon;
-        (e.numer().clone(), e.denom().clone())
+        fraction(e)
     }
 
     /// The exact, unreleased summary's encoding (sensitive); encoded with the GIL released.
