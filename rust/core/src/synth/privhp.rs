@@ -40,7 +40,6 @@ use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::sketch::{LinearSketch, RowHash, SketchKind};
 use crate::state::{self, Kind, Reader, Writer};
-use num_bigint::BigUint;
 
 /// Points encoded per chunk during an update (each counting thread has a
 /// path buffer of this many entries); small summaries use `SMALL_CHUNK`, so
@@ -498,8 +497,7 @@ impl PrivHP {
         let cfg = &self.cfg;
         let mut w = Writer::new();
         w.u8(0);
-        write_big(&mut w, cfg.epsilon.numer());
-        write_big(&mut w, cfg.epsilon.denom());
+        state::write_rational(&mut w, &cfg.epsilon);
         for v in [cfg.dim, cfg.k, cfg.width, cfg.rows] {
             w.u64(v as u64);
         }
@@ -558,20 +556,6 @@ impl PrivHP {
     }
 }
 
-fn write_big(w: &mut Writer, v: &BigUint) {
-    let bytes = v.to_bytes_le();
-    w.u64(bytes.len() as u64);
-    for b in bytes {
-        w.u8(b);
-    }
-}
-
-fn read_big(r: &mut Reader<'_>) -> Result<BigUint> {
-    let n = r.count(1)?;
-    let bytes = (0..n).map(|_| r.u8()).collect::<Result<Vec<u8>>>()?;
-    Ok(BigUint::from_bytes_le(&bytes))
-}
-
 /// A `u64` field as a `usize` no larger than `max` (checked again by `validate`).
 fn read_size(r: &mut Reader<'_>, name: &str, max: usize) -> Result<usize> {
     let v = r.u64()?;
@@ -591,8 +575,7 @@ fn decode_summary(payload: &[u8]) -> Result<PrivHP> {
             ))
         }
     }
-    let (num, den) = (read_big(&mut r)?, read_big(&mut r)?);
-    let epsilon = Rational::new(num, den)?;
+    let epsilon = state::read_rational(&mut r)?;
     let dim = read_size(&mut r, "dim", 1 << 16)?;
     let k = read_size(&mut r, "k", 1 << 24)?;
     let width = read_size(&mut r, "width", 1 << 30)?;
