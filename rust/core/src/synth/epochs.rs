@@ -318,7 +318,9 @@ impl EpochSynthesizer {
 
     /// Bytes held, by a public formula: 8 bytes per point seen (their paths)
     /// plus a fixed size per live block and for the object. It does not
-    /// depend on where the points fell.
+    /// depend on where the points fell. (The open epoch's buffer grows by
+    /// doubling, so its allocation may exceed its 8 bytes per point by up to
+    /// twice; the report counts the points.)
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>() + 8 * self.time as usize + BLOCK_BYTES * self.blocks.len()
     }
@@ -337,16 +339,17 @@ impl EpochSynthesizer {
         if self.time + n as u64 > MAX_TIME {
             return Err(invalid!("the stream would pass 2^62 points"));
         }
-        let mut paths = Vec::new();
-        paths
-            .try_reserve_exact(n)
-            .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
-        paths.resize(n, 0);
-        encode_points(points, self.dim, PATH_BITS, &mut paths)?;
+        // Amortised growth (many small batches stay linear); encoded in place, and
+        // the tail is dropped again if a value is refused.
         self.pending
-            .try_reserve_exact(n)
+            .try_reserve(n)
             .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
-        self.pending.extend_from_slice(&paths);
+        let start = self.pending.len();
+        self.pending.resize(start + n, 0);
+        if let Err(e) = encode_points(points, self.dim, PATH_BITS, &mut self.pending[start..]) {
+            self.pending.truncate(start);
+            return Err(e);
+        }
         self.time += n as u64;
         Ok(())
     }
