@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
+#: Everything the scripts regenerate (stored streams, per-setting tables, figures): git-ignored.
+OUT_DIR = REPO_DIR / "benches" / "out"
 
 RESULTS_HEADER = (
     "# dpstream benchmark results\n\n"
@@ -57,7 +59,6 @@ def git_revision() -> str:
             "--",
             ".",
             ":(exclude)benches/RESULTS.md",
-            ":(exclude)benches/figures",
         )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -97,6 +98,63 @@ def write_section(section: str, title: str, results_path: Path) -> None:
     tmp = results_path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.replace(tmp, results_path)
+
+
+def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> tuple[str, str]:
+    """The RESULTS.md summary of ``section`` and its full text for ``details_path``.
+
+    The full text is ``section`` itself. The summary drops the ``### `` subsections titled in
+    ``moved`` (long per-setting tables, figures) and every embedded figure (``![...](...)`` lines
+    and the caption lines that start with the figure's path in backquotes), and puts, where the
+    first moved subsection was, a ``### Per-setting tables and figures`` subsection naming the
+    file that holds them. Figures and the details file are regenerated, never committed
+    (``benches/out/`` is git-ignored), so the summary names them without linking them.
+    """
+    shown = (
+        details_path.relative_to(REPO_DIR)
+        if details_path.is_relative_to(REPO_DIR)
+        else details_path
+    )
+    pointer = [
+        "### Per-setting tables and figures",
+        "",
+        f"Written by the same run next to its regenerated data, in `{shown}` (not committed): "
+        + "; ".join(t.removeprefix("### ") for t in moved)
+        + ".",
+        "",
+    ]
+    lines = section.rstrip("\n").splitlines()
+    out: list[str] = []
+    skipping = placed = False
+    figure_links: set[str] = set()
+    for line in lines:
+        if line.startswith("### ") or line.startswith("## "):
+            skipping = line.strip() in moved
+            if skipping and not placed:
+                out += pointer
+                placed = True
+        if skipping:
+            continue
+        if line.startswith("!["):
+            figure_links.add(line[line.rfind("(") + 1 : line.rfind(")")])
+            continue
+        if any(line.startswith(f"`{link}`") for link in figure_links):
+            continue
+        out.append(line)
+    if not placed and figure_links:
+        out += ["", *pointer]
+    summary = "\n".join(out) + "\n"
+    while "\n\n\n" in summary:
+        summary = summary.replace("\n\n\n", "\n\n")
+    return summary, section
+
+
+def write_details(details: str, details_path: Path) -> None:
+    """Write ``details`` (a section's full text) to ``details_path``, atomically."""
+    details_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = details_path.with_suffix(".md.tmp")
+    tmp.write_text(details.rstrip("\n") + "\n", encoding="utf-8")
+    os.replace(tmp, details_path)
 
 
 def publish(section: str, title: str, results_path: Path, no_write: bool) -> None:
