@@ -52,19 +52,30 @@ lint: $(EXT)
 	$(BIN)/python -m mypy python/dpstream
 	$(BIN)/python -m mypy.stubtest dpstream._core --allowlist .stubtest-allowlist
 
+# The side-by-side benchmarks, about 30 minutes on 2 cores (estimates from each script's last
+# run): noise < 1 min, PrivHP 3, online side by side 5, distributed 1, high-dimensional tabular
+# 3.5, tabular side by side on Adult 12-15. Summaries go to benches/RESULTS.md; streams,
+# per-setting tables and figures to the git-ignored benches/out/.
 bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
-	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_online_compare.py
-	$(BIN)/python benches/bench_tabular.py
+	$(BIN)/python benches/bench_distributed.py
+	$(BIN)/python benches/bench_highdim.py
+	$(BIN)/python benches/bench_tabular.py --bench
+
+# The long reproductions (hours on 2 cores): He et al.'s online utility curves (~20 min), the
+# whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
+# dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
+# benches/out/tabular_streams and reused) and the tabular diagnostics that read those streams.
+reproduce: $(EXT) $(BENCH_DEPS)
+	$(BIN)/python benches/bench_online.py
+	$(BIN)/python benches/bench_online_compare.py --full
+	$(BIN)/python benches/bench_tabular.py --full
 	$(BIN)/python benches/diag_tabular_order.py
 	$(BIN)/python benches/diag_tabular_taper.py
-	$(BIN)/python benches/bench_distributed.py
-
-# The long reproductions (hours): the whole online sweep (R up to 1000, d = 1..3, every ε).
-reproduce: $(EXT) $(BENCH_DEPS)
-	$(BIN)/python benches/bench_online_compare.py --full
+	$(BIN)/python benches/diag_tabular_sizes.py
+	$(BIN)/python benches/diag_tabular_remainder.py
 
 develop: $(EXT)
 

@@ -106,8 +106,8 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
     The full text is ``section`` itself. The summary drops the ``### `` subsections titled in
     ``moved`` (long per-setting tables, figures) and every embedded figure (``![...](...)`` lines
     and the caption lines that start with the figure's path in backquotes), and puts, where the
-    first moved subsection was, a ``### Per-setting tables and figures`` subsection naming the
-    file that holds them. Figures and the details file are regenerated, never committed
+    first moved subsection was, a ``### Per-setting tables`` (``... and figures``) subsection
+    naming the file that holds them. Figures and the details file are regenerated, never committed
     (``benches/out/`` is git-ignored), so the summary names them without linking them.
     """
     shown = (
@@ -115,18 +115,23 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
         if details_path.is_relative_to(REPO_DIR)
         else details_path
     )
+    lines = section.rstrip("\n").splitlines()
+    figure_links = {ln[ln.rfind("(") + 1 : ln.rfind(")")] for ln in lines if ln.startswith("![")}
+    held = [t.removeprefix("### ") for t in moved if t in (ln.strip() for ln in lines)]
+    if figure_links:
+        held.append(
+            "the figures " + ", ".join(f"`{shown.parent / link}`" for link in sorted(figure_links))
+        )
     pointer = [
-        "### Per-setting tables and figures",
+        "### Per-setting tables" + (" and figures" if figure_links else ""),
         "",
         f"Written by the same run next to its regenerated data, in `{shown}` (not committed): "
-        + "; ".join(t.removeprefix("### ") for t in moved)
+        + "; ".join(held)
         + ".",
         "",
     ]
-    lines = section.rstrip("\n").splitlines()
     out: list[str] = []
     skipping = placed = False
-    figure_links: set[str] = set()
     for line in lines:
         if line.startswith("### ") or line.startswith("## "):
             skipping = line.strip() in moved
@@ -136,7 +141,6 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
         if skipping:
             continue
         if line.startswith("!["):
-            figure_links.add(line[line.rfind("(") + 1 : line.rfind(")")])
             continue
         if any(line.startswith(f"`{link}`") for link in figure_links):
             continue
@@ -157,10 +161,26 @@ def write_details(details: str, details_path: Path) -> None:
     os.replace(tmp, details_path)
 
 
-def publish(section: str, title: str, results_path: Path, no_write: bool) -> None:
-    """Print ``section`` (``no_write``), or write it into ``results_path`` under ``title``."""
+def publish(
+    section: str,
+    title: str,
+    results_path: Path,
+    no_write: bool,
+    moved: tuple[str, ...] = (),
+    script: str = "",
+) -> None:
+    """Print ``section`` (``no_write``), or write it into ``results_path`` under ``title``.
+
+    With ``moved`` (``### `` titles), the full section goes to ``out/{script}.md`` beside
+    ``results_path`` (``benches/out/`` for the default RESULTS.md) and RESULTS.md gets the
+    summary of ``split_details``."""
     if no_write:
         sys.stdout.write(section)
         return
+    if moved:
+        details_path = results_path.resolve().parent / "out" / f"{script}.md"
+        section, details = split_details(section, moved, details_path)
+        write_details(details, details_path)
+        print(f"wrote {details_path}", file=sys.stderr, flush=True)
     write_section(section, title, results_path)
     print(f"wrote {results_path}", file=sys.stderr, flush=True)

@@ -38,6 +38,8 @@ import bench_tabular as bt
 import numpy as np
 from _report import diag_run_lines, publish
 
+#: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
+DETAILS = ("### Results",)
 SECTION_TITLE = "## Tabular stream: which order is the paper's Adult-ordered? (issue 5)"
 FILE_ORDER = "file-order"
 #: Our streams, in the table's column order; the last two are set against the paper's ordered.
@@ -204,7 +206,7 @@ def main() -> None:
     workers = max(1, args.workers)
     results, _ = bt.run_grid(grid, workers, store, log)
     section = render(results, time.perf_counter() - start, command, workers)
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "diag_tabular_order")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ from _report import diag_run_lines, publish
 from dpstream.tabular import TabularStream, all_workloads
 from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
 
+#: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
+DETAILS = ("### Results",)
 SECTION_TITLE = "## Tabular stream: where the taper acts (issue 5)"
 FIXED = bt.SHRINK_K  # the fixed schedule; its seeds are used for both
 TAPER = bt.TAPER
@@ -201,7 +203,7 @@ def main() -> None:
     order = {job.key: i for i, (job, _) in enumerate(todo)}
     outcomes.sort(key=lambda o: order[o.job.key])
     section = render(outcomes, time.perf_counter() - start, command, workers)
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "diag_tabular_taper")
 
 
 if __name__ == "__main__":
