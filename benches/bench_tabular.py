@@ -478,12 +478,18 @@ def restrict(
     only: list[tuple[str, int, float]] | None,
     runs: int | None,
     methods: list[str] | None = None,
+    steps: int | None = None,
 ) -> Grid:
-    """``grid`` restricted to the (order, batch, ε) in ``only``, to the ``methods`` and with
-    ``runs`` runs per setting (each None: unchanged). Raises ValueError if an ``only`` item
-    or a method is not in the grid."""
+    """``grid`` restricted to the (order, batch, ε) in ``only``, to the ``methods``, with
+    ``runs`` runs per setting and the first ``steps`` steps of each stream (each None:
+    unchanged). Raises ValueError if an ``only`` item or a method is not in the grid."""
     jobs = list(grid.jobs)
     notes: list[str] = []
+    if steps is not None:
+        if steps < 1:
+            raise ValueError("--steps must be at least 1")
+        jobs = [replace(j, max_steps=steps) for j in jobs]
+        notes.append(f"the first {steps} steps of each stream (`--steps`)")
     if methods is not None:
         known = [m for m in METHODS if any(j.method == m for j in jobs)]
         unknown = sorted(set(methods) - set(known))
@@ -526,6 +532,32 @@ def seed_of(*parts: int) -> int:
 
 # --------------------------------------------------------------------------------------------
 # Data and metrics
+
+
+def self_check() -> None:
+    """Check the stream orders and seeds before running (AssertionError otherwise): file
+    order is the rows as given (a copy), the sorted order is lexicographic by all columns
+    (first column first), the randomized order is a permutation fixed by the run, an unknown
+    order is refused, and no new order shifts the seeds (hence the stored streams) of the
+    grids' orders."""
+    codes = np.array([[2, 1], [0, 3], [1, 0], [0, 1], [2, 0]], dtype=np.int64)
+    rows = stream_rows(codes, "file-order", 0)
+    assert np.array_equal(rows, codes) and rows is not codes
+    assert np.array_equal(
+        stream_rows(codes, "ordered", 0), [[0, 1], [0, 3], [1, 0], [2, 0], [2, 1]]
+    )
+    r0, r1 = stream_rows(codes, "randomized", 0), stream_rows(codes, "randomized", 1)
+    assert sorted(map(tuple, r0)) == sorted(map(tuple, codes))
+    assert np.array_equal(r0, stream_rows(codes, "randomized", 0))
+    assert not np.array_equal(r0, r1)
+    try:
+        stream_rows(codes, "sorted", 0)
+    except ValueError as exc:
+        assert "unknown order 'sorted'" in str(exc)
+    else:
+        raise AssertionError("an unknown order was accepted")
+    assert ALL_ORDERS[: len(ORDERS)] == ORDERS == ("randomized", "ordered")
+    assert all(j.order in ORDERS for g in GRIDS.values() for j in g.jobs)
 
 
 def load_adult() -> tuple[Domain, IntArray]:
@@ -1823,8 +1855,8 @@ def main() -> None:
         "--cache-dir",
         dest="store",
         type=Path,
-        help="where finished streams are kept and reused from (default: benches/tabular_streams; "
-        "--quick: none)",
+        help="where finished streams are kept and reused from (default: "
+        "benches/out/tabular_streams; --quick: none)",
     )
     parser.add_argument(
         "--report-only",
@@ -1852,6 +1884,9 @@ def main() -> None:
         "--runs", type=int, metavar="N", help="runs per setting (default: the grid's)"
     )
     parser.add_argument(
+        "--steps", type=int, metavar="N", help="only the first N steps of each stream (tests)"
+    )
+    parser.add_argument(
         "--methods",
         metavar="METHOD[,...]",
         help=f"run only these methods of the chosen grid ({', '.join(METHODS)})",
@@ -1870,9 +1905,10 @@ def main() -> None:
     try:
         only = None if args.only is None else parse_only(args.only)
         methods = None if args.methods is None else args.methods.split(",")
-        grid = restrict(grid, only, args.runs, methods)
+        grid = restrict(grid, only, args.runs, methods, args.steps)
     except ValueError as exc:
         parser.error(str(exc))
+    self_check()
     if args.time_limit is not None and not args.time_limit > 0:
         parser.error("--time-limit must be a positive number of minutes")
     argv = list(sys.argv[1:])  # the rerun command, without --store (a resume aid)
