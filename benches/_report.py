@@ -17,7 +17,10 @@ RESULTS_HEADER = (
     "# dpstream benchmark results\n\n"
     "Each section below is written by the benchmark script named in it; rerun the command given\n"
     "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare.\n"
+    "peers in the same run, are the figures to compare. The sections hold the summary tables;\n"
+    "the scripts write the streams, the per-setting tables and the figures next to each other in\n"
+    "the git-ignored `benches/out/`. `make bench` reruns the side-by-side benchmarks (about 30\n"
+    "minutes on 2 cores), `make reproduce` the papers' experiments (hours).\n"
 )
 
 
