@@ -69,8 +69,10 @@ paragraph this script writes. The results replace the "Tabular stream on Adult (
 section of ``benches/RESULTS.md`` (``--bench``: the section "Tabular stream on Adult: side by
 side (make bench)"), which holds the summary tables; the per-setting tables (Tables 1–3, the
 time per stream) and the figures ``tabular_*.png`` are written next to the streams, in the
-git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). Run from the repository
-root::
+git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The reproduction's final
+figures (every dataset, ε, method and counter: the mean over runs of the six metrics over the
+last 10 steps, with the git revisions that computed the streams) stay in git as
+``benches/tabular_final.csv``. Run from the repository root::
 
     .venv/bin/python benches/bench_tabular.py --bench   # make bench: ~12 min on 2 cores
     .venv/bin/python benches/bench_tabular.py           # default grid, ~2 h on 2 cores
@@ -1223,6 +1225,34 @@ def side_by_side(results: list[Result]) -> list[str]:
     return lines
 
 
+#: The final figures of the reproduction, kept in git next to RESULTS.md (the streams are not).
+FINAL_CSV = "tabular_final.csv"
+
+
+def write_final_csv(results: list[Result], path: Path) -> None:
+    """One row per dataset, ε, method and counter: the mean over runs of the six METRICS over
+    the last LAST steps (6 significant digits), the runs, and the git revisions of the code
+    that computed the streams (written atomically)."""
+    groups: dict[tuple[str, int, float, str, str], list[Result]] = {}
+    for r in results:
+        j = r.job
+        groups.setdefault((j.order, j.batch, j.epsilon, j.method, j.counter), []).append(r)
+    header = ["dataset", "epsilon", "method", "counter", "runs", "steps", *METRICS, "revisions"]
+    lines = [",".join(header)]
+    for (order, batch, eps, method, counter), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][1], ORDERS.index(kv[0][0]), *kv[0][2:])
+    ):
+        means = np.mean([r.last for r in rs], axis=0)
+        revisions = " ".join(sorted({r.revision for r in rs}))
+        steps = max(r.steps for r in rs)
+        name = dataset_name(order, batch)
+        row = [name, f"{eps:g}", method, counter, str(len(rs)), str(steps)]
+        lines.append(",".join([*row, *(f"{v:.6g}" for v in means), revisions]))
+    tmp = path.with_suffix(".csv.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def table_3(results: list[Result]) -> list[str]:
     lines = [
         "| dataset | ε | metric | simple (ours) | unbounded block (ours) | paper: simple | "
@@ -1983,6 +2013,8 @@ def main() -> None:
     write_details(details, details_path)
     title = BENCH_SECTION_TITLE if grid.name == "bench" else SECTION_TITLE
     write_section(summary, title, results_path)
+    if grid.name != "bench":  # the reproduction's final figures, next to its RESULTS.md
+        write_final_csv(results, results_path.parent / FINAL_CSV)
     log(f"wrote {results_path}, {details_path} and {len(figures)} figures in {figure_dir}")
 
 
