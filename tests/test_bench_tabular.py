@@ -49,6 +49,13 @@ def test_a_run_stores_its_streams_and_a_rerun_reuses_only_what_it_reproduces(
     details = (tmp_path / "out" / "bench_tabular.md").read_text()
     assert details.startswith(TITLE) and "### Tables 1–2" in details
     assert "### Time per stream" in details and "### Side by side" in details
+    # The final figures: one row per setting and method, with the revision that computed it.
+    csv = (tmp_path / "tabular_final.csv").read_text().splitlines()
+    assert csv[0].startswith("dataset,epsilon,method,counter,runs,steps,AvgWE,MaxWE")
+    assert [row.split(",")[:6] for row in csv[1:]] == [
+        ["Adult-randomized-bs-200", "1", m, "simple", "1", "2"]
+        for m in ("baseline", "proposed-taper-k")
+    ]
 
     again = run(*tiny(tmp_path))
     assert again.returncode == 0, again.stderr
