@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import os
 import platform
@@ -164,6 +165,27 @@ def write_details(details: str, details_path: Path) -> None:
     os.replace(tmp, details_path)
 
 
+def write_split(
+    section: str, title: str, results_path: Path, moved: tuple[str, ...], details_path: Path
+) -> None:
+    """Write ``section`` in full to ``details_path`` and its summary (``split_details``)
+    into ``results_path`` under ``title``."""
+    summary, details = split_details(section, moved, details_path)
+    write_details(details, details_path)
+    write_section(summary, title, results_path)
+
+
+def add_steps_option(parser: argparse.ArgumentParser, default: int) -> None:
+    """The ``--steps N`` option of the tabular diagnostics: steps per stream in ``--quick``."""
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=default,
+        metavar="N",
+        help="steps per stream in --quick (default %(default)s; tests use fewer)",
+    )
+
+
 def publish(
     section: str,
     title: str,
@@ -182,8 +204,8 @@ def publish(
         return
     if moved:
         details_path = results_path.resolve().parent / "out" / f"{script}.md"
-        section, details = split_details(section, moved, details_path)
-        write_details(details, details_path)
+        write_split(section, title, results_path, moved, details_path)
         print(f"wrote {details_path}", file=sys.stderr, flush=True)
-    write_section(section, title, results_path)
+    else:
+        write_section(section, title, results_path)
     print(f"wrote {results_path}", file=sys.stderr, flush=True)

@@ -69,15 +69,7 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import (
-    OUT_DIR,
-    cpu_model,
-    git_revision,
-    split_details,
-    version,
-    write_details,
-    write_section,
-)
+from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
@@ -1076,9 +1068,7 @@ def main() -> None:
     section = render(s, trials, cases, skipped, figure_link, command, runtime)
     print(section)
     if not args.no_write:
-        summary, details = split_details(section, DETAILS, details_path)
-        write_details(details, details_path)
-        write_section(summary, SECTION_TITLE, results_path)
+        write_split(section, SECTION_TITLE, results_path, DETAILS, details_path)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
 
 

@@ -125,15 +125,7 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import (
-    OUT_DIR,
-    cpu_model,
-    git_revision,
-    split_details,
-    version,
-    write_details,
-    write_section,
-)
+from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import counters as dp_counters
 from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
 
@@ -2009,10 +2001,8 @@ def main() -> None:
         return
     # The bench grid's section keeps only its side by side (the reproduction's has the rest).
     moved = DETAILS + (BENCH_DETAILS if grid.name == "bench" else ())
-    summary, details = split_details(section, moved, details_path)
-    write_details(details, details_path)
     title = BENCH_SECTION_TITLE if grid.name == "bench" else SECTION_TITLE
-    write_section(summary, title, results_path)
+    write_split(section, title, results_path, moved, details_path)
     if grid.name != "bench":  # the reproduction's final figures, next to its RESULTS.md
         write_final_csv(results, results_path.parent / FINAL_CSV)
     log(f"wrote {results_path}, {details_path} and {len(figures)} figures in {figure_dir}")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import diag_run_lines, publish
+from _report import add_steps_option, diag_run_lines, publish
 
 #: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
 DETAILS = ("### Results",)
@@ -192,13 +192,7 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help=f"{bt.QUICK_STEPS} steps, 1 run, no store"
     )
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=bt.QUICK_STEPS,
-        metavar="N",
-        help="steps per stream in --quick (default %(default)s; tests use fewer)",
-    )
+    add_steps_option(parser, bt.QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")

@@ -42,7 +42,7 @@ from typing import Any
 import bench_tabular as bt
 import numpy as np
 import numpy.typing as npt
-from _report import diag_run_lines, publish
+from _report import add_steps_option, diag_run_lines, publish
 from dpstream.tabular import TabularStream
 from dpstream.tabular.workloads import marginal
 
@@ -297,13 +297,7 @@ def render(outcomes: list[Outcome], runtime: float, workers: int, quick: int | N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps per stream")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=QUICK_STEPS,
-        metavar="N",
-        help="steps per stream in --quick (default %(default)s; tests use fewer)",
-    )
+    add_steps_option(parser, QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import diag_run_lines, publish
+from _report import add_steps_option, diag_run_lines, publish
 from dpstream.tabular import TabularStream, all_workloads
 from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
 
@@ -197,13 +197,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help=f"{bt.QUICK_STEPS} steps, no store")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=bt.QUICK_STEPS,
-        metavar="N",
-        help="steps per stream in --quick (default %(default)s; tests use fewer)",
-    )
+    add_steps_option(parser, bt.QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")

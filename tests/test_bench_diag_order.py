@@ -3,22 +3,26 @@ stream orders and their seeds itself before running)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "diag_tabular_order.py"
+from conftest import run_bench
+
 TITLE = "## Tabular stream: which order is the paper's Adult-ordered? (issue 5)"
 
 
 def test_quick_run_writes_its_summary_and_per_setting_table(tmp_path: Path) -> None:
     results = tmp_path / "RESULTS.md"
     results.write_text("# results\n\n## Another section\n\nkept\n")
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--steps", "2", "--workers", "1",
-         "--results", str(results)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_bench(
+        "diag_tabular_order.py",
+        "--quick",
+        "--steps",
+        "2",
+        "--workers",
+        "1",
+        "--results",
+        str(results),
+    )
     assert done.returncode == 0, done.stderr
     text = results.read_text()
     assert "## Another section\n\nkept" in text and TITLE in text

@@ -5,19 +5,15 @@ marginal of the unselected rows."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from conftest import run_bench
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "diag_tabular_remainder.py"
 VARIANTS = ("algorithm 3", "oracle remainder", "oracle margins", "oracle association")
 
 
 def test_quick_run_checks_its_oracle_and_reports_every_variant() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--steps", "2", "--workers", "1", "--no-write"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_bench(
+        "diag_tabular_remainder.py", "--quick", "--steps", "2", "--workers", "1", "--no-write"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("self-check passed")
     section = done.stdout.split("## Tabular stream: what the remainder costs (issue 5)", 1)[1]

@@ -3,18 +3,13 @@ variants' options and that the stored streams' sizes are public sizes at 2ε bef
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "diag_tabular_sizes.py"
+from conftest import run_bench
 
 
 def test_quick_run_has_both_variants_and_the_size_error() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--steps", "2", "--workers", "1", "--no-write"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_bench(
+        "diag_tabular_sizes.py", "--quick", "--steps", "2", "--workers", "1", "--no-write"
+    )
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert text.startswith("## Tabular stream: what the noisy size costs (issue 28)")

@@ -4,20 +4,16 @@ the default is the taper schedule and the fixed one differs in it alone before r
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "diag_tabular_taper.py"
+from conftest import run_bench
+
 STEPS = 3
 
 
 def test_the_taper_shares_the_fixed_schedules_draws_before_it_acts() -> None:
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--steps", str(STEPS), "--workers", "1",
-         "--no-write"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    done = run_bench(
+        "diag_tabular_taper.py", "--quick", "--steps", str(STEPS), "--workers", "1", "--no-write"
+    )
     assert done.returncode == 0, done.stderr
     text = done.stdout
     assert text.startswith("## Tabular stream: where the taper acts (issue 5)")

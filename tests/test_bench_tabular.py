@@ -7,17 +7,15 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "bench_tabular.py"
+from conftest import run_bench
+
 TITLE = "## Tabular stream on Adult (issue 5)"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False
-    )
+    return run_bench("bench_tabular.py", *args)
 
 
 def tiny(tmp: Path) -> list[str]:
