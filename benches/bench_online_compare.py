@@ -242,6 +242,9 @@ METHODS = (
     "fixed memory (1 MiB)",
 )
 FIXED = "fixed memory (1 MiB)"
+# The sweeps compare what the targets name (the default, naive composition, the floor); the
+# paper, PrivHP and fixed-memory rows are in the make-bench subset.
+SWEEP_METHODS = ("default", "naive ε/R (replace)", "naive ε/R (add/remove)", "floor")
 
 
 def offline(x: np.ndarray, eps: float, seed: int) -> np.ndarray:
@@ -400,13 +403,14 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
         releases = sorted(per["default"])
         ts = [i for i in releases]
         rec["slope default"] = slope(ts, [float(np.mean(per["default"][i])) for i in releases])
-        if "floor" in per:
-            rec["slope floor"] = slope(ts, [float(np.mean(per["floor"][i])) for i in releases])
+        for name in ("floor", "privhp floor"):
+            if name in per:
+                rec[f"slope {name}"] = slope(ts, [float(np.mean(per[name][i])) for i in releases])
         records.append(rec)
     lines = [
         "| stream | d | ε | R | default | paper | naive ε/R (replace) | naive ε/R (add/remove) "
         "| floor (ε, once) | worst default/naive, replace (add/remove) | final default/floor "
-        "| slope default (floor) |",
+        "| slope default (floor; PrivHP full hierarchy) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in records:
@@ -424,9 +428,14 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
             f"| {cell('floor')} | {rec['worst default/naive (replace)']:.2f} "
             f"({rec['worst default/naive (add/remove)']:.2f}) "
             f"| {rec.get('final default/floor', float('nan')):.2f} "
-            f"| {rec['slope default']:.2f} ({rec.get('slope floor', float('nan')):.2f}) |"
+            f"| {rec['slope default']:.2f} ({rec.get('slope floor', float('nan')):.2f}; "
+            f"{_fmt_slope(rec.get('slope privhp floor'))}) |"
         )
     return "\n".join(lines), records
+
+
+def _fmt_slope(v: object) -> str:
+    return "—" if v is None else f"{float(v):.2f}"  # type: ignore[arg-type]
 
 
 def w1_table(rows: list[dict[str, object]]) -> str:
@@ -669,9 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     settings = grid(args)
     start = time.perf_counter()
+    methods = SWEEP_METHODS if args.sweep or args.full else METHODS
     for j, (stream, d, eps, r, n) in enumerate(settings, start=1):
         for seed in range(seeds):
-            rows += run_setting(stream, d, eps, r, n, seed, METHODS)
+            rows += run_setting(stream, d, eps, r, n, seed, methods)
         print(
             f"[{j}/{len(settings)}] {stream} d={d} ε={eps:g} R={r} n={n} "
             f"({time.perf_counter() - start:.0f} s)",
