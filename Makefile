@@ -54,8 +54,9 @@ lint: $(EXT)
 
 # The side-by-side benchmarks, about 30 minutes on 2 cores (estimates from each script's last
 # run): noise < 1 min, PrivHP 3, online side by side 6 (22 settings; 18 took 4.7 min),
-# distributed 1, high-dimensional tabular 3.5, tabular side by side on Adult 12-15. Summaries go to benches/RESULTS.md; streams,
-# per-setting tables and figures to the git-ignored benches/out/.
+# distributed 1, high-dimensional tabular 3.5, tabular side by side on Adult 12-15. Summaries
+# go to benches/RESULTS.md; streams, per-setting tables and figures to the git-ignored
+# benches/out/.
 bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
