@@ -34,8 +34,9 @@ from pathlib import Path
 import bench_tabular as bt
 import numpy as np
 from _report import diag_run_lines, publish
-from dpstream.tabular import TabularStream, all_workloads
-from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
+from dpstream.tabular import AutoK, TabularStream, Taper, all_workloads
+
+DRIFT_K, TAPER_STEPS = AutoK().drifting, Taper().steps_per_workload
 
 SECTION_TITLE = "## Tabular stream: where the taper acts (issue 5)"
 FIXED = bt.SHRINK_K  # the fixed schedule; its seeds are used for both

@@ -8,7 +8,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import Adaptive, Domain, TabularStream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,16 +44,19 @@ def _batches(seed: int, steps: int) -> list[np.ndarray]:
 
 
 def test_algorithm_3_variant_is_the_library() -> None:
-    kw = dict(marginals_per_step=2, iters=20)
-    lib = TabularStream(DOMAIN, 1, rng=dpstream.Rng(seed=3), remainder="model", **kw)
-    ora = diag.OracleStream(DOMAIN, 1, rng=dpstream.Rng(seed=3), variant="algorithm 3", **kw)
+    lib = TabularStream(
+        DOMAIN, 1, rng=dpstream.Rng(seed=3), policy=Adaptive(k=2, remainder="model"), iters=20
+    )
+    ora = diag.OracleStream(
+        DOMAIN, 1, rng=dpstream.Rng(seed=3), variant="algorithm 3", policy=lib.policy, iters=20
+    )
     for b in _batches(1, 5):
         np.testing.assert_array_equal(lib.step(b).to_numpy(), ora.step(b).to_numpy())
 
 
 def test_oracle_remainder_is_the_truth_of_the_unselected_rows() -> None:
     s = diag.OracleStream(
-        DOMAIN, 1, marginals_per_step=1, iters=20, rng=dpstream.Rng(seed=4),
+        DOMAIN, 1, policy=Adaptive(k=1, remainder="model"), iters=20, rng=dpstream.Rng(seed=4),
         variant="oracle remainder",
     )  # fmt: skip
     seen: list[tuple[int, np.ndarray, np.ndarray]] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -200,7 +202,7 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr, result.stderr
     # Policy fields come from the TOML config's [policy] table; a bad one names the field.
     for body, needle in (
-        ('[policy]\nscore = "l1"', "Adaptive.score must be one of ('l2', 'l2-cell', 'paper')"),
+        ('[policy]\nscore = "l1"', "Adaptive.score must be AutoScore(...) or one of ('l2', 'l2-cell', 'paper')"),
         ("[policy]\nk = 0", "Adaptive.k must be at least 1, got 0"),
         ('[policy]\nname = "paper"\nrefit = "step"', "Paper: unknown field 'refit'"),
         ('[policy]\n[policy.remainder]\nstdev = "noise"', "Adaptive.remainder: unknown field"),
@@ -244,6 +246,23 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
         "--batch-size", "100", "--epsilon", "2", "--out", str(tmp_path / "p"),
     )  # fmt: skip
     assert result.returncode == 2 and "unknown category 'purple'" in result.stderr
+
+
+def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
+    """A CSV column of hours 5..23 (read by pandas as integers) with a domain listing "5" …
+    "23" runs, and the releases hold those labels (before, the hours were taken as codes:
+    "column 'hour' has code 19 in row …; codes must be in 0..18")."""
+    g = np.random.default_rng(0)
+    frame = pd.DataFrame({"hour": g.integers(5, 24, 400), "n": g.integers(0, 3, 400)})
+    frame.to_csv(tmp_path / "h.csv", index=False)
+    hours = [str(h) for h in range(5, 24)]
+    (tmp_path / "d.json").write_text(json.dumps({"hour": hours, "n": 3}))
+    out = tmp_path / "o"
+    argv = ["table", "--input", str(tmp_path / "h.csv"), "--domain", str(tmp_path / "d.json")]
+    argv += ["--batch-size", "100", "--epsilon", "2", "--estimator", "mw", "--out", str(out)]
+    assert main([*argv, "--quiet", "--seed", "1"]) == 0
+    release = pd.read_csv(out / "release-4.csv")
+    assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0
 
 
 def test_demo_runs_both_commands(tmp_path: Path) -> None:

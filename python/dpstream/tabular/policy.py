@@ -215,16 +215,20 @@ class Adaptive:
     drift_decay: float = 0.9
 
     def __post_init__(self) -> None:
-        if not isinstance(self.score, AutoScore):
-            _check_choice(self, "score", SCORES)
+        if not isinstance(self.score, AutoScore) and self.score not in SCORES:
+            raise ValueError(
+                f"Adaptive.score must be AutoScore(...) or one of {SCORES}, got {self.score!r}"
+            )
         if not isinstance(self.k, AutoK):
             if not isinstance(self.k, numbers.Integral) or isinstance(self.k, bool):
                 raise TypeError(
                     f"Adaptive.k must be an AutoK or an int, got {type(self.k).__name__}"
                 )
             _check_int(self, "k", 1)
-        if not isinstance(self.remainder, Pooled):
-            _check_choice(self, "remainder", ("model",))
+        if not isinstance(self.remainder, Pooled) and self.remainder != "model":
+            raise ValueError(
+                f"Adaptive.remainder must be Pooled(...) or 'model', got {self.remainder!r}"
+            )
         _check_choice(self, "refit", REFITS)
         _check_real(self, "drift_z", 0.0, math.inf, open_high=True)
         _check_real(self, "drift_decay", 0.0, 1.0, open_high=True)
