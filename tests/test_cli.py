@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import os
 import subprocess
 import sys
@@ -202,7 +201,7 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr, result.stderr
     # Policy fields come from the TOML config's [policy] table; a bad one names the field.
     for body, needle in (
-        ('[policy]\nscore = "l1"', "Adaptive.score must be AutoScore(...) or one of ('l2', 'l2-cell', 'paper')"),
+        ('[policy]\nscore = "l1"', "Adaptive.score must be AutoScore(...) or one of ('l2',"),
         ("[policy]\nk = 0", "Adaptive.k must be at least 1, got 0"),
         ('[policy]\nname = "paper"\nrefit = "step"', "Paper: unknown field 'refit'"),
         ('[policy]\n[policy.remainder]\nstdev = "noise"', "Adaptive.remainder: unknown field"),

@@ -36,13 +36,13 @@ def rows(n: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize(
     ("make", "error", "message"),
     [
-        (lambda: Adaptive(score="l1"), ValueError, "Adaptive.score must be one of"),
-        (lambda: Adaptive(score=None), ValueError, "Adaptive.score must be one of"),
+        (lambda: Adaptive(score="l1"), ValueError, "Adaptive.score must be AutoScore(...) or"),
+        (lambda: Adaptive(score=None), ValueError, "Adaptive.score must be AutoScore(...) or"),
         (lambda: Adaptive(k=0), ValueError, "Adaptive.k must be at least 1, got 0"),
         (lambda: Adaptive(k=2.0), TypeError, "Adaptive.k must be an AutoK or an int, got float"),
         (lambda: Adaptive(k="auto"), TypeError, "Adaptive.k must be an AutoK or an int, got str"),
         (lambda: Adaptive(k=True), TypeError, "Adaptive.k must be an AutoK or an int, got bool"),
-        (lambda: Adaptive(remainder="pooled"), ValueError, "Adaptive.remainder must be one of"),
+        (lambda: Adaptive(remainder="pooled"), ValueError, "Adaptive.remainder must be Pooled"),
         (lambda: Adaptive(refit="always"), ValueError, "Adaptive.refit must be one of"),
         (lambda: Adaptive(drift_z=-1), ValueError, "Adaptive.drift_z must be in [0, inf)"),
         (lambda: Adaptive(drift_z="3"), TypeError, "Adaptive.drift_z must be a number, got str"),

@@ -28,9 +28,9 @@ from dpstream.tabular import (
     TabularStream,
     all_workloads,
 )
-from dpstream.tabular.policy import Policy, from_dict
 from dpstream.tabular import stream as stream_module
 from dpstream.tabular.pgm import junction_tree_size
+from dpstream.tabular.policy import Policy, from_dict
 from dpstream.tabular.selection import SIZE_SHARE
 
 MAGIC = b"DPSTREAM-TABULAR"
