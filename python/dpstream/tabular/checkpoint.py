@@ -6,6 +6,7 @@ marginals). **Sensitive**: the counters hold exact sums and the header the exact
 size. Format 2 stores the options with the serialised policy
 (:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies) stores the old
 keyword options and is read through :func:`policy_from_options`, the one migration.
+Also here: the snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream._rng import Rng
+from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.policy import (
@@ -38,7 +41,7 @@ from dpstream.tabular.policy import (
 if TYPE_CHECKING:
     from dpstream.tabular.stream import TabularStream
 
-__all__ = ["decode", "encode", "policy_from_options"]
+__all__ = ["decode", "encode", "policy_from_options", "roll_back", "undo_point"]
 
 _MAGIC = b"DPSTREAM-TABULAR"
 _FORMAT = 2
@@ -229,8 +232,6 @@ def decode(
         raise ValueError(f"corrupt TabularStream state: {e}") from None
     if header.get("format") not in (1, _FORMAT):
         raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
-    from dpstream.counters import Counter
-
     domain = Domain(header["domain"])
     cfg = _options(header)
     rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
@@ -300,3 +301,60 @@ def decode(
         s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
         k += 1
     return s
+
+
+# ----------------------------------------------------------------------------- undo
+
+
+@dataclass(frozen=True)
+class Undo:
+    """The state before a step (:func:`undo_point`)."""
+
+    rng: bytes | None
+    counters: dict[tuple[int, int], bytes | None]
+    size_counter: bytes | None
+    sample_rng: Mapping[str, Any]
+    fields: dict[str, Any]
+
+
+def undo_point(s: TabularStream) -> Undo:
+    """What :func:`roll_back` needs to restore the state before a step."""
+    counters = {
+        (k, i): None if c is None else c.to_bytes()
+        for k, cs in s._counters.items()
+        for i, c in enumerate(cs)
+    }
+    names = (
+        *("_model", "_mixture", "_synthetic_marginals", "_remainder", "_counted_rows"),
+        *("_selections", "_last_selected", "_drift_rate", "_baseline_rows"),
+    )
+    return Undo(
+        rng=s._rng._checkpoint_state(),
+        counters=counters,
+        size_counter=None if s._size_counter is None else s._size_counter.to_bytes(),
+        sample_rng=s._sample_rng.bit_generator.state,
+        fields={n: _copy(getattr(s, n)) for n in names},
+    )
+
+
+def roll_back(s: TabularStream, undo: Undo) -> None:
+    """Restore the state saved by :func:`undo_point` (after a failed step). A seeded
+    generator is restored (the run stays reproducible); an OS-seeded one goes on."""
+    if undo.rng is not None:
+        s._rng = Rng._from_checkpoint_state(undo.rng)
+    for (k, i), data in undo.counters.items():
+        s._counters[k][i] = (
+            None if data is None else Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
+        )
+    if undo.size_counter is not None:
+        s._size_counter = Counter.from_bytes(undo.size_counter, rng=s._rng, allow_seeded=s.seeded)
+    s._sample_rng.bit_generator.state = undo.sample_rng
+    for name, value in undo.fields.items():
+        setattr(s, name, value)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a state field deep enough that a step cannot change it in place."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return list(value) if isinstance(value, list) else value

@@ -31,6 +31,8 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from dpstream.tabular.raking import batch_margin, one_way, rake
+
 __all__ = [
     "Adaptive",
     "AutoK",
@@ -44,6 +46,9 @@ __all__ = [
     "to_dict",
 ]
 
+#: Per column: the one-way margins of a step's released batch histograms and their noise
+#: variances per cell (``refit="step"``).
+Margins: TypeAlias = dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]]
 ScoreName = Literal["l2", "l2-cell", "paper"]
 SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
 RefitName = Literal["selection", "step", "auto"]
@@ -457,3 +462,72 @@ def pooled_measurement(
     if pooled.stddev == "noise":
         return values, noise
     return values, math.sqrt(noise * stddev * (1.0 + ratio))
+
+
+# ----------------------------------------------------------------------------- within a step
+
+
+def expected_batch(
+    expected: npt.NDArray[np.float64],
+    base: npt.NDArray[np.float64],
+    increment: npt.NDArray[np.float64],
+    variance: float,
+    size_variance: float,
+) -> npt.NDArray[np.float64]:
+    """For the drift test with noisy sizes: the model's batch ``expected`` (its shape times
+    the change of the released size) rescaled to the batch size that combines, by inverse
+    noise variance, the change of the released size (noise variance ``size_variance``) and
+    the total of the released ``increment`` (``variance`` per cell; both noisy, independent).
+    Why: at large ε the size counter's noise alone (its share is ε/20) would pass for drift.
+    Post-processing of releases and public values."""
+    total = float(expected.sum())
+    if total > 0:
+        shape = expected / total
+    elif float(base.sum()) > 0:
+        shape = base / float(base.sum())
+    else:
+        shape = np.full(expected.size, 1.0 / expected.size)
+    size_var = max(size_variance, 1e-12)
+    sum_var = max(variance * increment.size, 1e-12)
+    rows = (total / size_var + float(increment.sum()) / sum_var) / (1 / size_var + 1 / sum_var)
+    out: npt.NDArray[np.float64] = shape * max(rows, 0.0)
+    return out
+
+
+def note_margins(
+    margins: Margins,
+    clique: tuple[int, ...],
+    shape: tuple[int, ...],
+    increment: npt.NDArray[np.float64],
+    variance: float,
+) -> None:
+    """Record in ``margins`` the one-way margins of a released increment of workload
+    ``clique``'s counter (a noisy histogram of the batch, ``variance`` per cell) and their
+    noise variance per cell."""
+    for a, c in enumerate(clique):
+        estimates, variances = margins.setdefault(c, ([], []))
+        estimates.append(one_way(increment.reshape(shape), a))
+        variances.append(variance * (increment.size // shape[a]))
+
+
+def raked_prior(
+    prior: npt.NDArray[np.float64],
+    base: npt.NDArray[np.float64],
+    clique: tuple[int, ...],
+    shape: tuple[int, ...],
+    margins: Margins,
+) -> npt.NDArray[np.float64]:
+    """``refit="step"``: ``prior`` (``h_{t,0}``) with the expected batch ``prior − base``
+    (``base`` = ``q(g_{t−1})``) raked to the one-way margins measured at this step on the
+    clique's columns (:mod:`dpstream.tabular.raking`). Public: the model, the sizes and the
+    step's released counter increments."""
+    if not any(c in margins for c in clique):
+        return prior
+    expected = np.clip(prior - base, 0.0, None).reshape(shape)
+    wanted = {
+        a: batch_margin(*margins[c], one_way(expected, a))
+        for a, c in enumerate(clique)
+        if c in margins
+    }
+    out: npt.NDArray[np.float64] = base + rake(expected, wanted).ravel()
+    return out

@@ -53,8 +53,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -67,31 +65,32 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
 from dpstream.tabular.domain import Codes, Domain
-from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import (
     ESTIMATORS,
     CellLimit,
     EstimatorName,
     increment_variance,
     make_fit,
-    release_stddev,
 )
+from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import (
     Adaptive,
     AutoScore,
     Baseline,
+    Margins,
     Paper,
     Policy,
     Pooled,
     check_policy,
     drifted,
+    expected_batch,
     k_levels,
-    pooled_measurement,
+    note_margins,
     step_k,
     to_dict,
     uses_drift_test,
 )
-from dpstream.tabular.raking import batch_margin, one_way, rake
 from dpstream.tabular.selection import (
     CELL_LIMIT,
     SIZE_SHARE,
@@ -105,18 +104,6 @@ from dpstream.tabular.workloads import Clique, all_workloads, marginal
 __all__ = ["SIZE_SHARE", "Budget", "TabularStream", "released_size"]
 
 SamplingName = Literal["round", "iid"]
-Margins = dict[int, tuple[list[npt.NDArray[np.float64]], list[float]]]
-
-
-@dataclass(frozen=True)
-class _Undo:
-    """The state before a step (see ``TabularStream._undo_point``)."""
-
-    rng: bytes | None
-    counters: dict[tuple[int, int], bytes | None]
-    size_counter: bytes | None
-    sample_rng: Mapping[str, Any]
-    fields: dict[str, Any]
 
 
 def _int(value: object, name: str, minimum: int) -> int:
@@ -127,7 +114,7 @@ def _int(value: object, name: str, minimum: int) -> int:
     return int(value)
 
 
-class TabularStream:
+class TabularStream(WorkloadMeasurements):
     """ε-DP synthetic tables for a stream of categorical records.
 
     Default guarantee: ε-DP for one record added to or removed from the stream, the
@@ -311,8 +298,7 @@ class TabularStream:
 
     @property
     def budgets(self) -> dict[int, Budget]:
-        """The split of ε for each number of selections ``k`` a step may make (one entry
-        unless the policy's ``k`` varies); every step spends exactly ``ε``."""
+        """The split of ε for each ``k`` a step may make; every step spends exactly ``ε``."""
         return dict(self._budgets)
 
     @property
@@ -342,15 +328,13 @@ class TabularStream:
 
     @property
     def size(self) -> int:
-        """The table's size ``|f_t|`` as released (rows of each release): the size
-        counter's release, post-processed (non-negative; monotone while the stream is
-        insert-only), inside ε. With ``public_sizes=True``, the exact size (public)."""
+        """The table's size ``|f_t|`` as released (rows of each release; inside ε), or the
+        exact size with ``public_sizes=True``."""
         return self._size
 
     @property
     def public_sizes(self) -> bool:
-        """Whether the batch sizes are public and exact (the guarantee is then for one
-        record's values replaced), not released by the size counter (add/remove)."""
+        """Whether the batch sizes are public and exact (one record's values replaced)."""
         return self._public_sizes
 
     @property
@@ -366,8 +350,7 @@ class TabularStream:
 
     @property
     def selection_counts(self) -> dict[Clique, int]:
-        """How many steps have selected each workload so far (public, like
-        :attr:`last_selected`)."""
+        """How many steps have selected each workload so far (public)."""
         return {w: int(n) for w, n in zip(self._workloads, self._selections, strict=True)}
 
     @property
@@ -435,7 +418,7 @@ class TabularStream:
                 "a batch with a marginal count beyond 2^27 in one cell; split it into "
                 "smaller batches"
             )
-        undo = self._undo_point()
+        undo = checkpoint.undo_point(self)
         try:
             size, rows = self._next_size(
                 ins.shape[0] - dels.shape[0], ins.shape[0] + dels.shape[0], deletions is None
@@ -445,7 +428,7 @@ class TabularStream:
             else:
                 self._step_proposed(diff, size, rows)
         except BaseException:
-            self._roll_back(undo)
+            checkpoint.roll_back(self, undo)
             raise
         self._size = size
         self._exact_size = exact
@@ -483,44 +466,6 @@ class TabularStream:
         size = int(released_size(np.array([self._size]), raw, monotone=monotone)[0])
         return size, abs(size - self._size)
 
-    def _undo_point(self) -> _Undo:
-        """What :meth:`_roll_back` needs to restore the state before a step."""
-        counters = {
-            (k, i): None if c is None else c.to_bytes()
-            for k, cs in self._counters.items()
-            for i, c in enumerate(cs)
-        }
-        names = (
-            *("_model", "_mixture", "_synthetic_marginals", "_remainder", "_counted_rows"),
-            *("_selections", "_last_selected", "_drift_rate", "_baseline_rows"),
-        )
-        return _Undo(
-            rng=self._rng._checkpoint_state(),
-            counters=counters,
-            size_counter=None if self._size_counter is None else self._size_counter.to_bytes(),
-            sample_rng=self._sample_rng.bit_generator.state,
-            fields={n: _copy(getattr(self, n)) for n in names},
-        )
-
-    def _roll_back(self, undo: _Undo) -> None:
-        """Restore the state saved by :meth:`_undo_point` (after a failed step). A seeded
-        generator is restored (the run stays reproducible); an OS-seeded one goes on."""
-        if undo.rng is not None:
-            self._rng = Rng._from_checkpoint_state(undo.rng)
-        for (k, i), data in undo.counters.items():
-            self._counters[k][i] = (
-                None
-                if data is None
-                else Counter.from_bytes(data, rng=self._rng, allow_seeded=self.seeded)
-            )
-        if undo.size_counter is not None:
-            self._size_counter = Counter.from_bytes(
-                undo.size_counter, rng=self._rng, allow_seeded=self.seeded
-            )
-        self._sample_rng.bit_generator.state = undo.sample_rng
-        for name, value in undo.fields.items():
-            setattr(self, name, value)
-
     def synthetic_codes(self) -> Codes:
         """The current synthetic table as an ``(size, d)`` int64 array (post-processing).
 
@@ -535,16 +480,7 @@ class TabularStream:
         if not self._mixture:
             return self._model.sample(self._size, self._sample_rng, method=self._sampling)
         parts = [*self._mixture, self._model]
-        m, n, g = len(parts), self._size, self._sample_rng
-        if self._sampling == "round":
-            counts = np.full(m, n // m)
-            counts[g.choice(m, n % m, replace=False)] += 1
-        else:
-            counts = g.multinomial(n, np.full(m, 1.0 / m))
-        pairs = zip(parts, counts, strict=True)
-        rows = [p.sample(int(c), g, method=self._sampling) for p, c in pairs]
-        out: Codes = np.concatenate(rows)[g.permutation(n)]
-        return out
+        return sample_mixture(parts, self._size, self._sample_rng, self._sampling)
 
     def _table(self, codes: Codes) -> Any:
         try:
@@ -625,142 +561,6 @@ class TabularStream:
 
     # ------------------------------------------------------------------ Algorithm 3
 
-    def _counter(self, i: int, k: int) -> Counter:
-        """Workload ``i``'s counter for the steps that select ``k`` workloads (``ε/2k``)."""
-        c = self._counters[k][i]
-        if c is None:
-            c = Counter(
-                self._counter_kind,
-                self._budgets[k].counter_epsilon,
-                int(self._cells[i]),
-                horizon=self._horizon,
-                rng=self._rng,
-            )
-            self._counters[k][i] = c
-        return c
-
-    def _release(self, i: int) -> tuple[npt.NDArray[np.float64], float]:
-        """Workload ``i``'s released counts ``C_i(t)`` (the sum of its counters' releases,
-        zeros if never selected) and their rough standard deviation per cell."""
-        total = np.zeros(int(self._cells[i]))
-        stddevs: list[float] = []
-        for cs in self._counters.values():
-            c = cs[i]
-            if c is not None:
-                total += c.release.astype(np.float64)
-                stddevs.append(release_stddev(c))
-        # One counter: its own value, bit for bit (the independent noises' variances add).
-        stddev = stddevs[0] if len(stddevs) == 1 else math.sqrt(sum(v * v for v in stddevs))
-        return total, stddev
-
-    def _measurement(
-        self,
-        j: int,
-        released: npt.NDArray[np.float64],
-        stddev: float,
-        size: int,
-        *,
-        grown: int = 0,
-    ) -> tuple[npt.NDArray[np.float64], float]:
-        """The measurement ``m(t,j)`` of a workload and a rough standard deviation per cell
-        (it weights the fit only), from the counter's release ``C_j(t)`` and ``|f_t|``.
-
-        Remainder ``"model"``: ``C_j(t) + r(t−1,j)``, the synthetic data's value for the
-        rows of the other steps (Algorithm 3, lines 16–17). :class:`Pooled`:
-        :func:`~dpstream.tabular.policy.pooled_measurement`. ``grown``: the rows the table
-        gained since ``r`` was set that the counter did not count (an anchor); ``r`` is
-        scaled to the rows it now stands for. Post-processing of releases and public
-        values; one place, so that ``benches/diag_tabular_remainder.py`` can replace it."""
-        remainder = self._remainder[j]
-        counted = int(self._counted_rows[j])
-        rest = size - counted
-        if self._pooled is None or counted <= 0 or rest <= 0:
-            return released + remainder, stddev
-        if grown and rest - grown > 0:
-            remainder = remainder * (rest / (rest - grown))
-        return pooled_measurement(released, remainder, stddev, counted, rest, self._pooled)
-
-    def _anchors(self, taken: set[int], size: int) -> list[Measurement]:
-        """:class:`Pooled` only: the pooled measurements, at the current size, of every
-        workload measured at an earlier step and not selected now (the counters are the
-        model's memory). None for the ``"model"`` remainder, whose ``C_j + r`` of an
-        unselected workload is the model's own value."""
-        if self._pooled is None:
-            return []
-        grown = size - self._size
-        out: list[Measurement] = []
-        for i in range(len(self._workloads)):
-            if i in taken or self._counted_rows[i] <= 0:  # counted rows: it has a counter
-                continue
-            released, stddev = self._release(i)
-            values, stddev = self._measurement(i, released, stddev, size, grown=grown)
-            out.append(Measurement(self._workloads[i], values, stddev))
-        return out
-
-    def _expected_batch(
-        self,
-        expected: npt.NDArray[np.float64],
-        base: npt.NDArray[np.float64],
-        increment: npt.NDArray[np.float64],
-        variance: float,
-    ) -> npt.NDArray[np.float64]:
-        """Default (noisy sizes), for the drift test: the model's batch ``expected``
-        rescaled to the batch size that combines, by inverse noise variance, the change of
-        the released size and the total of the released increment (both noisy,
-        independent). Post-processing of releases and public values."""
-        total = float(expected.sum())
-        if total > 0:
-            shape = expected / total
-        elif float(base.sum()) > 0:
-            shape = base / float(base.sum())
-        else:
-            shape = np.full(expected.size, 1.0 / expected.size)
-        assert self._size_counter is not None
-        size_var = max(increment_variance(self._size_counter), 1e-12)
-        sum_var = max(variance * increment.size, 1e-12)
-        rows = (total / size_var + float(increment.sum()) / sum_var) / (1 / size_var + 1 / sum_var)
-        out: npt.NDArray[np.float64] = shape * max(rows, 0.0)
-        return out
-
-    def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
-        """``h_{t,0}`` for the ``"l2"`` scores: ``g_{t−1}``'s marginal scaled to ``size``
-        rows (uniform before there is a model: the paper's ``g_0``)."""
-        if self._model is None or self._size <= 0:
-            return np.full(int(self._cells[i]), size / float(self._cells[i]))
-        return self._synthetic_marginals[i] * (size / self._size)
-
-    def _raked_prior(
-        self, i: int, size: int, base: npt.NDArray[np.float64], margins: Margins
-    ) -> npt.NDArray[np.float64]:
-        """Refit ``"step"``: ``h_{t,0}`` with the expected batch ``h_{t,0} − g_{t−1}`` raked
-        to the batch's one-way margins measured at this step (:mod:`dpstream.tabular.raking`)."""
-        prior = self._prior(i, size)
-        clique = self._workloads[i]
-        if size <= self._size or not any(c in margins for c in clique):
-            return prior
-        shape = tuple(self._domain.sizes[c] for c in clique)
-        expected = np.clip(prior - base, 0.0, None).reshape(shape)
-        wanted = {
-            a: batch_margin(*margins[c], one_way(expected, a))
-            for a, c in enumerate(clique)
-            if c in margins
-        }
-        out: npt.NDArray[np.float64] = base + rake(expected, wanted).ravel()
-        return out
-
-    def _note_margins(
-        self, j: int, increment: npt.NDArray[np.float64], counter: Counter, margins: Margins
-    ) -> None:
-        """Record the one-way margins of a released increment of workload ``j``'s counter
-        (a noisy histogram of the batch on ``j``) and their noise variance per cell."""
-        clique = self._workloads[j]
-        shape = tuple(self._domain.sizes[c] for c in clique)
-        var = increment_variance(counter)
-        for a, c in enumerate(clique):
-            estimates, variances = margins.setdefault(c, ([], []))
-            estimates.append(one_way(increment.reshape(shape), a))
-            variances.append(var * (increment.size // shape[a]))
-
     def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
         policy = self._policy
         # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
@@ -820,13 +620,16 @@ class TabularStream:
                     expected = self._prior(j, size) - base[j]  # the model's batch of this size
                     variance = increment_variance(counter)
                     if self._size_counter is not None:
-                        expected = self._expected_batch(expected, base[j], increment, variance)
+                        size_var = increment_variance(self._size_counter)
+                        expected = expected_batch(expected, base[j], increment, variance, size_var)
                     moved = drifted(increment, expected, variance, policy.drift_z)
                     per_step = per_step and not (self._refit == "auto" and moved)
                     decay = policy.drift_decay
                     drift_rate = decay * drift_rate + (1.0 - decay) * moved
                 if per_step:
-                    self._note_margins(j, increment, counter, margins)
+                    shape = tuple(self._domain.sizes[c] for c in self._workloads[j])
+                    var = increment_variance(counter)
+                    note_margins(margins, self._workloads[j], shape, increment, var)
             if not per_step and n_taken < k - 1:
                 model = self._fit(measurements, float(max(size, 1)), model)
                 fits.append(model)
@@ -891,13 +694,6 @@ class TabularStream:
         if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(self._domain):
             raise ValueError(f"workload {w!r} must be strictly increasing column indices")
         return cols
-
-
-def _copy(value: Any) -> Any:
-    """A copy of a state field deep enough that a step cannot change it in place."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return list(value) if isinstance(value, list) else value
 
 
 def released_size(
