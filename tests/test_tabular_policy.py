@@ -20,6 +20,7 @@ from dpstream.tabular import (
     Taper,
 )
 from dpstream.tabular.policy import from_dict, step_k, to_dict
+from test_tabular_stream import spy_fits
 
 
 def small() -> Domain:
@@ -130,18 +131,6 @@ def test_the_k_schedule() -> None:
 
 
 # ---------------------------------------------------------------------------- Paper()
-
-
-def spy_fits(s: TabularStream) -> list[list[tuple[int, ...]]]:
-    fits: list[list[tuple[int, ...]]] = []
-    inner = s._fit
-
-    def spy(ms: list, total: float, warm: object) -> object:
-        fits.append([m.clique for m in ms])
-        return inner(ms, total, warm)
-
-    s._fit = spy  # type: ignore[method-assign]
-    return fits
 
 
 def test_paper_refits_after_each_selection_with_the_steps_measurements_only() -> None:

@@ -282,19 +282,9 @@ class TabularStream(WorkloadMeasurements):
 
     # ------------------------------------------------------------------ public values
 
-    @staticmethod
-    def budget(
-        epsilon: RealLike,
-        k: int,
-        workloads: list[Clique],
-        domain: Domain,
-        *,
-        score: ScoreKind = "auto",
-        public_sizes: bool = False,
-    ) -> Budget:
-        """The split of ε for ``k`` selections per step (exact):
-        :func:`~dpstream.tabular.selection.split_budget`."""
-        return split_budget(epsilon, k, workloads, domain, score=score, public_sizes=public_sizes)
+    #: The split of ε for ``k`` selections per step (exact):
+    #: :func:`~dpstream.tabular.selection.split_budget`.
+    budget = staticmethod(split_budget)
 
     @property
     def budgets(self) -> dict[int, Budget]:
