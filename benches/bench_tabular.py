@@ -128,6 +128,7 @@ import numpy.typing as npt
 from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import counters as dp_counters
 from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
+from dpstream.tabular.checkpoint import policy_from_options
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -798,6 +799,13 @@ def _digits(values: Iterable[float]) -> list[float]:
     return [float(f"{float(v):.{DIGITS}g}") for v in values]
 
 
+#: The library's defaults of the keywords that policies replaced (``Adaptive()``).
+_BEFORE_POLICIES: dict[str, Any] = {
+    "method": "proposed", "marginals_per_step": "auto", "score": "auto", "remainder": "pooled",
+    "refit": "auto", "pooled_stddev": "shrinkage", "k_schedule": "taper",
+}  # fmt: skip
+
+
 def bench_stream(
     domain: Domain,
     epsilon: float,
@@ -818,7 +826,9 @@ def bench_stream(
     legacy = bool(merged.pop(LEGACY_SIZES, False))
     if legacy and not merged.get("public_sizes"):
         raise ValueError("legacy_sizes needs public_sizes=True")
-    return cls(domain, Fraction(epsilon) * (2 if legacy else 1), **merged)
+    # The bench's options are the keywords policies replaced: one policy, exactly as they ran.
+    policy, rest = policy_from_options({**_BEFORE_POLICIES, **merged})
+    return cls(domain, Fraction(epsilon) * (2 if legacy else 1), policy=policy, **rest)
 
 
 def method_options(method: str) -> dict[str, Any]:

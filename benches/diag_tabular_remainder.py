@@ -43,7 +43,7 @@ import bench_tabular as bt
 import numpy as np
 import numpy.typing as npt
 from _report import add_steps_option, diag_run_lines, publish
-from dpstream.tabular import TabularStream
+from dpstream.tabular import Adaptive, TabularStream
 from dpstream.tabular.workloads import marginal
 
 FloatArray = npt.NDArray[np.float64]
@@ -85,10 +85,12 @@ def _margins(x: FloatArray) -> list[FloatArray]:
 class OracleStream(TabularStream):
     """The proposed method with the remainder of each measurement replaced (see module)."""
 
-    def __init__(self, *args: Any, variant: str, remainder: str = "model", **kw: Any) -> None:
-        if remainder != "model":  # the variants replace Algorithm 3's remainder
-            raise ValueError(f"OracleStream varies remainder='model', got {remainder!r}")
-        super().__init__(*args, remainder="model", **kw)
+    def __init__(self, *args: Any, variant: str, policy: Any = None, **kw: Any) -> None:
+        policy = Adaptive(remainder="model") if policy is None else policy
+        if not isinstance(policy, Adaptive) or policy.remainder != "model":
+            # the variants replace Algorithm 3's remainder
+            raise ValueError(f"OracleStream varies remainder='model', got {policy!r}")
+        super().__init__(*args, policy=policy, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
         self.variant = variant
@@ -200,8 +202,9 @@ def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Out
     # The sizes and calibration of the streams it reported before issue 28 (bt.LEGACY_SIZES).
     legacy = {"public_sizes": True, bt.LEGACY_SIZES: True}
     stream = bt.bench_stream(
-        domain, eps, SEED, cls=OracleStream, score=score, variant=variant, **legacy
-    )
+        domain, eps, SEED, cls=OracleStream, score=score, remainder="model", variant=variant,
+        **legacy,
+    )  # fmt: skip
     n_steps = math.ceil(rows.shape[0] / batch)
     if max_steps is not None:
         n_steps = min(n_steps, max_steps)

@@ -44,7 +44,7 @@ import bench_tabular as bt
 import numpy as np
 from _report import add_steps_option, diag_run_lines, publish
 from dpstream.tabular import TabularStream
-from dpstream.tabular.stream import SIZE_SHARE
+from dpstream.tabular.selection import SIZE_SHARE
 
 SECTION_TITLE = "## Tabular stream: what the noisy size costs (issue 28)"
 METHOD = bt.DEFAULT  # the library default's options; its stored streams are the reference

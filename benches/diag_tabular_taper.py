@@ -34,8 +34,9 @@ from pathlib import Path
 import bench_tabular as bt
 import numpy as np
 from _report import add_steps_option, diag_run_lines, publish
-from dpstream.tabular import TabularStream, all_workloads
-from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
+from dpstream.tabular import AutoK, TabularStream, Taper, all_workloads
+
+DRIFT_K, TAPER_STEPS = AutoK().drifting, Taper().steps_per_workload
 
 #: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
 DETAILS = ("### Results",)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import Adaptive, Domain, TabularStream
 
 # ---------------------------------------------------------------------------------------
 # Private sketches
@@ -196,9 +196,8 @@ def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
                 DOMAIN,
                 epsilon,
                 workloads=2,
-                marginals_per_step=1,
+                policy=Adaptive(k=1, score=score),  # type: ignore[arg-type]
                 estimator="mw",
-                score=score,  # type: ignore[arg-type]
                 iters=20,
                 public_sizes=public_sizes,
                 rng=rng,
