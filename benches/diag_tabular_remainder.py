@@ -150,8 +150,8 @@ def self_check() -> None:
         np.testing.assert_allclose(odds, prior[0, 0] * prior[1, 1] / (prior[0, 1] * prior[1, 0]))
     domain = Domain({"a": 3, "b": 2, "c": 4})
     batches = [np.stack([g.integers(0, n, 30) for n in domain.sizes], axis=1) for _ in range(6)]
-    kw: dict[str, Any] = {"marginals_per_step": 2, "iters": 20}
-    lib = TabularStream(domain, 1, rng=dpstream.Rng(seed=3), remainder="model", **kw)
+    kw: dict[str, Any] = {"policy": Adaptive(k=2, remainder="model"), "iters": 20}
+    lib = TabularStream(domain, 1, rng=dpstream.Rng(seed=3), **kw)
     ora = OracleStream(domain, 1, rng=dpstream.Rng(seed=3), variant="algorithm 3", **kw)
     for b in batches:
         np.testing.assert_array_equal(lib.step(b).to_numpy(), ora.step(b).to_numpy())
