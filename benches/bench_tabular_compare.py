@@ -232,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=HERE / "out" / "tabular_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     args = p.parse_args(argv)
+    unknown = [n for n in args.datasets.split(",") if n not in DATASETS]
+    if unknown:
+        p.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
     seeds = args.seeds or (1 if args.quick else 5 if args.full else 3)
     rs = (4,) if args.quick else (12, 48) if args.full else (12,)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
