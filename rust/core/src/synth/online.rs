@@ -137,7 +137,7 @@ fn level_of(epsilon: &Rational, t: u64) -> Result<Option<u32>> {
 fn level_params(epsilon: &Rational, dim: usize, level: u32) -> Result<Vec<LevelParams>> {
     (1..=level)
         .map(|j| {
-            let eps = online_epsilon(epsilon, dim as u32, j, level)?;
+            let eps = crate::planted::spend(online_epsilon(epsilon, dim as u32, j, level)?)?;
             LevelParams::new(epsilon, level, &eps)
         })
         .collect()
