@@ -50,6 +50,8 @@ test-planted: $(DEPS)
 	cp -r python/dpstream $(PLANTED_PKG)/
 	rm -rf $(PLANTED_PKG)/dpstream/_core*.so $(PLANTED_PKG)/dpstream/__pycache__
 	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
+	PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m mypy.stubtest dpstream._core \
+		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
 	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/audit/test_audit_planted.py
 
