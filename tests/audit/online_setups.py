@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from dpstream import OnlineSynthesizer, Rng
@@ -67,6 +68,21 @@ class Setup:
     loss: Fraction  # analytical privacy loss of this pair (≤ ε)
     neighbours: tuple[np.ndarray, np.ndarray]
     mechanism: Callable[[np.ndarray, Rng, int], np.ndarray]
+    tails: tuple[int, int]  # the tails of D audited: {D >= upper}, {D <= lower}
+
+    def audit(self, audited: Callable[..., Any], label: str, runs: int, seed: int) -> Any:
+        """Audit the claim "this pair loses at most ``loss``" with ``runs`` runs per side
+        (in batches of at most 30 000), counting the two tails of ``D``."""
+        return audited(
+            label,
+            self.mechanism,
+            self.neighbours,
+            epsilon=self.loss,
+            runs=runs,
+            batch_size=min(runs, 30_000),
+            events=tail_events(*self.tails),
+            seed=seed,
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,6 +137,7 @@ def epochs_setup() -> Setup:
         2 / scale,
         (a, b),
         epochs_mechanism,
+        (4, -6),
     )
 
 
@@ -185,6 +202,7 @@ def paper_setup() -> Setup:
         online_epsilon(PAPER_EPSILON, 2, PAPER_LEVEL, PAPER_LEVEL),
         (a, b),
         paper_mechanism,
+        (3, -3),
     )
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 from dpstream import _core
 
-from .online_setups import Setup, epochs_setup, paper_setup, tail_events
+from .online_setups import Setup, epochs_setup, paper_setup
 
 PLANTED_BUILD = os.environ.get("DPSTREAM_PLANTED_BUILD") == "1"
 HOOK = getattr(_core, "_planted_set_epsilon_factor", None)
@@ -51,24 +51,13 @@ def doubled_epsilon() -> Iterator[None]:
         HOOK(1)
 
 
-CASES = {
-    "epochs": (epochs_setup, 30_000, 30_000, (4, -6), 2811),
-    "paper": (paper_setup, 6_000, 6_000, (3, -3), 2812),
-}
+CASES = {"epochs": (epochs_setup, 30_000, 2811), "paper": (paper_setup, 6_000, 2812)}
 
 
 @pytest.mark.parametrize("method", list(CASES))
 def test_planted_double_epsilon_is_flagged(audited, doubled_epsilon, method: str) -> None:
-    make, runs, batch, tails, seed = CASES[method]
+    make, runs, seed = CASES[method]
     setup: Setup = make()
-    result = audited(
-        f"PLANTED 2ε: {setup.name}, claim {float(setup.loss):.3f}",
-        setup.mechanism,
-        setup.neighbours,
-        epsilon=setup.loss,
-        runs=runs,
-        batch_size=batch,
-        events=tail_events(*tails),
-        seed=seed,
-    )
+    label = f"PLANTED 2ε: {setup.name}, claim {float(setup.loss):.3f}"
+    result = setup.audit(audited, label, runs, seed)
     assert not result.passed, result  # the pair loses about twice its claimed loss
