@@ -133,7 +133,9 @@ fn level_of(epsilon: &Rational, t: u64) -> Result<Option<u32>> {
     Ok(Some(r))
 }
 
-/// The parameters of every depth `1..=level` at `level`.
+/// The parameters of every depth `1..=level` at `level` (each `ε_{j,r}`
+/// through `planted::spend`: the identity outside test builds with
+/// the `planted-bugs` feature).
 fn level_params(epsilon: &Rational, dim: usize, level: u32) -> Result<Vec<LevelParams>> {
     (1..=level)
         .map(|j| {
