@@ -17,12 +17,12 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi lint bench reproduce develop docs clean
+.PHONY: demo test test-rust test-python test-mbi test-planted lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
 
-test: test-rust test-python test-mbi
+test: test-rust test-python test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
@@ -37,6 +37,24 @@ test-mbi: $(EXT) $(MBI_DEPS)
 	PYTHONPATH=python $(MBI_VENV)/bin/python -W ignore -c "import mbi, jax"
 	PYTHONPATH=python $(MBI_VENV)/bin/python -m pytest -q -p no:cacheprovider $(MBI_TESTS)
 
+# Planted privacy bugs (rust/core/src/planted.rs): a second extension built with the Cargo
+# feature planted-bugs, in its own target dir (the release build is untouched), in a copy of
+# the package under build/planted; only the planted-bug audits run against it. They fail
+# (not skip) there if the imported extension lacks the hook.
+PLANTED_TARGET := target/planted
+PLANTED_PKG := build/planted
+test-planted: $(DEPS)
+	CARGO_TARGET_DIR=$(PLANTED_TARGET) cargo build --release -q -p dpstream-python --features planted-bugs
+	rm -rf $(PLANTED_PKG)
+	mkdir -p $(PLANTED_PKG)
+	cp -r python/dpstream $(PLANTED_PKG)/
+	rm -rf $(PLANTED_PKG)/dpstream/_core*.so $(PLANTED_PKG)/dpstream/__pycache__
+	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
+	PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m mypy.stubtest dpstream._core \
+		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
+	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/audit/test_audit_planted.py
+
 $(MBI_DEPS): Makefile
 	$(PYTHON) -m venv $(MBI_VENV)
 	$(MBI_VENV)/bin/python -m pip install -q --upgrade pip
@@ -47,6 +65,7 @@ $(MBI_DEPS): Makefile
 lint: $(EXT)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --features dpstream-python/planted-bugs -- -D warnings
 	$(BIN)/ruff check python tests benches
 	$(BIN)/ruff format --check python tests benches
 	$(BIN)/python -m mypy python/dpstream
@@ -109,4 +128,4 @@ $(EXT): $(DEPS) $(RUST_SOURCES)
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(MBI_VENV) target
+	rm -rf $(VENV) $(MBI_VENV) target build
