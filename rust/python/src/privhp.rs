@@ -24,7 +24,7 @@ fn parse_budget(budget: &str) -> PyResult<BudgetRule> {
 /// The PrivHP summary; see `dpstream.PrivHP`.
 #[pyclass(module = "dpstream._core", name = "PrivHP")]
 pub(crate) struct PyPrivHP {
-    inner: PrivHP,
+    pub(crate) inner: PrivHP,
 }
 
 #[pymethods]
