@@ -74,18 +74,37 @@ encodings; scale the columns to ``[0,1]`` with *public* bounds first)::
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from dpstream._arrays import int_param
+from dpstream._arrays import int_param, points_array
+from dpstream.partition import encode as encode_points
 from dpstream.privhp import PrivHP
+from dpstream.tabular.domain import Domain
+from dpstream.tabular.marginals import BatchMarginals, add_counts, count_codes
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
-__all__ = ["build_privhp", "merge_bytes", "summarize", "summary_graph"]
+    from dpstream.online import OnlineSynthesizer
+
+__all__ = [
+    "batch_marginals",
+    "build_privhp",
+    "marginals_graph",
+    "merge_bytes",
+    "summarize",
+    "summary_graph",
+    "update_online",
+]
+
+Clique = tuple[int, ...]
+_Counted = tuple[int, tuple[Any, ...]]
+
+#: The level of the finest cells the online synthesizer keeps (its 63-bit paths).
+PATH_BITS = 63
 
 #: Points buffered before one ``PrivHP.update`` call when :func:`summarize` is
 #: fed single points.
@@ -252,8 +271,14 @@ def summary_graph(
     shared = dask.delayed(tmpl, pure=True)  # one graph key, shipped once per worker
     parts = _partitions(data, template.dim)
     summarize_block = dask.delayed(_summarize_block, pure=True)
-    merge = dask.delayed(_merge_many, pure=True)
     level: list[Delayed] = [summarize_block(shared, p, threads) for p in parts]
+    return _tree_reduce(level, _merge_many, shared, fan_in)
+
+
+def _tree_reduce(level: list[Delayed], merge_many: Any, shared: Any, fan_in: int) -> Delayed:
+    """Reduce ``level`` by ``merge_many(shared, *inputs)`` tasks of ``fan_in`` inputs
+    (``merge_many(shared)`` alone for no input)."""
+    merge = _dask().delayed(merge_many, pure=True)
     if not level:
         return cast("Delayed", merge(shared))
     while len(level) > 1:
@@ -300,3 +325,213 @@ def build_privhp(
     if not isinstance(summary, PrivHP):  # pragma: no cover - defensive
         raise TypeError(f"the computation returned {type(summary).__name__}, not a PrivHP")
     return summary
+
+
+# ----------------------------------------------------------------------------- tabular stream
+
+
+def _is_dask(data: object) -> bool:
+    return hasattr(data, "__dask_graph__")
+
+
+def _count_block(block: Any, shared: tuple[Domain, tuple[Clique, ...]], index: int) -> _Counted:
+    """Task body: the exact workload counts of one partition, refused as a pandas batch
+    would be (the partition is named: row numbers are within it)."""
+    domain, workloads = shared
+    try:
+        codes = domain.encode(block)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+    return codes.shape[0], count_codes(codes, domain.sizes, workloads)
+
+
+def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) -> _Counted:
+    """Task body of the reduction: rows and counts summed (exact integers)."""
+    domain, workloads = shared
+    if not parts:
+        return 0, count_codes(domain.encode(None), domain.sizes, workloads)
+    return sum(p[0] for p in parts), add_counts(*(p[1] for p in parts))
+
+
+def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
+    """Refuse, on the client and before any task runs, a collection whose columns or
+    dtypes a pandas batch would be refused for (same errors); its partitions."""
+    dd = _dask("dask.dataframe")
+    da = _dask("dask.array")
+    if isinstance(data, dd.DataFrame):
+        domain.encode(data._meta)  # the empty frame with the collection's columns and dtypes
+        return list(data.to_delayed())
+    if isinstance(data, da.Array):
+        d = len(domain)
+        if data.ndim != 2 or data.shape[1] != d:
+            raise ValueError(f"a batch array must have shape (n, {d}), got {data.shape}")
+        domain.encode(np.zeros((1, d), dtype=data.dtype))  # the dtype check
+        return list(data.rechunk({1: -1}).to_delayed().ravel())
+    raise TypeError(
+        f"a Dask batch must be a dask DataFrame or a dask Array, got {type(data).__name__}"
+    )
+
+
+def marginals_graph(
+    data: object,
+    domain: Domain,
+    workloads: Sequence[Clique],
+    *,
+    split_every: int = 8,
+) -> Delayed:
+    """The lazy computation behind :func:`batch_marginals` for one collection: a
+    ``dask.delayed`` object computing ``(rows, counts)`` (counts as
+    :func:`dpstream.tabular.marginals.count_codes` returns them), summed by a tree
+    reduction of ``split_every`` inputs per task. Exact: sensitive."""
+    dask = _dask()
+    fan_in = int_param(split_every, "split_every", low=2)
+    shared = dask.delayed((domain, tuple(tuple(w) for w in workloads)), pure=True)
+    count = dask.delayed(_count_block, pure=True)
+    level = [count(p, shared, i) for i, p in enumerate(_check_meta(data, domain))]
+    return _tree_reduce(level, _add_counted, shared, fan_in)
+
+
+def batch_marginals(
+    batch: object,
+    domain: Domain,
+    workloads: Sequence[Clique],
+    *,
+    deletions: object = None,
+    split_every: int = 8,
+) -> BatchMarginals:
+    """The exact workload marginals of one step, counted on the Dask cluster.
+
+    Each partition is encoded and counted on its worker (int64 histograms, one per
+    workload); the counts are summed by a tree reduction and only they reach the
+    client: ``sum`` of the cells of the workloads, never the records. Give the result
+    to :meth:`dpstream.tabular.TabularStream.step` (which also does this itself when
+    given a Dask collection): the step is identical, bit for bit, to the step of the
+    same records as one pandas batch.
+
+    Args:
+        batch, deletions: a ``dask.dataframe.DataFrame`` with the domain's columns, a
+            ``dask.array.Array`` ``(n, d)`` of codes, or anything a pandas step takes
+            (counted on the client), or ``None``.
+        domain, workloads: the stream's (:attr:`TabularStream.domain`,
+            :attr:`TabularStream.workloads`).
+        split_every: inputs per reduction task (at least 2).
+
+    Returns:
+        A :class:`~dpstream.tabular.marginals.BatchMarginals`: exact counts, **sensitive**
+        (keep them in the trusted cluster and client).
+
+    Raises:
+        ValueError, TypeError: the errors a pandas batch gets. Wrong columns or dtypes
+            are refused on the client before anything runs; a value outside the domain
+            is found on a worker and raised on the client, with the column and the
+            partition named. Nothing is changed (the stream is not involved yet).
+    """
+    dask = _dask()
+    cliques = [tuple(int(c) for c in w) for w in workloads]
+    graphs: dict[str, Delayed] = {}
+    local: dict[str, tuple[int, tuple[Any, ...]]] = {}
+    for name, data in (("batch", batch), ("deletions", deletions)):
+        if _is_dask(data):
+            graphs[name] = marginals_graph(data, domain, cliques, split_every=split_every)
+        else:
+            codes = domain.encode(data)
+            local[name] = codes.shape[0], count_codes(codes, domain.sizes, cliques)
+    computed = dict(zip(graphs, dask.compute(*graphs.values()), strict=True))
+    (n_ins, ins), (n_dels, dels) = ({**local, **computed}[k] for k in ("batch", "deletions"))
+    return BatchMarginals(domain.sizes, cliques, ins, dels, n_ins, n_dels, deletions is not None)
+
+
+# ----------------------------------------------------------------------------- online synthesizer
+
+
+def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
+    """Task body: the distinct level-63 cells of a partition's points and their counts
+    (uint64), refused as ``OnlineSynthesizer.update`` would refuse the points."""
+    try:
+        paths = encode_points(points_array(_block_array(block), dim), PATH_BITS)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+    cells, counts = np.unique(paths, return_counts=True)
+    return cells, counts.astype(np.uint64)
+
+
+def _block_array(block: Any) -> Any:
+    if hasattr(block, "to_numpy"):
+        return block.to_numpy()
+    return block if isinstance(block, np.ndarray) else np.asarray(list(block))
+
+
+def _gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
+    """Compute every task, then yield the results one by one.
+
+    On a ``dask.distributed`` client the results stay on the workers until their
+    turn (the client holds one at a time) and every task has finished without error
+    before the first is yielded; on the local scheduler they are computed together."""
+    try:
+        client = _dask("dask.distributed").get_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is None:
+        yield from _dask().compute(*tasks)
+        return
+    futures = client.compute(tasks)
+    _dask("dask.distributed").wait(futures)
+    for f in futures:
+        if f.status != "finished":
+            f.result()  # raises the task's error on the client
+    for f in futures:
+        yield f.result()
+        f.release()
+
+
+def update_online(
+    synth: OnlineSynthesizer, data: object, *, split_every: int = 8, threads: int = 1
+) -> None:
+    """Feed a Dask collection of points to ``synth`` as one :meth:`~OnlineSynthesizer.update`.
+
+    * ``method="epochs"`` (default): each partition's points are encoded to their
+      level-63 cells on its worker and counted (distinct cells, integer counts); the
+      client feeds the counts with :meth:`OnlineSynthesizer.update_counts`, one
+      partition at a time, once every partition has been counted without error.
+    * ``method="privhp"`` (:meth:`OnlineSynthesizer.for_memory`): each partition is
+      counted by a copy of :meth:`~OnlineSynthesizer.summary_template` and the
+      summaries are merged by a tree reduction (:func:`build_privhp`); the client adds
+      the merged summary with :meth:`~OnlineSynthesizer.merge_summary`. Client memory:
+      two summaries, fixed.
+    * ``method="paper"`` runs its counters one time step after another, so its work
+      cannot be split: refused (``ValueError``).
+
+    The synthesizer's state afterwards is byte for byte the state ``synth.update(x)``
+    gives on the computed points ``x`` (same seed, same releases). The counts are
+    exact: they stay in the trusted cluster and client. Noise is drawn only by the
+    synthesizer's releases, on the client.
+
+    Args:
+        data: a ``dask.array.Array`` ``(n, d)`` in ``[0,1]^d``, a
+            ``dask.dataframe.DataFrame`` with exactly ``d`` numeric columns, a Dask bag
+            of points, or a list of ``dask.delayed`` partitions.
+        split_every: summaries merged per reduction task (``"privhp"``).
+        threads: counting threads per task (``"privhp"``; 1 or 2).
+
+    Raises:
+        ValueError, TypeError: a point outside ``[0,1]^d``, NaN, a wrong shape or dtype
+            (found on a worker, raised on the client naming the partition): nothing is
+            fed. ``"epochs"`` with a ``dask.distributed`` client: the partitions are
+            fed only after all were counted, so a refusal changes nothing.
+    """
+    if synth.method == "paper":
+        raise ValueError(
+            "method='paper' tests every time step in order, so its counting cannot be split "
+            "over a cluster: it refuses Dask input; use the default method='epochs' or "
+            "OnlineSynthesizer.for_memory (method='privhp'), or compute the points first"
+        )
+    if synth.method == "privhp":
+        template = synth.summary_template()
+        summary = build_privhp(data, template, split_every=split_every, threads=threads)
+        synth.merge_summary(summary)
+        return
+    dask = _dask()
+    cell_counts = dask.delayed(_cell_counts, pure=True)
+    tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
+    for cells, counts in _gather_in_order(tasks):
+        synth.update_counts(cells, counts)

@@ -252,8 +252,9 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.raking import batch_margin, one_way, rake
-from dpstream.tabular.workloads import Clique, all_workloads, marginal
+from dpstream.tabular.workloads import Clique, all_workloads
 
 if TYPE_CHECKING:
     from dpstream.tabular.pgm import ModelTree
@@ -791,7 +792,12 @@ class TabularStream:
 
         Args:
             batch: inserted records (a pandas/polars DataFrame with the domain's
-                columns, an ``(n, d)`` integer array, or ``None`` for none).
+                columns, an ``(n, d)`` integer array, or ``None`` for none); a Dask
+                DataFrame or array, counted on the cluster
+                (:func:`dpstream.distributed.batch_marginals`); or the step's exact
+                :class:`~dpstream.tabular.marginals.BatchMarginals` (insertions and
+                deletions, with ``deletions=None``). Every form gives the same step, bit
+                for bit, on the same records.
             deletions: removed records, same forms (proposed method only). Whether a
                 step is given a ``deletions`` argument (not its records) is public: the
                 released size is kept monotone until the first step that is.
@@ -815,21 +821,17 @@ class TabularStream:
         the step's noisy values, so a retry of the same batch counts as another step
         against ε.
         """
-        ins = self._domain.encode(batch)
-        dels = self._domain.encode(deletions)
-        if dels.shape[0] and self._method == "baseline":
+        counts = self._batch_marginals(batch, deletions)
+        n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
+        if n_dels and self._method == "baseline":
             raise ValueError("the baseline method takes insertions only")
-        exact = self._exact_size + ins.shape[0] - dels.shape[0]
+        exact = self._exact_size + n_ins - n_dels
         if exact < 0:
             raise ValueError(
-                f"deleting {dels.shape[0]} records from a table of "
-                f"{self._exact_size + ins.shape[0]}"
+                f"deleting {n_dels} records from a table of {self._exact_size + n_ins}"
             )
         self._check_step()
-        diff = [
-            marginal(ins, self._domain, c) - marginal(dels, self._domain, c)
-            for c in self._workloads
-        ]
+        diff = counts.differences()
         if any(d.size and float(np.abs(d).max()) >= _CELL_LIMIT for d in diff):
             raise ValueError(
                 "a batch with a marginal count beyond 2^27 in one cell; split it into "
@@ -837,9 +839,7 @@ class TabularStream:
             )
         undo = self._undo_point()
         try:
-            size, rows = self._next_size(
-                ins.shape[0] - dels.shape[0], ins.shape[0] + dels.shape[0], deletions is None
-            )
+            size, rows = self._next_size(n_ins - n_dels, n_ins + n_dels, not counts.has_deletions)
             if self._method == "proposed":
                 self._step_proposed(diff, size, rows)
             else:
@@ -849,9 +849,25 @@ class TabularStream:
             raise
         self._size = size
         self._exact_size = exact
-        self._insert_only = self._insert_only and deletions is None
+        self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
         return self._table(self.synthetic_codes())
+
+    def _batch_marginals(self, batch: Any, deletions: Any) -> BatchMarginals:
+        """The exact workload marginals of a step's records: counted here, counted on a
+        Dask cluster (a Dask collection), or given (a :class:`BatchMarginals`)."""
+        if isinstance(batch, BatchMarginals):
+            if deletions is not None:
+                raise ValueError(
+                    "precomputed BatchMarginals hold the deletions too: pass deletions=None"
+                )
+            batch.check(self._domain, self._workloads)
+            return batch
+        if any(hasattr(b, "__dask_graph__") for b in (batch, deletions)):
+            from dpstream.distributed import batch_marginals
+
+            return batch_marginals(batch, self._domain, self._workloads, deletions=deletions)
+        return BatchMarginals.of(self._domain, self._workloads, batch, deletions)
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are
