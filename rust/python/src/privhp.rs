@@ -104,6 +104,13 @@ impl PyPrivHP {
         py.detach(|| inner.update(data)).map_err(to_py_err)
     }
 
+    /// An empty summary with the same configuration and hash keys (public).
+    fn empty_copy(&self) -> PyResult<Self> {
+        Ok(Self {
+            inner: self.inner.empty_copy().map_err(to_py_err)?,
+        })
+    }
+
     fn merge(&mut self, other: &Bound<'_, PyPrivHP>) -> PyResult<()> {
         let other = other
             .try_borrow()

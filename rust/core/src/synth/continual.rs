@@ -286,9 +286,7 @@ impl ContinualPrivHP {
     /// data). Copies of it count partitions elsewhere (a cluster's workers);
     /// their merge is given to [`Self::merge_summary`]. Allocates one summary.
     pub fn template(&self) -> Result<PrivHP> {
-        let mut t = self.current.clone();
-        t.clear()?;
-        Ok(t)
+        self.current.empty_copy()
     }
 
     /// Add an exact summary of points of the open epoch, counted by copies of
