@@ -142,7 +142,7 @@ class LazyBatch:
     def points(self, columns: list[str], to_unit: Callable[[Any], Any]) -> Any:
         """The batch's points scaled to the unit cube, as a Dask array (scaled on the
         workers with the public bounds)."""
-        arr = self.frame[columns].to_dask_array(lengths=True).astype(np.float64)
+        arr = self.frame[columns].to_dask_array().astype(np.float64)
         return arr.map_blocks(to_unit, dtype=np.float64)
 
     def sample(self, fraction: float, seed: int) -> Any:
@@ -192,8 +192,8 @@ def row_batches(
     dask = _dask()
     dd = _dask("dask.dataframe")
     frame = read(path, columns)
-    lengths = [int(n) for n in frame.map_partitions(len).compute()]
-    parts = frame.to_delayed()
+    parts = frame.to_delayed()  # the partitions every batch is cut from (one pass: lengths)
+    lengths = [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
     total = int(starts[-1])
     cuts = [0]
