@@ -235,3 +235,38 @@ def test_worker_processes(tmp_path) -> None:
         s2 = TabularStream(DOMAIN, 1, rng=Rng(seed=2))
         assert s1.step(frame).equals(s2.step(dd.from_pandas(frame, npartitions=4)))
         assert s1.to_bytes() == s2.to_bytes()
+
+
+def test_spark_patterns_without_spark() -> None:
+    """mapPartitions(count_records / cell_counts / summarize) + treeReduce, by hand."""
+    import functools
+
+    frame = records(2000, 8)
+    names = list(DOMAIN.names)
+    one = TabularStream(DOMAIN, 1, rng=Rng(seed=4))
+    two = TabularStream(DOMAIN, 1, rng=Rng(seed=4))
+    rows = [tuple(r) for r in frame[names].itertuples(index=False)]
+    partitions = [rows[:500], rows[500:1700], [], rows[1700:]]
+    counted = [
+        distributed.count_records(
+            pd.DataFrame(p, columns=names) if p else None, DOMAIN, two.workloads
+        )
+        for p in partitions
+    ]
+    inserted = functools.reduce(distributed.add_record_counts, counted)
+    assert one.step(frame).equals(
+        two.step(distributed.marginals_of(DOMAIN, two.workloads, inserted))
+    )
+    assert one.to_bytes() == two.to_bytes()
+    x = points(3000, 9)
+    a, b = synthesizers("epochs")
+    a.update(x)
+    for part in np.array_split(x, 4):
+        b.update_counts(*distributed.cell_counts([tuple(p) for p in part], 2))
+    assert a.to_bytes() == b.to_bytes()
+    a, b = synthesizers("privhp")
+    a.update(x)
+    shipped = b.summary_template().to_bytes()
+    encoded = [distributed.summarize(shipped, part).to_bytes() for part in np.array_split(x, 3)]
+    b.merge_summary(PrivHP.from_bytes(functools.reduce(distributed.merge_bytes, encoded)))
+    assert a.to_bytes() == b.to_bytes()

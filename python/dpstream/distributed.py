@@ -1,4 +1,27 @@
-"""PrivHP on more than one machine: exact summaries per partition, one merge, one release.
+"""Every capability on more than one machine: exact counts per partition, one tree
+reduction, noise drawn once on the client.
+
+The heavy part of each mechanism is exact integer counting, which is linear in the
+records, so a cluster can do it partition by partition; only counts reach the client,
+which adds the noise exactly as on one machine. With the same seed, the results are byte
+for byte those of one process on the same records.
+
+* **PrivHP** (one release): :func:`build_privhp` (below).
+* **Tabular stream**: :func:`batch_marginals` counts each partition's workload histograms
+  (int64) on its worker and sums them by a tree reduction; ``TabularStream.step`` takes
+  the result (or the Dask collection itself) and runs selection, noise, counters and the
+  fit on the client. Wrong columns or dtypes are refused on the client from the
+  collection's metadata; values outside the domain on the worker, raised on the client
+  naming the column and the partition; the stream is unchanged.
+* **Online synthesizer**: :func:`update_online` (``OnlineSynthesizer.update`` of a Dask
+  array). ``"epochs"``: each partition's distinct finest cells and their counts
+  (:func:`cell_counts`), fed to ``update_counts`` one partition at a time; ``"privhp"``
+  (``for_memory``): summaries on the synthesizer's public template, merged, fed to
+  ``merge_summary``; ``"paper"`` cannot be split and refuses Dask input.
+
+The rest of this docstring is PrivHP's; the Spark patterns for all three close it.
+
+PrivHP on more than one machine: exact summaries per partition, one merge, one release.
 
 PrivHP's summary (exact counts of the top ``floor(log2 k)`` levels, one
 count-min or count sketch per deeper level) is a *linear* function of the
@@ -69,6 +92,56 @@ encodings; scale the columns to ``[0,1]`` with *public* bounds first)::
 
 (``summarize`` takes any iterable of points or of ``(m, d)`` batches, so
 ``mapInPandas``/Arrow batches work too and avoid per-row Python work.)
+
+The tabular stream on Spark (``mapPartitions`` to integer counts, then ``treeReduce``;
+the domain and workloads are public, the counts exact and sensitive)::
+
+    import pandas as pd
+    from dpstream import distributed
+
+    shipped = spark.sparkContext.broadcast((stream.domain, stream.workloads))  # public
+    names = list(stream.domain.names)
+
+    def count(rows):  # one partition -> (rows, int64 histogram per workload)
+        domain, workloads = shipped.value
+        rows = list(rows)  # an empty partition counts as None (no record)
+        frame = pd.DataFrame(rows, columns=names) if rows else None
+        yield distributed.count_records(frame, domain, workloads)
+
+    for month in months:  # the public schedule
+        batch = df.where(df.month == month).select(*names).rdd
+        inserted = batch.mapPartitions(count).treeReduce(distributed.add_record_counts, depth=2)
+        marginals = distributed.marginals_of(stream.domain, stream.workloads, inserted)
+        table = stream.step(marginals)  # selection, noise, fit: on the driver
+
+The online synthesizer on Spark: the default method takes each partition's finest cells
+and counts (one partition at a time on the driver); the fixed-memory method takes a tree
+reduction of summaries counted on its public template::
+
+    import numpy as np
+    from dpstream import PrivHP, distributed
+
+    def cells(rows):  # points already scaled to [0,1]^2 with public bounds
+        yield distributed.cell_counts(np.array([tuple(r) for r in rows]).reshape(-1, 2), 2)
+
+    synth = OnlineSynthesizer(1, 2)  # method="epochs"
+    for cell, count in df.select("x", "y").rdd.mapPartitions(cells).toLocalIterator():
+        synth.update_counts(cell, count)
+
+    synth = OnlineSynthesizer.for_memory(1, 2, memory_bytes=1 << 24, expected_n=10**10,
+                                         max_releases=120)
+    shipped = spark.sparkContext.broadcast(synth.summary_template().to_bytes())  # public
+
+    def summary(rows):
+        yield distributed.summarize(shipped.value, rows).to_bytes()
+
+    merged = df.select("x", "y").rdd.mapPartitions(summary).treeReduce(distributed.merge_bytes)
+    synth.merge_summary(PrivHP.from_bytes(merged))
+    synthetic = synth.release()  # noise drawn on the driver
+
+(With ``toLocalIterator`` the driver holds one partition's counts at a time; a failing
+partition stops the loop with the earlier partitions already fed, so validate the points
+first or count them all before feeding, as :func:`update_online` does on Dask.)
 """
 
 from __future__ import annotations
@@ -91,9 +164,13 @@ if TYPE_CHECKING:
     from dpstream.online import OnlineSynthesizer
 
 __all__ = [
+    "add_record_counts",
     "batch_marginals",
     "build_privhp",
+    "cell_counts",
+    "count_records",
     "marginals_graph",
+    "marginals_of",
     "merge_bytes",
     "summarize",
     "summary_graph",
@@ -334,23 +411,33 @@ def _is_dask(data: object) -> bool:
     return hasattr(data, "__dask_graph__")
 
 
-def _count_block(block: Any, shared: tuple[Domain, tuple[Clique, ...]], index: int) -> _Counted:
-    """Task body: the exact workload counts of one partition, refused as a pandas batch
-    would be (the partition is named: row numbers are within it)."""
-    domain, workloads = shared
-    try:
-        codes = domain.encode(block)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"partition {index}: {e}") from None
+def count_records(data: Any, domain: Domain, workloads: Sequence[Clique]) -> _Counted:
+    """``(rows, counts)`` of one partition of records: its row count and the exact int64
+    histogram of every workload (:func:`dpstream.tabular.marginals.count_codes`).
+    ``data`` takes every form a pandas step does; refused with the same errors.
+    Exact: **sensitive**. For engines other than Dask (the Spark pattern above)."""
+    codes = domain.encode(data)
     return codes.shape[0], count_codes(codes, domain.sizes, workloads)
 
 
-def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) -> _Counted:
-    """Task body of the reduction: rows and counts summed (exact integers)."""
-    domain, workloads = shared
-    if not parts:
-        return 0, count_codes(domain.encode(None), domain.sizes, workloads)
+def add_record_counts(*parts: _Counted) -> _Counted:
+    """The sum of several :func:`count_records` results (for a tree reduction, e.g.
+    Spark's ``treeReduce``): exact integers, **sensitive**."""
     return sum(p[0] for p in parts), add_counts(*(p[1] for p in parts))
+
+
+def _count_block(block: Any, shared: tuple[Domain, tuple[Clique, ...]], index: int) -> _Counted:
+    """Task body: :func:`count_records` of one partition (a refusal names the partition:
+    row numbers are within it)."""
+    try:
+        return count_records(block, *shared)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+
+
+def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) -> _Counted:
+    """Task body of the reduction (no input: the counts of no record)."""
+    return add_record_counts(*parts) if parts else count_records(None, *shared)
 
 
 def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
@@ -429,30 +516,52 @@ def batch_marginals(
     dask = _dask()
     cliques = [tuple(int(c) for c in w) for w in workloads]
     graphs: dict[str, Delayed] = {}
-    local: dict[str, tuple[int, tuple[Any, ...]]] = {}
+    local: dict[str, _Counted] = {}
     for name, data in (("batch", batch), ("deletions", deletions)):
         if _is_dask(data):
             graphs[name] = marginals_graph(data, domain, cliques, split_every=split_every)
         else:
-            codes = domain.encode(data)
-            local[name] = codes.shape[0], count_codes(codes, domain.sizes, cliques)
-    computed = dict(zip(graphs, dask.compute(*graphs.values()), strict=True))
-    (n_ins, ins), (n_dels, dels) = ({**local, **computed}[k] for k in ("batch", "deletions"))
-    return BatchMarginals(domain.sizes, cliques, ins, dels, n_ins, n_dels, deletions is not None)
+            local[name] = count_records(data, domain, cliques)
+    counted = {**local, **dict(zip(graphs, dask.compute(*graphs.values()), strict=True))}
+    return marginals_of(
+        domain, cliques, counted["batch"], counted["deletions"], deletions is not None
+    )
+
+
+def marginals_of(
+    domain: Domain,
+    workloads: Sequence[Clique],
+    inserted: _Counted,
+    deleted: _Counted | None = None,
+    has_deletions: bool | None = None,
+) -> BatchMarginals:
+    """The :class:`~dpstream.tabular.marginals.BatchMarginals` of a step from the
+    :func:`count_records` sums of its insertions and (optionally) deletions, e.g. from
+    Spark's ``treeReduce``. ``has_deletions`` (public) defaults to ``deleted is not None``."""
+    gone = count_records(None, domain, workloads) if deleted is None else deleted
+    flag = deleted is not None if has_deletions is None else has_deletions
+    return BatchMarginals(domain.sizes, workloads, inserted[1], gone[1], inserted[0], gone[0], flag)
 
 
 # ----------------------------------------------------------------------------- online synthesizer
 
 
-def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
-    """Task body: the distinct level-63 cells of a partition's points and their counts
-    (uint64), refused as ``OnlineSynthesizer.update`` would refuse the points."""
-    try:
-        paths = encode_points(points_array(_block_array(block), dim), PATH_BITS)
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"partition {index}: {e}") from None
+def cell_counts(points: Any, dim: int) -> tuple[Any, Any]:
+    """The distinct finest cells (level-63 paths) of ``(n, dim)`` points in ``[0,1]^dim``
+    and their counts, both uint64: what :meth:`OnlineSynthesizer.update_counts` takes
+    (the default method). Refused as ``update`` refuses the points. Exact: **sensitive**.
+    For engines other than Dask (the Spark pattern above)."""
+    paths = encode_points(points_array(_block_array(points), dim), PATH_BITS)
     cells, counts = np.unique(paths, return_counts=True)
     return cells, counts.astype(np.uint64)
+
+
+def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
+    """Task body: :func:`cell_counts` of one partition (a refusal names it)."""
+    try:
+        return cell_counts(block, dim)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
 
 
 def _block_array(block: Any) -> Any:
