@@ -60,6 +60,7 @@ from typing import Any
 import _distributed_streams as streams
 import dpstream
 import numpy as np
+from _distributed_streams import fmt_bytes, fmt_duration
 from _report import cpu_model, git_revision, version, write_section
 from dpstream import PrivHP, distributed
 
@@ -198,21 +199,6 @@ def per_summary_costs(cfg: Config, s: Settings) -> dict[str, float]:
 
 def fmt_rate(r: float) -> str:
     return f"{r:,.0f}"
-
-
-def fmt_bytes(b: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= size:
-            return f"{b / size:.1f} {unit}"
-    return f"{b:.0f} B"
-
-
-def fmt_duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.2f} s"
 
 
 def main() -> None:

@@ -6,9 +6,6 @@ resume across a kill; an unreachable scheduler and bad records are one-line erro
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.cli import main
+from test_cli import run as cli
 
 pytest.importorskip("dask.dataframe")
 pytest.importorskip("dask.distributed")
@@ -99,16 +97,6 @@ def test_cluster_runs_equal_one_process_byte_for_byte(
         assert names == [f"release-2024-0{m}.csv" for m in (1, 2, 3)]
         if name == "table":  # evaluated from exact marginals counted on the cluster
             same_files(tmp_path / f"{name}-pandas-eval", tmp_path / f"{name}-dask-eval")
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dpstream.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=600,
-    )
 
 
 def test_checkpoints_resume_and_continue_on_a_parquet_directory(

@@ -5,9 +5,6 @@ refused on the client with the pandas errors and changes nothing."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng, distributed
@@ -21,21 +18,16 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 dist = pytest.importorskip("dask.distributed")
 
-DOMAIN = Domain({"a": 3, "b": ["x", "y", "z"], "c": 4, "d": 2})
+from test_distributed import client as _two_workers  # noqa: E402, F401
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[object]:
-    """Two single-threaded in-process workers (fast to start; tasks, results and errors
-    still go through the scheduler)."""
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    with (
-        dist.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-        ) as cluster,
-        dist.Client(cluster) as c,
-    ):
-        yield c
+def client(_two_workers: object) -> object:  # noqa: F811 (the imported fixture)
+    """The 2-worker in-process cluster of ``test_distributed.py``."""
+    return _two_workers
+
+
+DOMAIN = Domain({"a": 3, "b": ["x", "y", "z"], "c": 4, "d": 2})
 
 
 def records(n: int, seed: int) -> object:
