@@ -38,15 +38,20 @@ def count_codes(
     """The exact int64 histogram of every workload over ``codes`` (valid ``(n, d)`` codes,
     as :meth:`Domain.encode` returns them), each flattened in C order over its columns'
     sizes (the order of :func:`dpstream.tabular.marginal`)."""
+    columns = np.ascontiguousarray(codes.T, dtype=np.int64)  # one pass: columns contiguous
     out = []
     for clique in workloads:
-        shape = tuple(int(sizes[c]) for c in clique)
         if not clique:
             out.append(np.array([codes.shape[0]], dtype=np.int64))
             continue
-        cols = [codes[:, c] for c in clique]
-        flat = np.ravel_multi_index(cols, shape) if len(clique) > 1 else cols[0]
-        out.append(np.bincount(flat, minlength=math.prod(shape)).astype(np.int64, copy=False))
+        # The C-order cell index (mixed radix over the clique's sizes), as
+        # numpy.ravel_multi_index computes it, on codes already checked by Domain.encode.
+        flat = columns[clique[0]].copy()
+        for c in clique[1:]:
+            flat *= int(sizes[c])
+            flat += columns[c]
+        cells = math.prod(int(sizes[c]) for c in clique)
+        out.append(np.bincount(flat, minlength=cells).astype(np.int64, copy=False))
     return tuple(out)
 
 
