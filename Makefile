@@ -17,12 +17,12 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi lint bench reproduce develop docs clean
+.PHONY: demo test test-rust test-python test-mbi test-planted lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
 
-test: test-rust test-python test-mbi
+test: test-rust test-python test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
@@ -37,6 +37,24 @@ test-mbi: $(EXT) $(MBI_DEPS)
 	PYTHONPATH=python $(MBI_VENV)/bin/python -W ignore -c "import mbi, jax"
 	PYTHONPATH=python $(MBI_VENV)/bin/python -m pytest -q -p no:cacheprovider $(MBI_TESTS)
 
+# Planted privacy bugs (rust/core/src/planted.rs): a second extension built with the Cargo
+# feature planted-bugs, in its own target dir (the release build is untouched), in a copy of
+# the package under build/planted; only the planted-bug audits run against it. They fail
+# (not skip) there if the imported extension lacks the hook.
+PLANTED_TARGET := target/planted
+PLANTED_PKG := build/planted
+test-planted: $(DEPS)
+	CARGO_TARGET_DIR=$(PLANTED_TARGET) cargo build --release -q -p dpstream-python --features planted-bugs
+	rm -rf $(PLANTED_PKG)
+	mkdir -p $(PLANTED_PKG)
+	cp -r python/dpstream $(PLANTED_PKG)/
+	rm -rf $(PLANTED_PKG)/dpstream/_core*.so $(PLANTED_PKG)/dpstream/__pycache__
+	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
+	PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m mypy.stubtest dpstream._core \
+		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
+	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/audit/test_audit_planted.py
+
 $(MBI_DEPS): Makefile
 	$(PYTHON) -m venv $(MBI_VENV)
 	$(MBI_VENV)/bin/python -m pip install -q --upgrade pip
@@ -47,24 +65,37 @@ $(MBI_DEPS): Makefile
 lint: $(EXT)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --features dpstream-python/planted-bugs -- -D warnings
 	$(BIN)/ruff check python tests benches
 	$(BIN)/ruff format --check python tests benches
 	$(BIN)/python -m mypy python/dpstream
 	$(BIN)/python -m mypy.stubtest dpstream._core --allowlist .stubtest-allowlist
 
+# The side-by-side benchmarks, about 30 minutes on 2 cores (estimates from each script's last
+# run): noise < 1 min, PrivHP 3, online side by side 6 (22 settings; 18 took 4.7 min),
+# distributed 1, high-dimensional tabular 3.5, tabular side by side on Adult 12-15. Summaries
+# go to benches/RESULTS.md; streams, per-setting tables and figures to the git-ignored
+# benches/out/.
 bench: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
-	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_online_compare.py
-	$(BIN)/python benches/bench_tabular.py
+	$(BIN)/python benches/bench_distributed.py
+	$(BIN)/python benches/bench_highdim.py
+	$(BIN)/python benches/bench_tabular.py --bench
+
+# The long reproductions (hours on 2 cores): He et al.'s online utility curves (~20 min), the
+# whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
+# dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
+# benches/out/tabular_streams and reused) and the tabular diagnostics that read those streams.
+reproduce: $(EXT) $(BENCH_DEPS)
+	$(BIN)/python benches/bench_online.py
+	$(BIN)/python benches/bench_online_compare.py --full
+	$(BIN)/python benches/bench_tabular.py --full
 	$(BIN)/python benches/diag_tabular_order.py
 	$(BIN)/python benches/diag_tabular_taper.py
-	$(BIN)/python benches/bench_distributed.py
-
-# The long reproductions (hours): the whole online sweep (R up to 1000, d = 1..3, every ε).
-reproduce: $(EXT) $(BENCH_DEPS)
-	$(BIN)/python benches/bench_online_compare.py --full
+	$(BIN)/python benches/diag_tabular_sizes.py
+	$(BIN)/python benches/diag_tabular_remainder.py
 
 develop: $(EXT)
 
@@ -87,7 +118,8 @@ $(DEPS): pyproject.toml | $(BIN)/python
 
 $(BENCH_DEPS): $(DEPS) Makefile
 	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9" \
-		"matplotlib>=3.7" "datasketches>=5.0" "vega_datasets>=0.9"
+		"matplotlib>=3.7" "datasketches>=5.0" "vega_datasets>=0.9" \
+		"reverse_geocoder>=1.5"
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.
@@ -96,4 +128,4 @@ $(EXT): $(DEPS) $(RUST_SOURCES)
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(MBI_VENV) target
+	rm -rf $(VENV) $(MBI_VENV) target build

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import os
 import platform
@@ -10,12 +11,17 @@ import sys
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent.parent
+#: Everything the scripts regenerate (stored streams, per-setting tables, figures): git-ignored.
+OUT_DIR = REPO_DIR / "benches" / "out"
 
 RESULTS_HEADER = (
     "# dpstream benchmark results\n\n"
     "Each section below is written by the benchmark script named in it; rerun the command given\n"
     "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare.\n"
+    "peers in the same run, are the figures to compare. The sections hold the summary tables;\n"
+    "the scripts write the streams, the per-setting tables and the figures next to each other in\n"
+    "the git-ignored `benches/out/`. `make bench` reruns the side-by-side benchmarks (about 30\n"
+    "minutes on 2 cores), `make reproduce` the papers' experiments (hours).\n"
 )
 
 
@@ -57,7 +63,6 @@ def git_revision() -> str:
             "--",
             ".",
             ":(exclude)benches/RESULTS.md",
-            ":(exclude)benches/figures",
         )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -99,10 +104,108 @@ def write_section(section: str, title: str, results_path: Path) -> None:
     os.replace(tmp, results_path)
 
 
-def publish(section: str, title: str, results_path: Path, no_write: bool) -> None:
-    """Print ``section`` (``no_write``), or write it into ``results_path`` under ``title``."""
+def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> tuple[str, str]:
+    """The RESULTS.md summary of ``section`` and its full text for ``details_path``.
+
+    The full text is ``section`` itself. The summary drops the ``### `` subsections titled in
+    ``moved`` (long per-setting tables, figures) and every embedded figure (``![...](...)`` lines
+    and the caption lines that start with the figure's path in backquotes), and puts, where the
+    first moved subsection was, a ``### Per-setting tables`` (``... and figures``) subsection
+    naming the file that holds them. Figures and the details file are regenerated, never committed
+    (``benches/out/`` is git-ignored), so the summary names them without linking them.
+    """
+    shown = (
+        details_path.relative_to(REPO_DIR)
+        if details_path.is_relative_to(REPO_DIR)
+        else details_path
+    )
+    lines = section.rstrip("\n").splitlines()
+    figure_links = {ln[ln.rfind("(") + 1 : ln.rfind(")")] for ln in lines if ln.startswith("![")}
+    held = [t.removeprefix("### ") for t in moved if t in (ln.strip() for ln in lines)]
+    if figure_links:
+        held.append(
+            "the figures " + ", ".join(f"`{shown.parent / link}`" for link in sorted(figure_links))
+        )
+    pointer = [
+        "### Per-setting tables" + (" and figures" if figure_links else ""),
+        "",
+        f"Written by the same run next to its regenerated data, in `{shown}` (not committed): "
+        + "; ".join(held)
+        + ".",
+        "",
+    ]
+    out: list[str] = []
+    skipping = placed = False
+    for line in lines:
+        if line.startswith("### ") or line.startswith("## "):
+            skipping = line.strip() in moved
+            if skipping and not placed:
+                out += pointer
+                placed = True
+        if skipping:
+            continue
+        if line.startswith("!["):
+            continue
+        if any(line.startswith(f"`{link}`") for link in figure_links):
+            continue
+        out.append(line)
+    if not placed and figure_links:
+        out += ["", *pointer]
+    summary = "\n".join(out) + "\n"
+    while "\n\n\n" in summary:
+        summary = summary.replace("\n\n\n", "\n\n")
+    return summary, section
+
+
+def write_details(details: str, details_path: Path) -> None:
+    """Write ``details`` (a section's full text) to ``details_path``, atomically."""
+    details_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = details_path.with_suffix(".md.tmp")
+    tmp.write_text(details.rstrip("\n") + "\n", encoding="utf-8")
+    os.replace(tmp, details_path)
+
+
+def write_split(
+    section: str, title: str, results_path: Path, moved: tuple[str, ...], details_path: Path
+) -> None:
+    """Write ``section`` in full to ``details_path`` and its summary (``split_details``)
+    into ``results_path`` under ``title``."""
+    summary, details = split_details(section, moved, details_path)
+    write_details(details, details_path)
+    write_section(summary, title, results_path)
+
+
+def add_steps_option(parser: argparse.ArgumentParser, default: int) -> None:
+    """The ``--steps N`` option of the tabular diagnostics: steps per stream in ``--quick``."""
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=default,
+        metavar="N",
+        help="steps per stream in --quick (default %(default)s; tests use fewer)",
+    )
+
+
+def publish(
+    section: str,
+    title: str,
+    results_path: Path,
+    no_write: bool,
+    moved: tuple[str, ...] = (),
+    script: str = "",
+) -> None:
+    """Print ``section`` (``no_write``), or write it into ``results_path`` under ``title``.
+
+    With ``moved`` (``### `` titles), the full section goes to ``out/{script}.md`` beside
+    ``results_path`` (``benches/out/`` for the default RESULTS.md) and RESULTS.md gets the
+    summary of ``split_details``."""
     if no_write:
         sys.stdout.write(section)
         return
-    write_section(section, title, results_path)
+    if moved:
+        details_path = results_path.resolve().parent / "out" / f"{script}.md"
+        write_split(section, title, results_path, moved, details_path)
+        print(f"wrote {details_path}", file=sys.stderr, flush=True)
+    else:
+        write_section(section, title, results_path)
     print(f"wrote {results_path}", file=sys.stderr, flush=True)

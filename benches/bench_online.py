@@ -49,10 +49,11 @@ configuration; the best and median of a few rounds, each with a fresh synthesize
   10^6 points, and the offline build + release + ``sample(t)`` at the same t.
 
 The results replace the "OnlineSynthesizer utility and throughput (issue 4)" section of
-``benches/RESULTS.md``; the figures are ``benches/figures/online_*.png``. Run from the
-repository root::
+``benches/RESULTS.md`` (the summary tables); every measurement and the figures
+``online_*.png`` go to the git-ignored ``benches/out/`` (``bench_online.md``, ``figures/``).
+Run from the repository root::
 
-    .venv/bin/python benches/bench_online.py           # full run, ~15 min on 2 cores
+    .venv/bin/python benches/bench_online.py           # make reproduce: ~20 min on 2 cores
     .venv/bin/python benches/bench_online.py --quick   # smoke run (seconds), writes to a temp dir
 
 The utility runs on ``os.cpu_count()`` worker processes (``--workers``); the throughput is timed
@@ -83,16 +84,18 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import cpu_model, git_revision, version, write_section
+from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-FIGURE_DIR = BENCH_DIR / "figures"
+FIGURE_DIR = OUT_DIR / "figures"
 FIGURE_W1 = "online_w1.png"
 FIGURE_RATIO = "online_ratio.png"
 FIGURE_TIMING = "online_throughput.png"
+#: The subsections written to the details file in benches/out, not to RESULTS.md.
+DETAILS = ("### Utility: every measurement",)
 SECTION_TITLE = "## OnlineSynthesizer utility and throughput (issue 4)"
 
 # Issue 4's target: 10^6 steps with a release every 10^4 in under 10 s on one core.
@@ -812,7 +815,7 @@ def render(
         f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
         f"matplotlib {version('matplotlib')}",
         f"- Rerun (from the repository root): `{command}`"
-        + ("" if s.quick else " (or `make bench`)"),
+        + ("" if s.quick else " (or `make reproduce`)"),
         "",
         "### Utility: setup",
         "",
@@ -1034,7 +1037,9 @@ def main() -> None:
         "ratio": figure_dir / FIGURE_RATIO,
         "timing": figure_dir / FIGURE_TIMING,
     }
-    links = {k: os.path.relpath(p, results_path.parent) for k, p in paths.items()}
+    # The per-setting tables and figures go to benches/out (next to --figure-dir).
+    details_path = figure_dir.parent / "bench_online.md"
+    links = {k: os.path.relpath(p, details_path.parent) for k, p in paths.items()}
 
     if not hasattr(dpstream, "OnlineSynthesizer"):
         parser.exit(2, "bench_online.py: this dpstream has no OnlineSynthesizer (`make develop`)\n")
@@ -1044,7 +1049,7 @@ def main() -> None:
         except ImportError as exc:
             parser.exit(
                 2,
-                f"bench_online.py needs matplotlib ({exc}): `make bench` installs it, or run "
+                f"bench_online.py needs matplotlib ({exc}): `make reproduce` installs it, or run "
                 "`.venv/bin/python -m pip install matplotlib`\n",
             )
 
@@ -1068,7 +1073,7 @@ def main() -> None:
     section = render(s, c, tm, links, command, runtime, phase_times)
     print(section)
     if not args.no_write:
-        write_section(section, SECTION_TITLE, results_path)
+        write_split(section, SECTION_TITLE, results_path, DETAILS, details_path)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
 
 

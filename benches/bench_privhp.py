@@ -26,8 +26,9 @@ exact), top-down consistency with ``dpstream.partition.enforce_consistency``, an
 sampling. ``PrivHP`` with ``k = 2**depth`` (no sketch level) is run as a cross-check.
 
 Memory. ``PrivHP.memory_bytes()`` of every configuration, next to its W1, and a log-log plot of
-W1 against memory per dimension and distribution (``benches/figures/privhp_tradeoff.png``),
-the trade-off of Corollary 1.
+W1 against memory per dimension and distribution (``benches/out/figures/privhp_tradeoff.png``),
+the trade-off of Corollary 1. RESULTS.md gets the summary; every configuration and the figure go
+to the git-ignored ``benches/out/`` (``bench_privhp.md``, ``figures/``).
 
 Throughput. Points per second of ``PrivHP.update`` (d = 2, depth 20, width 1024, 3 rows,
 k = 256, on 2 * 10^6 uniform points), timed in interleaved rounds (best round counts) against a
@@ -68,15 +69,20 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import cpu_model, git_revision, version, write_section
+from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-FIGURE_DIR = BENCH_DIR / "figures"
+FIGURE_DIR = OUT_DIR / "figures"
 FIGURE_NAME = "privhp_tradeoff.png"
+#: The subsections written to the details file in benches/out, not to RESULTS.md.
+DETAILS = (
+    "### Memory / utility trade-off (Corollary 1)",
+    "### Utility: every configuration",
+)
 SECTION_TITLE = "## PrivHP utility and throughput (issue 3)"
 
 # Issue 3's throughput targets for PrivHP.update.
@@ -1029,7 +1035,9 @@ def main() -> None:
     results_path = (results_path or RESULTS_PATH).resolve()
     figure_dir = (figure_dir or FIGURE_DIR).resolve()
     figure_path = figure_dir / FIGURE_NAME
-    figure_link = os.path.relpath(figure_path, results_path.parent)
+    # The per-setting tables and figures go to benches/out (next to --figure-dir).
+    details_path = figure_dir.parent / "bench_privhp.md"
+    figure_link = os.path.relpath(figure_path, details_path.parent)
 
     # Fail now, not after minutes of computation, if a needed package is missing.
     needed = [("ot", "pot")] + ([] if args.no_write else [("matplotlib", "matplotlib")])
@@ -1060,7 +1068,7 @@ def main() -> None:
     section = render(s, trials, cases, skipped, figure_link, command, runtime)
     print(section)
     if not args.no_write:
-        write_section(section, SECTION_TITLE, results_path)
+        write_split(section, SECTION_TITLE, results_path, DETAILS, details_path)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
 
 

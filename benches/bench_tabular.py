@@ -64,13 +64,19 @@ Timing. Every stream's ``step()`` calls are timed (wall clock and the worker's C
 metric evaluation excluded); the issue's target is one full Adult-randomized-bs-50 stream at
 ε = 1 in under 15 minutes on this 2-core machine.
 
-Grids (``--quick`` / default / ``--full``): see ``GRIDS`` below and the "Run" paragraph this
-script writes. The results replace the "Tabular stream on Adult (issue 5)" section of
-``benches/RESULTS.md``; the figures are ``benches/figures/tabular_*.png``. Run from the
-repository root::
+Grids (``--quick`` / ``--bench`` / default / ``--full``): see ``GRIDS`` below and the "Run"
+paragraph this script writes. The results replace the "Tabular stream on Adult (issue 5)"
+section of ``benches/RESULTS.md`` (``--bench``: the section "Tabular stream on Adult: side by
+side (make bench)"), which holds the summary tables; the per-setting tables (Tables 1–3, the
+time per stream) and the figures ``tabular_*.png`` are written next to the streams, in the
+git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The reproduction's final
+figures (every dataset, ε, method and counter: the mean over runs of the six metrics over the
+last 10 steps, with the git revisions that computed the streams) stay in git as
+``benches/tabular_final.csv``. Run from the repository root::
 
+    .venv/bin/python benches/bench_tabular.py --bench   # make bench: ~12 min on 2 cores
     .venv/bin/python benches/bench_tabular.py           # default grid, ~2 h on 2 cores
-    .venv/bin/python benches/bench_tabular.py --full    # the whole grid, ~5 h on 2 cores
+    .venv/bin/python benches/bench_tabular.py --full    # make reproduce: ~5 h on 2 cores
     .venv/bin/python benches/bench_tabular.py --quick   # smoke run (< 2 min), writes to a temp dir
 
 ``--only ORDER:BATCH:EPS[,...]`` (e.g. ``--only randomized:200:1,ordered:200:1``) restricts the
@@ -80,14 +86,14 @@ subset was run). ``--time-limit MIN`` starts no new
 stream after MIN minutes and reports the streams that finished; run 0 of every setting starts
 before any run 1, so a cut-short run still covers the grid's settings (RESULTS.md lists what did
 not start, and the tables mark cells with fewer than 3 runs). Streams run in ``--workers``
-(default 2) spawned processes. Finished streams are kept in ``benches/tabular_streams/`` (one
-gzip'd JSON per stream, with the git revision and machine that computed it; committed with the
-results): a rerun reuses every stored stream whose metrics over its first ``PROBE_STEPS`` steps
-the current code reproduces exactly (seeded streams are deterministic), recomputes the others,
-and runs only what is missing, so a grid too long for one sitting is completed over several
-runs (e.g. with ``--time-limit``). ``--report-only`` computes nothing and reports what the
-store holds; ``--recompute`` ignores the store; ``--store DIR`` uses another one (``--quick``
-uses none unless given). Seeded
+(default 2) spawned processes. Every stream is generated (seeded) when absent and kept in
+``benches/out/tabular_streams/`` (one gzip'd JSON per stream, with the git revision and machine
+that computed it; git-ignored, never committed): a rerun reuses every stored stream whose metrics
+over its first ``PROBE_STEPS`` steps the current code reproduces exactly (seeded streams are
+deterministic), recomputes the others, and runs only what is missing, so a grid too long for
+one sitting is completed over several runs (e.g. with ``--time-limit``). ``--report-only``
+computes nothing and reports what the store holds; ``--recompute`` ignores the store; ``--store
+DIR`` uses another one (``--quick`` uses none unless given). Seeded
 ``dpstream.Rng`` generators make the run reproducible (seeded noise has the right distribution
 but gives no privacy; this measures utility only). Needs pandas and matplotlib.
 """
@@ -119,19 +125,37 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import cpu_model, git_revision, version, write_section
+from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import counters as dp_counters
 from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
+from dpstream.tabular.checkpoint import policy_from_options
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-FIGURE_DIR = BENCH_DIR / "figures"
+FIGURE_DIR = OUT_DIR / "figures"
 # The Adult copy shipped with the package (identical to ../shared/data/adult).
 DATA_DIR = (REPO_DIR / "python" / "dpstream" / "data").resolve()
 SECTION_TITLE = "## Tabular stream on Adult (issue 5)"
-# Finished streams are kept here (committed): a rerun reuses them after checking them (PROBE_STEPS).
-STORE_DIR = BENCH_DIR / "tabular_streams"
+#: The section of the ``--bench`` grid (``make bench``): the reproduction's stays as it is.
+BENCH_SECTION_TITLE = "## Tabular stream on Adult: side by side (make bench)"
+#: The subsections of a section that go to the details file (``benches/out``), not RESULTS.md.
+DETAILS = (
+    "### Tables 1–2: baseline vs proposed, last 10 steps",
+    "### Table 3: simple vs unbounded block counter (proposed method), last 10 steps",
+    "### Figures 3–9: the metrics over time",
+    "### Time per stream",
+)
+#: The ``--bench`` section's other subsections, also in its details file: what the
+#: reproduction's section already says.
+BENCH_DETAILS = (
+    "### Setup",
+    "### Summary (rows of Tables 1–2 where the comparison holds)",
+    "### Notes",
+)
+# Finished streams are generated here when absent (git-ignored): a rerun reuses them after
+# checking them (PROBE_STEPS).
+STORE_DIR = OUT_DIR / "tabular_streams"
 # A stored stream is reused only if the current code reproduces its metrics over these first steps.
 PROBE_STEPS = 6
 # Significant digits of the stored (and reported) metric values.
@@ -400,6 +424,15 @@ GRIDS: dict[str, Grid] = {
         + _jobs(ORDERS, (50, 200), (2.0, 4.0), 1, methods=WIDE_METHODS)
         + _jobs(ORDERS, (200,), (0.5,), 1, methods=WIDE_METHODS),
     ),
+    "bench": _grid(
+        "bench",
+        False,
+        "the side by side of `make bench`: ε = 1, Adult-randomized-bs-200 and "
+        "Adult-ordered-bs-200, baseline, proposed (Algorithm 3's remainder) and the library "
+        "default (simple counter), 3 runs each, every stream to the end of the data; the "
+        "reproduction (`--full`, `make reproduce`) runs every dataset, ε and method",
+        _jobs(ORDERS, (200,), (1.0,), 3, methods=("baseline", "proposed", DEFAULT)),
+    ),
     "full": _grid(
         "full",
         False,
@@ -440,12 +473,18 @@ def restrict(
     only: list[tuple[str, int, float]] | None,
     runs: int | None,
     methods: list[str] | None = None,
+    steps: int | None = None,
 ) -> Grid:
-    """``grid`` restricted to the (order, batch, ε) in ``only``, to the ``methods`` and with
-    ``runs`` runs per setting (each None: unchanged). Raises ValueError if an ``only`` item
-    or a method is not in the grid."""
+    """``grid`` restricted to the (order, batch, ε) in ``only``, to the ``methods``, with
+    ``runs`` runs per setting and the first ``steps`` steps of each stream (each None:
+    unchanged). Raises ValueError if an ``only`` item or a method is not in the grid."""
     jobs = list(grid.jobs)
     notes: list[str] = []
+    if steps is not None:
+        if steps < 1:
+            raise ValueError("--steps must be at least 1")
+        jobs = [replace(j, max_steps=steps) for j in jobs]
+        notes.append(f"the first {steps} steps of each stream (`--steps`)")
     if methods is not None:
         known = [m for m in METHODS if any(j.method == m for j in jobs)]
         unknown = sorted(set(methods) - set(known))
@@ -488,6 +527,32 @@ def seed_of(*parts: int) -> int:
 
 # --------------------------------------------------------------------------------------------
 # Data and metrics
+
+
+def self_check() -> None:
+    """Check the stream orders and seeds before running (AssertionError otherwise): file
+    order is the rows as given (a copy), the sorted order is lexicographic by all columns
+    (first column first), the randomized order is a permutation fixed by the run, an unknown
+    order is refused, and no new order shifts the seeds (hence the stored streams) of the
+    grids' orders."""
+    codes = np.array([[2, 1], [0, 3], [1, 0], [0, 1], [2, 0]], dtype=np.int64)
+    rows = stream_rows(codes, "file-order", 0)
+    assert np.array_equal(rows, codes) and rows is not codes
+    assert np.array_equal(
+        stream_rows(codes, "ordered", 0), [[0, 1], [0, 3], [1, 0], [2, 0], [2, 1]]
+    )
+    r0, r1 = stream_rows(codes, "randomized", 0), stream_rows(codes, "randomized", 1)
+    assert sorted(map(tuple, r0)) == sorted(map(tuple, codes))
+    assert np.array_equal(r0, stream_rows(codes, "randomized", 0))
+    assert not np.array_equal(r0, r1)
+    try:
+        stream_rows(codes, "sorted", 0)
+    except ValueError as exc:
+        assert "unknown order 'sorted'" in str(exc)
+    else:
+        raise AssertionError("an unknown order was accepted")
+    assert ALL_ORDERS[: len(ORDERS)] == ORDERS == ("randomized", "ordered")
+    assert all(j.order in ORDERS for g in GRIDS.values() for j in g.jobs)
 
 
 def load_adult() -> tuple[Domain, IntArray]:
@@ -734,6 +799,13 @@ def _digits(values: Iterable[float]) -> list[float]:
     return [float(f"{float(v):.{DIGITS}g}") for v in values]
 
 
+#: The library's defaults of the keywords that policies replaced (``Adaptive()``).
+_BEFORE_POLICIES: dict[str, Any] = {
+    "method": "proposed", "marginals_per_step": "auto", "score": "auto", "remainder": "pooled",
+    "refit": "auto", "pooled_stddev": "shrinkage", "k_schedule": "taper",
+}  # fmt: skip
+
+
 def bench_stream(
     domain: Domain,
     epsilon: float,
@@ -754,7 +826,9 @@ def bench_stream(
     legacy = bool(merged.pop(LEGACY_SIZES, False))
     if legacy and not merged.get("public_sizes"):
         raise ValueError("legacy_sizes needs public_sizes=True")
-    return cls(domain, Fraction(epsilon) * (2 if legacy else 1), **merged)
+    # The bench's options are the keywords policies replaced: one policy, exactly as they ran.
+    policy, rest = policy_from_options({**_BEFORE_POLICIES, **merged})
+    return cls(domain, Fraction(epsilon) * (2 if legacy else 1), policy=policy, **rest)
 
 
 def method_options(method: str) -> dict[str, Any]:
@@ -1120,6 +1194,67 @@ def table_12(results: list[Result]) -> list[str]:
     return lines
 
 
+#: The columns of the side-by-side table: the library default, the baseline and Algorithm 3.
+SIDE_BY_SIDE = (("default", DEFAULT), ("baseline", "baseline"), ("Algorithm 3", "proposed"))
+SIDE_METRICS = ("AvgWE", "MaxWE")
+
+
+def side_by_side(results: list[Result]) -> list[str]:
+    """One row per dataset and ε where the library default ran: its AvgWE and MaxWE (mean ±
+    sd over runs, last 10 steps) next to the baseline's, Algorithm 3's (remainder from the
+    model) and the paper's published proposed method."""
+    labels = [label for label, _ in SIDE_BY_SIDE] + ["paper's proposed"]
+    head = " | ".join(f"{metric}: {label}" for metric in SIDE_METRICS for label in labels)
+    n = len(SIDE_BY_SIDE) * len(SIDE_METRICS) + len(SIDE_METRICS)
+    lines = [f"| dataset | ε | {head} |", "|---|---:|" + "---:|" * n]
+    for order, batch in datasets_of(results):
+        name = dataset_name(order, batch)
+        for eps in epsilons_of(results, order=order, batch=batch, method=DEFAULT):
+            kw = {"order": order, "batch": batch, "epsilon": eps, "counter": "simple"}
+            paper = PAPER_T12.get(name, {}).get(eps)
+            cells = [
+                cell
+                for metric in SIDE_METRICS
+                for cell in [
+                    *(
+                        fmt_ms(last_values(pick(results, method=m, **kw), METRICS.index(metric)))
+                        for _, m in SIDE_BY_SIDE
+                    ),
+                    fmt(paper[metric][1]) if paper else "–",
+                ]
+            ]
+            lines.append(f"| {name} | {eps:g} | " + " | ".join(cells) + " |")
+    return lines
+
+
+#: The final figures of the reproduction, kept in git next to RESULTS.md (the streams are not).
+FINAL_CSV = "tabular_final.csv"
+
+
+def write_final_csv(results: list[Result], path: Path) -> None:
+    """One row per dataset, ε, method and counter: the mean over runs of the six METRICS over
+    the last LAST steps (6 significant digits), the runs, and the git revisions of the code
+    that computed the streams (written atomically)."""
+    groups: dict[tuple[str, int, float, str, str], list[Result]] = {}
+    for r in results:
+        j = r.job
+        groups.setdefault((j.order, j.batch, j.epsilon, j.method, j.counter), []).append(r)
+    header = ["dataset", "epsilon", "method", "counter", "runs", "steps", *METRICS, "revisions"]
+    lines = [",".join(header)]
+    for (order, batch, eps, method, counter), rs in sorted(
+        groups.items(), key=lambda kv: (kv[0][1], ORDERS.index(kv[0][0]), *kv[0][2:])
+    ):
+        means = np.mean([r.last for r in rs], axis=0)
+        revisions = " ".join(sorted({r.revision for r in rs}))
+        steps = max(r.steps for r in rs)
+        name = dataset_name(order, batch)
+        row = [name, f"{eps:g}", method, counter, str(len(rs)), str(steps)]
+        lines.append(",".join([*row, *(f"{v:.6g}" for v in means), revisions]))
+    tmp = path.with_suffix(".csv.tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def table_3(results: list[Result]) -> list[str]:
     lines = [
         "| dataset | ε | metric | simple (ours) | unbounded block (ours) | paper: simple | "
@@ -1415,7 +1550,7 @@ def sampling_text() -> str:
 
 
 def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], info: RunInfo,
-           results_path: Path, example: UniformExample,
+           details_path: Path, example: UniformExample,
            noise_refs: dict[int, float], counter_text: list[str]) -> str:  # fmt: skip
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     uname = platform.uname()
@@ -1430,7 +1565,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
     )
     figure_lines: list[str] = []
     for caption, path in figures:
-        link = os.path.relpath(path, results_path.parent)
+        link = os.path.relpath(path, details_path.parent)
         figure_lines += [f"![{caption}]({link})", "", f"`{link}`: {caption}.", ""]
     runs = sorted({(r.job.dataset, r.job.epsilon) for r in results})
     subset = (
@@ -1465,7 +1600,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
     streams = len(results)
     steps = sum(r.steps for r in results)
     lines = [
-        SECTION_TITLE,
+        BENCH_SECTION_TITLE if grid.name == "bench" else SECTION_TITLE,
         "",
         *quick,
         "Written by `benches/bench_tabular.py`: Kumar, Strohmer and Vershynin's experiments on "
@@ -1494,7 +1629,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
         f"pandas {version('pandas')}, matplotlib {version('matplotlib')}",
         f"- Rerun (from the repository root): `{info.command}`"
-        + ("" if grid.quick or grid.name != "default" else " (or `make bench`)")
+        + {"bench": " (or `make bench`)", "full": " (or `make reproduce`)"}.get(grid.name, "")
         + ": it reuses the stored streams that the code still reproduces and runs the rest; "
         "`--recompute` runs every stream again",
         "",
@@ -1568,6 +1703,15 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "cells holding one or two rows, whose relative error under resampling alone is of "
         "order 1.",
         "",
+        "### Side by side: the library default, the baseline and Algorithm 3, last 10 steps",
+        "",
+        "AvgWE and MaxWE, mean ± sd over runs, of the library default, the baseline "
+        '(Algorithm 2) and Algorithm 3 with the score `"l2"` (the columns "…: library '
+        'default", "baseline" and "proposed, Algorithm 3\'s remainder" of Tables 1–2), next '
+        "to the paper's published proposed method (hard-coded, Tables 1–2).",
+        "",
+        *side_by_side(results),
+        "",
         "### Tables 1–2: baseline vs proposed, last 10 steps",
         "",
         "'paper' columns are the published numbers of Tables 1–2 (hard-coded, not measured "
@@ -1577,7 +1721,7 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         "",
         *table_12(results),
         "",
-        "### Summary (rows of the table above where the comparison holds)",
+        "### Summary (rows of Tables 1–2 where the comparison holds)",
         "",
         "RelL2 rows are counted against the paper's RelWE numbers. 'proposed' is the column "
         "with Algorithm 3's remainder.",
@@ -1731,6 +1875,11 @@ def main() -> None:
         help="smoke run (< 1 min); unless --results/--figure-dir are given it writes to a "
         "temporary directory, never over benches/RESULTS.md",
     )
+    mode.add_argument(
+        "--bench",
+        action="store_true",
+        help="the side by side of make bench (~12 min on 2 cores): its own RESULTS.md section",
+    )
     mode.add_argument("--full", action="store_true", help="the whole grid (hours)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument(
@@ -1738,8 +1887,8 @@ def main() -> None:
         "--cache-dir",
         dest="store",
         type=Path,
-        help="where finished streams are kept and reused from (default: benches/tabular_streams; "
-        "--quick: none)",
+        help="where finished streams are kept and reused from (default: "
+        "benches/out/tabular_streams; --quick: none)",
     )
     parser.add_argument(
         "--report-only",
@@ -1767,6 +1916,9 @@ def main() -> None:
         "--runs", type=int, metavar="N", help="runs per setting (default: the grid's)"
     )
     parser.add_argument(
+        "--steps", type=int, metavar="N", help="only the first N steps of each stream (tests)"
+    )
+    parser.add_argument(
         "--methods",
         metavar="METHOD[,...]",
         help=f"run only these methods of the chosen grid ({', '.join(METHODS)})",
@@ -1779,13 +1931,16 @@ def main() -> None:
         "(RESULTS.md lists the ones not started)",
     )
     args = parser.parse_args()
-    grid = GRIDS["quick" if args.quick else "full" if args.full else "default"]
+    grid = GRIDS[
+        "quick" if args.quick else "full" if args.full else "bench" if args.bench else "default"
+    ]
     try:
         only = None if args.only is None else parse_only(args.only)
         methods = None if args.methods is None else args.methods.split(",")
-        grid = restrict(grid, only, args.runs, methods)
+        grid = restrict(grid, only, args.runs, methods, args.steps)
     except ValueError as exc:
         parser.error(str(exc))
+    self_check()
     if args.time_limit is not None and not args.time_limit > 0:
         parser.error("--time-limit must be a positive number of minutes")
     argv = list(sys.argv[1:])  # the rerun command, without --store (a resume aid)
@@ -1807,6 +1962,10 @@ def main() -> None:
         figure_dir = figure_dir or tmp / "figures"
     results_path = (results_path or RESULTS_PATH).resolve()
     figure_dir = (figure_dir or FIGURE_DIR).resolve()
+    # The per-setting tables go next to the figures (benches/out unless --figure-dir is given).
+    details_path = figure_dir.parent / (
+        "bench_tabular_bench.md" if grid.name == "bench" else "bench_tabular.md"
+    )
 
     needed = [("pandas", "pandas")] + ([] if args.no_write else [("matplotlib", "matplotlib")])
     for module, dist in needed:
@@ -1846,12 +2005,17 @@ def main() -> None:
     counter_text = counter_noise_lines(
         counter_noise("simple"), counter_noise("unbounded-block"), len(all_workloads(domain, 2))
     )
-    section = render(grid, results, figures, info, results_path, example, noise_refs, counter_text)
+    section = render(grid, results, figures, info, details_path, example, noise_refs, counter_text)
     if args.no_write:
         print(section)
         return
-    write_section(section, SECTION_TITLE, results_path)
-    log(f"wrote {results_path} and {len(figures)} figures in {figure_dir}")
+    # The bench grid's section keeps only its side by side (the reproduction's has the rest).
+    moved = DETAILS + (BENCH_DETAILS if grid.name == "bench" else ())
+    title = BENCH_SECTION_TITLE if grid.name == "bench" else SECTION_TITLE
+    write_split(section, title, results_path, moved, details_path)
+    if grid.name != "bench":  # the reproduction's final figures, next to its RESULTS.md
+        write_final_csv(results, results_path.parent / FINAL_CSV)
+    log(f"wrote {results_path}, {details_path} and {len(figures)} figures in {figure_dir}")
 
 
 if __name__ == "__main__":

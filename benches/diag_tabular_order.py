@@ -15,7 +15,7 @@ to the same method on the two streams of ``bench_tabular.py`` (reused from its s
 the paper's Adult-randomized and Adult-ordered columns. It does not change what
 ``bench_tabular.py`` reports as Adult-ordered: its tables keep the sorted reading.
 
-Streams are kept in and reused from ``benches/tabular_streams`` like ``bench_tabular.py``'s.
+Streams are kept in and reused from ``benches/out/tabular_streams`` like ``bench_tabular.py``'s.
 Seeded generators: reproducible, not private. Writes the section "Tabular stream: which order
 is the paper's Adult-ordered? (issue 5)" of benches/RESULTS.md.
 
@@ -36,8 +36,10 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import diag_run_lines, publish
+from _report import add_steps_option, diag_run_lines, publish
 
+#: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
+DETAILS = ("### Results",)
 SECTION_TITLE = "## Tabular stream: which order is the paper's Adult-ordered? (issue 5)"
 FILE_ORDER = "file-order"
 #: Our streams, in the table's column order; the last two are set against the paper's ordered.
@@ -49,9 +51,10 @@ RUNS = 3
 METHOD_LABEL = dict((m, label) for label, m in bt.T12_COLUMNS)[bt.DEFAULT].removesuffix(" (ours)")
 
 
-def jobs(quick: bool) -> list[bt.Job]:
-    """The file-order streams to run, then the stored streams of the two other orders."""
-    runs, cap = (1, bt.QUICK_STEPS) if quick else (RUNS, None)
+def jobs(quick: bool, steps: int = bt.QUICK_STEPS) -> list[bt.Job]:
+    """The file-order streams to run, then the stored streams of the two other orders
+    (``quick``: the file-order streams alone, ``steps`` steps each)."""
+    runs, cap = (1, steps) if quick else (RUNS, None)
     orders = [FILE_ORDER] if quick else list(ORDERS)
     return [
         bt.Job(o, b, e, bt.DEFAULT, "simple", r, cap)
@@ -145,7 +148,7 @@ def render(results: list[bt.Result], runtime: float, command: str, workers: int)
         "",
         f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; whole script "
         f"{runtime / 60:.1f} min on {workers} worker process(es); {len(results)} streams, "
-        f"{stored} of them reused from the store `benches/tabular_streams` (each one's first "
+        f"{stored} of them reused from the store `benches/out/tabular_streams` (each one's first "
         f"{bt.PROBE_STEPS} steps recomputed and found to give the stored metrics)",
         *diag_run_lines(command),
         "",
@@ -189,11 +192,13 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help=f"{bt.QUICK_STEPS} steps, 1 run, no store"
     )
+    add_steps_option(parser, bt.QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")
     args = parser.parse_args()
-    grid = bt.Grid("order", args.quick, "", tuple(jobs(args.quick)))
+    bt.self_check()  # the orders and their seeds
+    grid = bt.Grid("order", args.quick, "", tuple(jobs(args.quick, max(1, args.steps))))
     store = None if args.quick else bt.STORE_DIR
     command = shlex.join([".venv/bin/python", "benches/diag_tabular_order.py", *sys.argv[1:]])
     start = time.perf_counter()
@@ -204,7 +209,7 @@ def main() -> None:
     workers = max(1, args.workers)
     results, _ = bt.run_grid(grid, workers, store, log)
     section = render(results, time.perf_counter() - start, command, workers)
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "diag_tabular_order")
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ from typing import Any
 import bench_tabular as bt
 import numpy as np
 import numpy.typing as npt
-from _report import diag_run_lines, publish
-from dpstream.tabular import TabularStream
+from _report import add_steps_option, diag_run_lines, publish
+from dpstream.tabular import Adaptive, TabularStream
 from dpstream.tabular.workloads import marginal
 
 FloatArray = npt.NDArray[np.float64]
@@ -85,10 +85,12 @@ def _margins(x: FloatArray) -> list[FloatArray]:
 class OracleStream(TabularStream):
     """The proposed method with the remainder of each measurement replaced (see module)."""
 
-    def __init__(self, *args: Any, variant: str, remainder: str = "model", **kw: Any) -> None:
-        if remainder != "model":  # the variants replace Algorithm 3's remainder
-            raise ValueError(f"OracleStream varies remainder='model', got {remainder!r}")
-        super().__init__(*args, remainder="model", **kw)
+    def __init__(self, *args: Any, variant: str, policy: Any = None, **kw: Any) -> None:
+        policy = Adaptive(remainder="model") if policy is None else policy
+        if not isinstance(policy, Adaptive) or policy.remainder != "model":
+            # the variants replace Algorithm 3's remainder
+            raise ValueError(f"OracleStream varies remainder='model', got {policy!r}")
+        super().__init__(*args, policy=policy, **kw)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
         self.variant = variant
@@ -127,6 +129,58 @@ class OracleStream(TabularStream):
         return released + raked.reshape(-1), stddev
 
 
+def self_check() -> None:
+    """Check the oracle before measuring with it, on a small seeded domain: raking fits the
+    margins and keeps every 2x2 odds ratio; the ``algorithm 3`` variant is the library's
+    stream step for step; the ``oracle remainder`` of each measurement is the exact marginal
+    of the rows at the workload's unselected steps. Raises AssertionError."""
+    import dpstream
+    from dpstream.tabular import Domain
+
+    g = np.random.default_rng(SEED)
+    for _ in range(20):
+        prior = g.uniform(0.1, 10.0, (3, 4))
+        rows = g.uniform(0.1, 10.0, 3)
+        cols = g.uniform(0.1, 10.0, 4)
+        cols *= rows.sum() / cols.sum()
+        x = rake(prior, [rows, cols], iters=500)
+        np.testing.assert_allclose(x.sum(axis=1), rows, rtol=1e-6)
+        np.testing.assert_allclose(x.sum(axis=0), cols, rtol=1e-6)
+        odds = x[0, 0] * x[1, 1] / (x[0, 1] * x[1, 0])
+        np.testing.assert_allclose(odds, prior[0, 0] * prior[1, 1] / (prior[0, 1] * prior[1, 0]))
+    domain = Domain({"a": 3, "b": 2, "c": 4})
+    batches = [np.stack([g.integers(0, n, 30) for n in domain.sizes], axis=1) for _ in range(6)]
+    kw: dict[str, Any] = {"policy": Adaptive(k=2, remainder="model"), "iters": 20}
+    lib = TabularStream(domain, 1, rng=dpstream.Rng(seed=3), **kw)
+    ora = OracleStream(domain, 1, rng=dpstream.Rng(seed=3), variant="algorithm 3", **kw)
+    for b in batches:
+        np.testing.assert_array_equal(lib.step(b).to_numpy(), ora.step(b).to_numpy())
+    s = OracleStream(domain, 1, rng=dpstream.Rng(seed=4), variant="oracle remainder", **kw)
+    seen: list[tuple[int, FloatArray, FloatArray]] = []
+    inner = s._measurement
+
+    def spy(j: int, released: FloatArray, stddev: float, size: int) -> tuple[FloatArray, float]:
+        out = inner(j, released, stddev, size)
+        seen.append((j, released, out[0]))
+        return out
+
+    s._measurement = spy  # type: ignore[method-assign]
+    picked: list[list[int]] = []
+    for b in batches:
+        before = len(seen)
+        s.step(b)
+        picked.append([j for j, _, _ in seen[before:]])
+    t = 0
+    for step, js in enumerate(picked):
+        for j in js:
+            _, released, out = seen[t]
+            t += 1
+            unselected = [batches[u] for u in range(step) if j not in picked[u]]
+            codes = np.concatenate(unselected) if unselected else np.zeros((0, 3), dtype=np.int64)
+            truth = marginal(codes, domain, s.workloads[j])
+            np.testing.assert_allclose(out - released, truth)
+
+
 @dataclass
 class Outcome:
     order: str
@@ -148,8 +202,9 @@ def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Out
     # The sizes and calibration of the streams it reported before issue 28 (bt.LEGACY_SIZES).
     legacy = {"public_sizes": True, bt.LEGACY_SIZES: True}
     stream = bt.bench_stream(
-        domain, eps, SEED, cls=OracleStream, score=score, variant=variant, **legacy
-    )
+        domain, eps, SEED, cls=OracleStream, score=score, remainder="model", variant=variant,
+        **legacy,
+    )  # fmt: skip
     n_steps = math.ceil(rows.shape[0] / batch)
     if max_steps is not None:
         n_steps = min(n_steps, max_steps)
@@ -176,10 +231,13 @@ def run(setting: tuple[str, int, float, str, str], max_steps: int | None) -> Out
     return Outcome(order, batch, eps, score, variant, last, tv, n_steps, seconds)
 
 
-def render(outcomes: list[Outcome], runtime: float, workers: int, quick: bool) -> str:
+def render(outcomes: list[Outcome], runtime: float, workers: int, quick: int | None) -> str:
+    """The section; ``quick``: the steps per stream of a ``--quick`` run (None: whole streams)."""
     metrics = ("AvgWE", "MaxWE", "AvgRelL2", "MaxRelL2")
     index = [bt.METRICS.index(m) for m in metrics]
-    cmd = "python benches/diag_tabular_remainder.py" + (" --quick" if quick else "")
+    cmd = "python benches/diag_tabular_remainder.py" + (
+        f" --quick --steps {quick}" if quick else ""
+    )
     lines = [
         SECTION_TITLE,
         "",
@@ -199,7 +257,7 @@ def render(outcomes: list[Outcome], runtime: float, workers: int, quick: bool) -
         '- Same data, orders, k = 3, fit and metrics as the section "Tabular stream on Adult" '
         f"above; one run per row (`dpstream.Rng(seed={SEED})`, the data order of run 0), "
         f"metrics averaged over the last {bt.LAST} steps"
-        + (f"; **--quick: the first {QUICK_STEPS} steps only**" if quick else "")
+        + (f"; **--quick: the first {quick} steps only**" if quick else "")
         + ".",
         "- Algorithm 3 measures a selected workload j at time t as m(t,j) = C_j(t) + r(t−1,j): "
         "its counter (the noisy sum of the batches at the times j was selected) plus the "
@@ -242,19 +300,22 @@ def render(outcomes: list[Outcome], runtime: float, workers: int, quick: bool) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps per stream")
+    add_steps_option(parser, QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")
     args = parser.parse_args()
+    self_check()  # the oracle is trusted only if it reproduces the library and the truth
+    print("self-check passed: raking, the algorithm 3 variant, the oracle remainder", flush=True)
     settings = [(o, b, e, s, v) for o, b, e, s, vs in SETTINGS for v in vs]
-    max_steps = QUICK_STEPS if args.quick else None
+    max_steps = max(1, args.steps) if args.quick else None
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         outcomes = list(pool.map(run, settings, [max_steps] * len(settings)))
     for o in outcomes:
         label = f"{o.order}-{o.batch} eps={o.epsilon:g} {o.score} {o.variant}"
         print(f"{label}: AvgWE={o.last[0]:.5f} MaxWE={o.last[1]:.4f} ({o.seconds:.0f} s)")
-    section = render(outcomes, time.perf_counter() - start, args.workers, args.quick)
+    section = render(outcomes, time.perf_counter() - start, args.workers, max_steps)
     publish(section, SECTION_TITLE, args.results, args.no_write)
 
 

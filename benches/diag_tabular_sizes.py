@@ -10,7 +10,7 @@ DEFAULT``) three ways on the same seeds:
 * ``sizes free``: exact sizes with the noise of one record added or removed at ε, as every
   stream stored before issue 28 (``bench_tabular.LEGACY_SIZES``; ``public_sizes=True`` at
   2ε, whose guarantee is 2ε for one record replaced). Read from the store
-  ``benches/tabular_streams`` (run if missing): the reference the two others pay against.
+  ``benches/out/tabular_streams`` (run if missing): the reference the two others pay against.
 * ``add/remove`` (the default, ``public_sizes=False``): ε-DP for one record added or removed.
 * ``public sizes`` (``public_sizes=True`` at ε): exact sizes, ε-DP for one record replaced,
   every mechanism calibrated to an ℓ1 change of 2.
@@ -42,9 +42,9 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import diag_run_lines, publish
+from _report import add_steps_option, diag_run_lines, publish
 from dpstream.tabular import TabularStream
-from dpstream.tabular.stream import SIZE_SHARE
+from dpstream.tabular.selection import SIZE_SHARE
 
 SECTION_TITLE = "## Tabular stream: what the noisy size costs (issue 28)"
 METHOD = bt.DEFAULT  # the library default's options; its stored streams are the reference
@@ -109,8 +109,29 @@ def run(args: tuple[bt.Job, bool]) -> Outcome:
     )
 
 
-def jobs(quick: bool, runs: int = 1) -> list[bt.Job]:
-    cap = bt.QUICK_STEPS if quick else None
+def self_check() -> None:
+    """The variants are the default's options with their sizes, and the stored streams'
+    sizes (``bt.LEGACY_SIZES``) are public sizes at twice ε (AssertionError otherwise)."""
+    base = bt.method_options(METHOD)
+    assert METHOD == bt.DEFAULT and base["public_sizes"] and base[bt.LEGACY_SIZES]
+    noisy, public = options("add/remove"), options("public sizes")
+    assert bt.LEGACY_SIZES not in noisy and not noisy["public_sizes"] and public["public_sizes"]
+    rest = {k: v for k, v in base.items() if k not in ("public_sizes", bt.LEGACY_SIZES)}
+    for o in (noisy, public):
+        assert {k: v for k, v in o.items() if k != "public_sizes"} == rest
+    domain, _ = bt.load_adult()
+    legacy = bt.bench_stream(domain, 1.0, 1, public_sizes=True, **{bt.LEGACY_SIZES: True})
+    assert legacy.epsilon == 2 and legacy.public_sizes
+    try:
+        bt.bench_stream(domain, 1.0, 1, **{bt.LEGACY_SIZES: True})
+    except ValueError as exc:
+        assert "needs public_sizes" in str(exc)
+    else:
+        raise AssertionError("legacy sizes without public sizes were accepted")
+
+
+def jobs(quick: bool, runs: int = 1, steps: int = bt.QUICK_STEPS) -> list[bt.Job]:
+    cap = steps if quick else None
     return [
         bt.Job(order, BATCH, eps, METHOD, "simple", run, cap)
         for order, epsilons in EPSILONS.items()
@@ -168,7 +189,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
         "",
         f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; whole script "
         f"{runtime / 60:.1f} min on {workers} worker process(es); {2 * len(outcomes)} new "
-        f"streams; {reused} reference streams reused from the store `benches/tabular_streams`",
+        f"streams; {reused} reference streams reused from the store `benches/out/tabular_streams`",
         *diag_run_lines(command),
         "",
         "### Setup",
@@ -208,14 +229,17 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help=f"{bt.QUICK_STEPS} steps, no store")
+    add_steps_option(parser, bt.QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--runs", type=int, default=1, help="runs per setting (default 1)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")
     args = parser.parse_args()
+    self_check()
     command = shlex.join([".venv/bin/python", "benches/diag_tabular_sizes.py", *sys.argv[1:]])
     start = time.perf_counter()
-    todo = [(job, not args.quick) for job in jobs(args.quick, max(1, args.runs))]
+    selected = jobs(args.quick, max(1, args.runs), max(1, args.steps))
+    todo = [(job, not args.quick) for job in selected]
     workers = max(1, args.workers)
     outcomes: list[Outcome] = []
     with Pool(workers) as pool:

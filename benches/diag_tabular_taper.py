@@ -15,7 +15,7 @@ sorted stream (it is slower): run 0. Seeded generators: reproducible, not privat
 section "Tabular stream: where the taper acts (issue 5)" of benches/RESULTS.md.
 
 Rerun (from the repository root): ``.venv/bin/python benches/diag_tabular_taper.py`` (about
-30 minutes on 2 cores; the fixed schedule's streams are read from ``benches/tabular_streams``
+30 minutes on 2 cores; the fixed schedule's streams are read from ``benches/out/tabular_streams``
 and run if missing; ``--quick``: 8 steps, no store, for a smoke test).
 """
 
@@ -33,10 +33,13 @@ from pathlib import Path
 
 import bench_tabular as bt
 import numpy as np
-from _report import diag_run_lines, publish
-from dpstream.tabular import TabularStream, all_workloads
-from dpstream.tabular.stream import DRIFT_K, TAPER_STEPS
+from _report import add_steps_option, diag_run_lines, publish
+from dpstream.tabular import AutoK, TabularStream, Taper, all_workloads
 
+DRIFT_K, TAPER_STEPS = AutoK().drifting, Taper().steps_per_workload
+
+#: The per-setting table, written to benches/out (RESULTS.md keeps the summary).
+DETAILS = ("### Results",)
 SECTION_TITLE = "## Tabular stream: where the taper acts (issue 5)"
 FIXED = bt.SHRINK_K  # the fixed schedule; its seeds are used for both
 TAPER = bt.TAPER
@@ -82,8 +85,18 @@ def run(args: tuple[bt.Job, bool]) -> Outcome:
     )
 
 
-def jobs(quick: bool) -> list[bt.Job]:
-    cap = bt.QUICK_STEPS if quick else None
+def self_check() -> None:
+    """The library default is the taper schedule and the fixed schedule differs from it in
+    ``k_schedule`` alone (AssertionError otherwise)."""
+    taper, fixed = bt.method_options(TAPER), bt.method_options(FIXED)
+    assert bt.DEFAULT == TAPER, "the library default is not the taper column"
+    assert taper["k_schedule"] == "taper" and fixed["k_schedule"] == "fixed"
+    others = {k: v for k, v in taper.items() if k != "k_schedule"}
+    assert others == {k: v for k, v in fixed.items() if k != "k_schedule"}
+
+
+def jobs(quick: bool, steps: int = bt.QUICK_STEPS) -> list[bt.Job]:
+    cap = steps if quick else None
     return [
         bt.Job(order, BATCH, eps, FIXED, "simple", run, cap)
         for order, runs in RUNS.items()
@@ -146,7 +159,7 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
         f"- Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; whole script "
         f"{runtime / 60:.1f} min on {workers} worker process(es); {len(outcomes)} taper "
         f"streams; {reused} fixed-schedule streams reused from the store "
-        "`benches/tabular_streams`",
+        "`benches/out/tabular_streams`",
         *diag_run_lines(command),
         "",
         "### Setup",
@@ -185,13 +198,15 @@ def render(outcomes: list[Outcome], runtime: float, command: str, workers: int) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help=f"{bt.QUICK_STEPS} steps, no store")
+    add_steps_option(parser, bt.QUICK_STEPS)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--results", type=Path, default=bt.RESULTS_PATH, help="RESULTS.md")
     parser.add_argument("--no-write", action="store_true", help="print, write nothing")
     args = parser.parse_args()
+    self_check()
     command = shlex.join([".venv/bin/python", "benches/diag_tabular_taper.py", *sys.argv[1:]])
     start = time.perf_counter()
-    todo = [(job, not args.quick) for job in jobs(args.quick)]
+    todo = [(job, not args.quick) for job in jobs(args.quick, max(1, args.steps))]
     workers = max(1, args.workers)
     outcomes: list[Outcome] = []
     with Pool(workers) as pool:
@@ -201,7 +216,7 @@ def main() -> None:
     order = {job.key: i for i, (job, _) in enumerate(todo)}
     outcomes.sort(key=lambda o: order[o.job.key])
     section = render(outcomes, time.perf_counter() - start, command, workers)
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "diag_tabular_taper")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,26 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, settings
 from scipy import special, stats
+
+#: The benchmark scripts: their tests run them through their command line.
+BENCHES = Path(__file__).resolve().parents[1] / "benches"
+
+
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``benches/<script>`` with ``args`` in this interpreter (output captured, never
+    raising on a failure: the caller checks ``returncode``)."""
+    return subprocess.run(
+        [sys.executable, str(BENCHES / script), *args], capture_output=True, text=True, check=False
+    )
+
 
 #: False-alarm rate of every statistical test (one assertion per test, Bonferroni inside).
 ALPHA = 1e-6

@@ -36,7 +36,16 @@ import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng, TreeGenerator, counters, noise
 from dpstream.budget import BudgetExceededError
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import (
+    Adaptive,
+    AutoK,
+    Baseline,
+    Domain,
+    Paper,
+    Pooled,
+    TabularStream,
+    Taper,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -148,7 +157,7 @@ DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no
 
 def make_table() -> TabularStream:
     t = TabularStream(
-        DOMAIN, 1, workloads=1, marginals_per_step=1, estimator="mw", iters=3, rng=Rng(seed=1)
+        DOMAIN, 1, workloads=1, policy=Adaptive(k=1), estimator="mw", iters=3, rng=Rng(seed=1)
     )
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
@@ -163,7 +172,7 @@ def follow_table(t: TabularStream) -> object:
 def make_bounded_table() -> TabularStream:
     """A stream whose "block" counters (size counter included) have taken their horizon."""
     t = TabularStream(
-        DOMAIN, 1, workloads=1, marginals_per_step=1, estimator="mw", iters=3, counter="block",
+        DOMAIN, 1, workloads=1, policy=Adaptive(k=1), estimator="mw", iters=3, counter="block",
         horizon=1, rng=Rng(seed=1),
     )  # fmt: skip
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
@@ -482,6 +491,9 @@ CASES: list[Case] = [
     Case("TabularStream", "unknown category", ValueError,
          "column 'color' has unknown category 'purple' in row 0",
          lambda t: t.step(_frame({"color": ["purple"], "size": [0], "ok": ["yes"]}))),
+    Case("TabularStream", "a number a labelled column does not list (matched by text)",
+         ValueError, "column 'color' has unknown category 7 in row 0",
+         lambda t: t.step(_frame({"color": [7], "size": [0], "ok": ["yes"]}))),
     Case("TabularStream", "missing column", ValueError,
          "batch columns do not match the domain: missing ['ok']",
          lambda t: t.step(_frame({"color": ["red"], "size": [0]}))),
@@ -513,32 +525,48 @@ CASES: list[Case] = [
     Case("constructor", "TabularStream epsilon = inf", ValueError,
          "epsilon must be finite, got inf", lambda _: TabularStream(DOMAIN, float("inf")),
          after=NO_OBJECT),
-    Case("constructor", "TabularStream marginals_per_step > workloads", ValueError,
-         "marginals_per_step = 9 exceeds the number of workloads 3",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=9), after=NO_OBJECT),
-    Case("constructor", "TabularStream marginals_per_step neither an int nor 'auto'", ValueError,
-         "marginals_per_step must be an int or 'auto', got 'Auto'",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step="Auto"),  # type: ignore[arg-type]
+    Case("constructor", "TabularStream policy not a policy", TypeError,
+         "policy must be dpstream.tabular.Adaptive(), Paper() or Baseline(), got str",
+         lambda _: TabularStream(DOMAIN, 1, policy="paper"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "TabularStream unknown selection score", ValueError,
-         "score must be one of ('l2', 'l2-cell', 'paper', 'auto'), got 'l1'",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, score="l1"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive unknown selection score", ValueError,
+         "Adaptive.score must be AutoScore(...) or one of ('l2', 'l2-cell', 'paper'), got 'l1'",
+         lambda _: Adaptive(score="l1"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "TabularStream unknown remainder", ValueError,
-         "remainder must be one of ('model', 'pooled'), got 'paper'",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, remainder="paper"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive k = 0", ValueError, "Adaptive.k must be at least 1, got 0",
+         lambda _: Adaptive(k=0), after=NO_OBJECT),
+    Case("constructor", "Adaptive k neither an AutoK nor an int", TypeError,
+         "Adaptive.k must be an AutoK or an int, got str",
+         lambda _: Adaptive(k="auto"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "TabularStream unknown refit", ValueError,
-         "refit must be one of ('selection', 'step', 'auto'), got 'always'",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, refit="always"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive unknown remainder", ValueError,
+         "Adaptive.remainder must be Pooled(...) or 'model', got 'paper'",
+         lambda _: Adaptive(remainder="paper"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "TabularStream unknown pooled_stddev", ValueError,
-         "pooled_stddev must be one of ('noise', 'shrinkage'), got 'risk'",
-         lambda _: TabularStream(DOMAIN, 1, marginals_per_step=1, pooled_stddev="risk"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive unknown refit", ValueError,
+         "Adaptive.refit must be one of ('selection', 'step', 'auto'), got 'always'",
+         lambda _: Adaptive(refit="always"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "TabularStream unknown k_schedule", ValueError,
-         "k_schedule must be one of ('fixed', 'taper'), got 'linear'",
-         lambda _: TabularStream(DOMAIN, 1, k_schedule="linear"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive drift_decay = 1", ValueError,
+         "Adaptive.drift_decay must be in [0, 1), got 1",
+         lambda _: Adaptive(drift_decay=1), after=NO_OBJECT),
+    Case("constructor", "Pooled unknown stddev", ValueError,
+         "Pooled.stddev must be one of ('noise', 'shrinkage'), got 'risk'",
+         lambda _: Pooled(stddev="risk"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
+    Case("constructor", "AutoK taper not a Taper", TypeError,
+         "AutoK.taper must be Taper or NoneType, got str",
+         lambda _: AutoK(taper="linear"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
+    Case("constructor", "Taper max_drift_share = 2", ValueError,
+         "Taper.max_drift_share must be in [0, 1], got 2",
+         lambda _: Taper(max_drift_share=2), after=NO_OBJECT),
+    Case("constructor", "Paper k a float", TypeError, "Paper.k must be an int, got float",
+         lambda _: Paper(k=3.0),  # type: ignore[arg-type]
+         after=NO_OBJECT),
+    Case("constructor", "Baseline unknown score", ValueError,
+         "Baseline.score must be one of ('l2', 'l2-cell', 'paper'), got 'auto'",
+         lambda _: Baseline(score="auto"),  # type: ignore[arg-type]
          after=NO_OBJECT),
     Case("constructor", "TabularStream workload larger than max_model_cells", ValueError,
          "workload (0, 1) alone needs a model of 8 cells (its marginal 6, the other columns 2), "
@@ -922,13 +950,13 @@ def test_non_bytes_are_a_type_error() -> None:
 
 def _forged_table(header: object) -> bytes:
     """A well-formed container whose header was written by someone else."""
-    from dpstream.tabular import stream
+    from dpstream.tabular import checkpoint
 
     if isinstance(header, dict):
-        header = {"format": stream._FORMAT, **header}
+        header = {"format": checkpoint._FORMAT, **header}
     buf = io.BytesIO()
     np.savez(buf, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
-    return stream._MAGIC + buf.getvalue()
+    return checkpoint._MAGIC + buf.getvalue()
 
 
 def test_broken_tabular_state_is_refused(tmp_path: Path) -> None:

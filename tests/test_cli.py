@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -196,14 +197,27 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     assert result.returncode == 2 and "--domain is required" in result.stderr
     table = ["table", "--input", str(tmp_path / "a.csv"), "--domain"]
     table += [str(ADULT / "adult-domain.json"), "--batch-size", "300", "--epsilon", "1"]
-    for k, needle in (("many", "positive integer or auto"), ("0", "must be a positive integer")):
-        result = run(*table, "--marginals-per-step", k, "--out", str(tmp_path / "x"))
+    result = run(*table, "--policy", "fast", "--out", str(tmp_path / "x"))
+    assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr, result.stderr
+    # Policy fields come from the TOML config's [policy] table; a bad one names the field.
+    for body, needle in (
+        ('[policy]\nscore = "l1"', "Adaptive.score must be AutoScore(...) or one of ('l2',"),
+        ("[policy]\nk = 0", "Adaptive.k must be at least 1, got 0"),
+        ('[policy]\nname = "paper"\nrefit = "step"', "Paper: unknown field 'refit'"),
+        ('[policy]\n[policy.remainder]\nstdev = "noise"', "Adaptive.remainder: unknown field"),
+    ):
+        (tmp_path / "bad.toml").write_text(body)
+        result = run(*table, "--config", str(tmp_path / "bad.toml"), "--out", str(tmp_path / "x"))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
-    # "auto" and an integer both run.
-    for k in ("auto", "2"):
-        argv = [*table, "--marginals-per-step", k, "--out", str(tmp_path / k), "--quiet"]
-        assert main([*argv, "--seed", "1"]) == 0
+    # Every policy runs, and TOML fields set the policy's.
+    (tmp_path / "k1.toml").write_text("[policy]\nk = 1\n[policy.remainder]\nstddev = 'noise'\n")
+    for extra in (["--policy", "paper"], ["--policy", "baseline"], ["--config", "k1.toml"]):
+        out = tmp_path / extra[1].replace(".", "-")
+        argv = [*table, *extra, "--out", str(out), "--quiet", "--seed", "1"]
+        argv = [str(tmp_path / a) if a == "k1.toml" else a for a in argv]
+        assert main(argv) == 0
+        assert len(list(out.iterdir())) == 4
 
 
 def test_table_with_string_categories(tmp_path: Path) -> None:
@@ -211,12 +225,12 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "c.csv", index=False)
     (tmp_path / "d.json").write_text('{"colour": ["red", "green", "blue"], "n": 3}')
     out = tmp_path / "o"
+    (tmp_path / "p.toml").write_text('[policy]\nname = "adaptive"\nk = 1\nscore = "l2-cell"\n')
     code = main(
         [
             "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
-            "--batch-size", "100", "--epsilon", "2", "--marginals-per-step", "1",
-            "--estimator", "mw", "--score", "l2-cell", "--remainder", "pooled",
-            "--out", str(out), "--quiet",
+            "--batch-size", "100", "--epsilon", "2", "--config", str(tmp_path / "p.toml"),
+            "--estimator", "mw", "--out", str(out), "--quiet",
         ]
     )  # fmt: skip
     assert code == 0
@@ -228,10 +242,26 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "c.csv", index=False)
     result = run(
         "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
-        "--batch-size", "100", "--epsilon", "2", "--marginals-per-step", "1",
-        "--out", str(tmp_path / "p"),
+        "--batch-size", "100", "--epsilon", "2", "--out", str(tmp_path / "p"),
     )  # fmt: skip
     assert result.returncode == 2 and "unknown category 'purple'" in result.stderr
+
+
+def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
+    """A CSV column of hours 5..23 (read by pandas as integers) with a domain listing "5" …
+    "23" runs, and the releases hold those labels (before, the hours were taken as codes:
+    "column 'hour' has code 19 in row …; codes must be in 0..18")."""
+    g = np.random.default_rng(0)
+    frame = pd.DataFrame({"hour": g.integers(5, 24, 400), "n": g.integers(0, 3, 400)})
+    frame.to_csv(tmp_path / "h.csv", index=False)
+    hours = [str(h) for h in range(5, 24)]
+    (tmp_path / "d.json").write_text(json.dumps({"hour": hours, "n": 3}))
+    out = tmp_path / "o"
+    argv = ["table", "--input", str(tmp_path / "h.csv"), "--domain", str(tmp_path / "d.json")]
+    argv += ["--batch-size", "100", "--epsilon", "2", "--estimator", "mw", "--out", str(out)]
+    assert main([*argv, "--quiet", "--seed", "1"]) == 0
+    release = pd.read_csv(out / "release-4.csv")
+    assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0
 
 
 def test_demo_runs_both_commands(tmp_path: Path) -> None:
@@ -253,7 +283,7 @@ def test_a_killed_table_run_resumes_exactly(tmp_path: Path) -> None:
         return [
             "table", "--input", str(tmp_path / "a.csv"), "--domain",
             str(ADULT / "adult-domain.json"), "--batch-size", "200", "--epsilon", "1",
-            "--marginals-per-step", "2", "--seed", "5", "--out", str(tmp_path / out),
+            "--policy", "paper", "--seed", "5", "--out", str(tmp_path / out),
             "--checkpoint", str(tmp_path / f"{out}.ckpt"), "--quiet",
         ]  # fmt: skip
 

@@ -57,8 +57,7 @@ def privhp_args(data: Path, out: Path, *extra: str) -> list[str]:
 def table_args(data: Path, out: Path, *extra: str) -> list[str]:
     return [
         "table", "--input", str(data), "--domain", DOMAIN, "--batch-size", "200",
-        "--epsilon", "1", "--marginals-per-step", "1",
-        "--out", str(out), "--quiet", *extra,
+        "--epsilon", "1", "--out", str(out), "--quiet", *extra,
     ]  # fmt: skip
 
 
@@ -200,6 +199,27 @@ def _pending_outside(pts: Path, adult: Path, tmp: Path) -> None:
     (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, b"x"))
 
 
+def _toml(tmp: Path, policy: str) -> None:
+    (tmp / "run.toml").write_text(f"[policy]\n{policy}\n")
+
+
+def _with_config(p: Path, a: Path, t: Path) -> list[str]:
+    return table_args(a, t / "out", "--config", str(t / "run.toml"))
+
+
+def _table_ckpt(p: Path, a: Path, t: Path) -> list[str]:
+    return table_args(a, t / "out", "--checkpoint", str(t / "c"), "--seed", "1")
+
+
+def _before_policy(pts: Path, adult: Path, tmp: Path) -> None:
+    """A table run checkpoint with the options ``table`` had before ``--policy``."""
+    _ran(_table_ckpt(pts, adult, tmp))
+    header, state, pending = runs._decode_checkpoint(tmp / "c")
+    del header["options"]["policy"]
+    header["options"].update(table_method="proposed", score="auto", remainder="pooled")
+    (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, pending))
+
+
 def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     def prepare(pts: Path, adult: Path, tmp: Path) -> None:
         (tmp / "c").write_bytes(data)
@@ -308,6 +328,27 @@ REFUSALS = [
         _write_checkpoint(b"DPSTREAM-RUN\x00\x01" + bytes(20)),
     ),
     Refusal(
+        "table",
+        "`--checkpoint` of a run from before `--policy`",
+        "was made before --policy replaced --table-method, --score, --remainder and",
+        _table_ckpt,
+        _before_policy,
+    ),
+    Refusal(
+        "table",
+        "`[policy]` in `--config` with a bad field",
+        "--policy: Adaptive.refit must be one of ('selection', 'step', 'auto'), got 'never'",
+        _with_config,
+        lambda p, a, t: _toml(t, "refit = 'never'"),
+    ),
+    Refusal(
+        "table",
+        "`[policy]` in `--config` with an unknown field",
+        "--policy: Paper: unknown field 'score' (fields: ['k'])",
+        _with_config,
+        lambda p, a, t: _toml(t, "name = 'paper'\nscore = 'l2'"),
+    ),
+    Refusal(
         "points --method online-paper",
         "`--memory` (a fixed-memory option)",
         "--memory is not used by --method online-paper; remove it",
@@ -362,7 +403,8 @@ def test_the_fingerprint_covers_every_option_that_shapes_a_release(tmp_path: Pat
         opts = cli._options(parser.parse_args(argv))
         canon = cli._run_options(opts, Fraction(1))
         assert set(opts) == set(canon) | (set(opts) & cli._NOT_FINGERPRINTED)
-        assert "remainder" in canon and "seed" in canon and "format" in canon
+        assert "seed" in canon and "format" in canon
+        assert ("policy" in canon) is (argv == ["table"])
         for key in canon:
             if key == "epsilon":
                 continue
@@ -377,14 +419,24 @@ def test_the_fingerprint_covers_every_option_that_shapes_a_release(tmp_path: Pat
     assert cli._run_options({"domain": domain}, Fraction(1)) != first
 
 
-def test_a_table_checkpoint_refuses_another_remainder(
+def test_a_table_checkpoint_fingerprints_the_serialised_policy(
     adult: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The fingerprint is the policy with every field: ``--policy adaptive`` and a TOML
+    ``[policy]`` table of the same fields resume each other; another field is refused."""
     ckpt = ["--checkpoint", str(tmp_path / "c"), "--seed", "1"]
-    assert main(table_args(adult, tmp_path / "out", *ckpt, "--remainder", "pooled")) == 0
+    same = tmp_path / "same.toml"
+    same.write_text('[policy]\nname = "adaptive"\nrefit = "auto"\n[policy.k]\ncalm = 2\n')
+    other = tmp_path / "other.toml"
+    other.write_text('[policy]\nremainder = "model"\n')
+    assert main(table_args(adult, tmp_path / "out", *ckpt, "--policy", "adaptive")) == 0
+    assert main(table_args(adult, tmp_path / "out", *ckpt, "--config", str(same))) == 0
     before = listing(tmp_path / "out")
-    assert main(table_args(adult, tmp_path / "out", *ckpt, "--remainder", "model")) == 2
-    assert "--remainder: 'pooled' then, 'model' now" in error_line(capsys)
+    assert main(table_args(adult, tmp_path / "out", *ckpt, "--config", str(other))) == 2
+    line = error_line(capsys)
+    assert "was made by a run with different options (--policy: " in line
+    assert '"remainder": {"stddev": "shrinkage", "margin": 3.0}' in line
+    assert '"remainder": "model"' in line
     assert listing(tmp_path / "out") == before
 
 

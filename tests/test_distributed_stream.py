@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng, distributed
 from dpstream.partition import encode
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import Adaptive, Baseline, Domain, TabularStream
 from dpstream.tabular.marginals import BatchMarginals
 
 pd = pytest.importorskip("pandas")
@@ -47,12 +47,12 @@ def steps(frame: object) -> list[object]:
     return [frame.iloc[:700], frame.iloc[700:2500], frame.iloc[2500:2500], frame.iloc[2500:]]
 
 
-@pytest.mark.parametrize("method", ["proposed", "baseline"])
-def test_tabular_steps_on_dask_equal_pandas_byte_for_byte(client, method: str) -> None:
+@pytest.mark.parametrize("policy", [Adaptive(), Baseline()], ids=["default", "baseline"])
+def test_tabular_steps_on_dask_equal_pandas_byte_for_byte(client, policy: object) -> None:
     frame = records(4000, 1)
-    one = TabularStream(DOMAIN, 1, method=method, rng=Rng(seed=7))
-    two = TabularStream(DOMAIN, 1, method=method, rng=Rng(seed=7))
-    three = TabularStream(DOMAIN, 1, method=method, rng=Rng(seed=7))
+    one = TabularStream(DOMAIN, 1, policy=policy, rng=Rng(seed=7))
+    two = TabularStream(DOMAIN, 1, policy=policy, rng=Rng(seed=7))
+    three = TabularStream(DOMAIN, 1, policy=policy, rng=Rng(seed=7))
     for part in steps(frame):
         want = one.step(part if len(part) else None)
         ddf = dd.from_pandas(part, npartitions=3)

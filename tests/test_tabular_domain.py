@@ -145,3 +145,36 @@ def test_polars_and_pyarrow_tables_are_accepted() -> None:
     assert d.encode(pa.table(frame)).tolist() == expect
     with pytest.raises(ValueError, match="unknown category 'z'"):
         d.encode(pl.DataFrame({"a": [0], "b": ["z"]}))
+
+
+def test_a_labelled_column_matches_a_frames_values_by_their_text(tmp_path: Path) -> None:
+    """A CSV column of hours 5..23 that pandas reads as integers, with a domain listing
+    "5" … "23": matched by text (before, the integers were taken as codes and refused)."""
+    hours = [str(h) for h in range(5, 24)]
+    d = Domain({"hour": hours, "n": 2})
+    (tmp_path / "h.csv").write_text("hour,n\n5,0\n19,1\n23,0\n")
+    frame = pd.read_csv(tmp_path / "h.csv")
+    assert frame["hour"].dtype.kind == "i"
+    assert d.encode(frame).tolist() == [[0, 0], [14, 1], [18, 0]]
+    # Missing values make pandas read floats: 19.0 is "19"; NaN is no category.
+    assert d.encode(pd.DataFrame({"hour": [19.0, 5.0], "n": [0, 1]})).tolist() == [[14, 0], [0, 1]]
+    with pytest.raises(ValueError, match=r"column 'hour' has unknown category nan in row 1"):
+        d.encode(pd.DataFrame({"hour": [19.0, np.nan], "n": [0, 1]}))
+    with pytest.raises(ValueError, match=r"column 'hour' has unknown category 24 in row 2"):
+        d.encode(pd.DataFrame({"hour": [5, 6, 24, 4], "n": [0, 1, 0, 0]}))
+    with pytest.raises(ValueError, match=r"unknown category 4 in row 0"):
+        d.encode(pd.DataFrame({"hour": [4], "n": [0]}))  # a code would be in range: text
+    # Strings, mixed objects and booleans by their text too.
+    assert d.encode(pd.DataFrame({"hour": ["7", 8], "n": [0, 0]}))[:, 0].tolist() == [2, 3]
+    flags = Domain({"f": ["False", "True"]})
+    assert flags.encode(pd.DataFrame({"f": [True, False]})).tolist() == [[1], [0]]
+    # Integer code arrays stay codes; codes in a frame are for columns given by size.
+    assert d.encode(np.array([[0, 1], [18, 0]])).tolist() == [[0, 1], [18, 0]]
+    with pytest.raises(ValueError, match="column 'hour' has code 19 in row 0"):
+        d.encode(np.array([[19, 0]]))
+    with pytest.raises(ValueError, match="column 'n' has code 2"):
+        d.encode(pd.DataFrame({"hour": ["5"], "n": [2]}))
+    # decode gives the labels back, and they go in again as they came out.
+    out = d.decode(d.encode(frame))
+    assert out["hour"].tolist() == ["5", "19", "23"]
+    assert d.encode(out).tolist() == d.encode(frame).tolist()

@@ -17,7 +17,15 @@ import dpstream
 import numpy as np
 import pytest
 from dpstream import streams
-from dpstream.tabular import Domain, GraphicalModel, TabularStream, junction_tree_size, pgm
+from dpstream.tabular import (
+    Adaptive,
+    Baseline,
+    Domain,
+    GraphicalModel,
+    TabularStream,
+    junction_tree_size,
+    pgm,
+)
 from dpstream.tabular.estimation import clique_cells
 
 # ---------------------------------------------------------------------------------------
@@ -106,8 +114,8 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 FIXTURES = {
     "default-10": (10, 6, 6, {}),
     "cap-8": (8, 10, 4, {"max_model_cells": 700}),
-    "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "refit": "selection"}),
-    "baseline-8": (8, 4, 4, {"method": "baseline", "max_model_cells": 60}),
+    "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "policy": Adaptive(refit="selection")}),
+    "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
     "three-way-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500}),
 }
 BEFORE = {

@@ -18,10 +18,20 @@ import dpstream
 import numpy as np
 import pytest
 from dpstream import noise as noise_module
-from dpstream.tabular import Domain, TabularStream, all_workloads
+from dpstream.tabular import (
+    Adaptive,
+    AutoK,
+    AutoScore,
+    Baseline,
+    Domain,
+    Pooled,
+    TabularStream,
+    all_workloads,
+)
 from dpstream.tabular import stream as stream_module
 from dpstream.tabular.pgm import junction_tree_size
-from dpstream.tabular.stream import SIZE_SHARE
+from dpstream.tabular.policy import Policy, from_dict
+from dpstream.tabular.selection import SIZE_SHARE
 
 MAGIC = b"DPSTREAM-TABULAR"
 
@@ -47,6 +57,29 @@ def edit_state(s: TabularStream, edit: Callable[[dict[str, Any]], None]) -> byte
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     return MAGIC + buf.getvalue()
+
+
+def old_options(policy: Policy) -> dict[str, Any]:
+    """The keyword options (before policies) that ran as ``policy``."""
+    if isinstance(policy, Baseline):
+        return {"method": "baseline", "marginals_per_step": policy.k, "score": policy.score}
+    assert isinstance(policy, Adaptive)
+    k, rem = policy.k, policy.remainder
+    return {
+        "method": "proposed",
+        "marginals_per_step": "auto" if isinstance(k, AutoK) else k,
+        "k_schedule": "taper" if isinstance(k, AutoK) and k.taper is not None else "fixed",
+        "score": "auto" if isinstance(policy.score, AutoScore) else policy.score,
+        "remainder": "pooled" if isinstance(rem, Pooled) else "model",
+        "pooled_stddev": rem.stddev if isinstance(rem, Pooled) else "noise",
+        "refit": policy.refit,
+    }
+
+
+def as_format_1(header: dict[str, Any]) -> None:
+    """Rewrite a header as the library wrote it before policies (format 1)."""
+    header["format"] = 1
+    header["config"].update(old_options(from_dict(header["config"].pop("policy"))))
 
 
 # ---------------------------------------------------------------------------- item 1
@@ -91,7 +124,7 @@ def test_public_sizes_are_exact_and_calibrated_to_one_record_replaced(
 
     monkeypatch.setattr(noise_module, "permute_and_flip", spy)
     s = TabularStream(
-        d, eps, marginals_per_step=2, score="l2", iters=10, public_sizes=True,
+        d, eps, policy=Adaptive(k=2, score="l2"), iters=10, public_sizes=True,
         rng=dpstream.Rng(seed=3),
     )  # fmt: skip
     data = rows_of(d, 600, 4)
@@ -114,7 +147,7 @@ def test_public_sizes_are_exact_and_calibrated_to_one_record_replaced(
 
 def test_sizes_stay_non_negative_with_deletions() -> None:
     d = small()
-    s = TabularStream(d, 1, marginals_per_step=2, iters=10, rng=dpstream.Rng(seed=5))
+    s = TabularStream(d, 1, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
     data = rows_of(d, 200, 6)
     s.step(data[:20])
     sizes = []
@@ -131,7 +164,7 @@ def test_sizes_stay_non_negative_with_deletions() -> None:
 def test_the_baseline_grows_by_the_released_size() -> None:
     d = small()
     s = TabularStream(
-        d, 1, method="baseline", marginals_per_step=2, estimator="mw", iters=10,
+        d, 1, policy=Baseline(k=2), estimator="mw", iters=10,
         rng=dpstream.Rng(seed=7),
     )  # fmt: skip
     data = rows_of(d, 400, 8)
@@ -147,7 +180,7 @@ def test_a_checkpoint_keeps_the_size_counter_and_resumes_exactly() -> None:
     data = rows_of(d, 800, 9)
 
     def make() -> TabularStream:
-        return TabularStream(d, 1, marginals_per_step=2, iters=10, rng=dpstream.Rng(seed=11))
+        return TabularStream(d, 1, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=11))
 
     a, b = make(), make()
     for t in range(3):
@@ -173,7 +206,7 @@ def test_a_state_from_before_issue_28_loads_as_public_sizes_at_twice_epsilon() -
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 2, marginals_per_step=2, iters=10, public_sizes=True, rng=dpstream.Rng(seed=13)
+            d, 2, policy=Adaptive(k=2), iters=10, public_sizes=True, rng=dpstream.Rng(seed=13)
         )
 
     a, b = make(), make()
@@ -182,6 +215,7 @@ def test_a_state_from_before_issue_28_loads_as_public_sizes_at_twice_epsilon() -
         b.step(data[100 * t : 100 * (t + 1)])
 
     def as_before(header: dict[str, Any]) -> None:
+        as_format_1(header)
         del header["config"]["public_sizes"], header["exact_size"], header["insert_only"]
         header["config"]["epsilon"] = "1"  # what the old library said: ε = 1
 
@@ -215,7 +249,7 @@ def test_a_workload_that_blocks_the_others_ends_the_step_early() -> None:
     workload's counter had counted the batch, so a retry counted it again."""
     d, cells = _blocking_domain()
     s = TabularStream(
-        d, 1, marginals_per_step=2, iters=10, max_model_cells=cells, rng=dpstream.Rng(seed=1)
+        d, 1, policy=Adaptive(k=2), iters=10, max_model_cells=cells, rng=dpstream.Rng(seed=1)
     )
     data = rows_of(d, 200, 3)
     out = s.step(data[:100])  # completes, with one selection
@@ -233,7 +267,7 @@ def test_a_step_refused_before_anything_changes() -> None:
         TabularStream(d, 1, iters=10, max_model_cells=cells - 1, rng=dpstream.Rng(seed=2))
     # A bounded counter's horizon: refused before the size counter is stepped.
     s = TabularStream(
-        d, 1, counter="block", horizon=2, iters=10, marginals_per_step=1,
+        d, 1, counter="block", horizon=2, iters=10, policy=Adaptive(k=1),
         rng=dpstream.Rng(seed=3),
     )  # fmt: skip
     s.step(data[:50])
@@ -248,7 +282,7 @@ def test_a_batch_beyond_the_cell_limit_is_refused_before_anything(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The limit is 2^27 records in one cell of a workload; lowered here to keep the test small.
-    monkeypatch.setattr(stream_module, "_CELL_LIMIT", 64.0)
+    monkeypatch.setattr(stream_module, "CELL_LIMIT", 64.0)
     s = TabularStream(Domain({"a": 2, "b": 2}), 1, iters=10, rng=dpstream.Rng(seed=4))
     before = s.to_bytes()
     with pytest.raises(ValueError, match="beyond 2\\^27"):
@@ -269,7 +303,7 @@ def test_a_step_that_fails_later_is_rolled_back(
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, marginals_per_step=2, refit="selection", iters=10,
+            d, 1, policy=Adaptive(k=2, refit="selection"), iters=10,
             public_sizes=public_sizes, rng=dpstream.Rng(seed=6),
         )  # fmt: skip
 

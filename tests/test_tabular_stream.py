@@ -10,19 +10,35 @@ import dpstream
 import numpy as np
 import pandas as pd
 import pytest
-from dpstream.tabular import Domain, TabularStream, all_workloads, marginal, workload_errors
-from dpstream.tabular.stream import (
+from dpstream.tabular import (
+    Adaptive,
+    AutoK,
+    Baseline,
+    Domain,
+    Paper,
+    Pooled,
+    TabularStream,
+    Taper,
+    all_workloads,
+    marginal,
+    workload_errors,
+)
+from dpstream.tabular.selection import (
     L2_GRID_BITS,
     NOISE_PENALTY,
-    POOLED_MARGIN,
     SCORE_BITS,
     SIZE_SHARE,
-    TAPER_K,
     excess_l2_scores,
     selection_scores,
 )
 from hypothesis import given
 from hypothesis import strategies as st
+from test_tabular_sizes import as_format_1
+
+POOLED_MARGIN = Pooled().margin
+CALM_K, DRIFT_K, K_DRIFT_SHARE = AutoK().calm, AutoK().drifting, AutoK().drift_share
+TAPER_K, TAPER_STEPS = Taper().k, Taper().steps_per_workload
+TAPER_DRIFT_SHARE = Taper().max_drift_share
 
 # The copy of the Adult data the package ships (../shared/data/adult is not in a clean clone).
 ADULT = Path(__file__).resolve().parents[1] / "python" / "dpstream" / "data"
@@ -210,7 +226,7 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
     d = small()
     rows = table(d, 600, 1)
     s = TabularStream(
-        d, 1, marginals_per_step=2, estimator="mw", iters=20, public_sizes=True,
+        d, 1, policy=Adaptive(k=2), estimator="mw", iters=20, public_sizes=True,
         rng=dpstream.Rng(seed=3),
     )  # fmt: skip
     assert "NOT PRIVATE" in repr(s)
@@ -231,7 +247,7 @@ def test_rejected_batches_change_nothing() -> None:
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, marginals_per_step=2, estimator="mw", iters=10, rng=dpstream.Rng(seed=5)
+            d, 1, policy=Adaptive(k=2), estimator="mw", iters=10, rng=dpstream.Rng(seed=5)
         )
 
     a, b = make(), make()
@@ -253,22 +269,15 @@ def test_rejected_batches_change_nothing() -> None:
     ("kwargs", "error"),
     [
         ({"epsilon": 0}, ValueError),
-        ({"marginals_per_step": 0}, ValueError),
-        ({"marginals_per_step": 7}, ValueError),
+        ({"policy": "adaptive"}, TypeError),
+        ({"policy": Adaptive}, TypeError),
         ({"counter": "tree"}, ValueError),
         ({"counter": "block"}, ValueError),  # needs a horizon
-        ({"method": "mwem"}, ValueError),
         ({"estimator": "gan"}, ValueError),
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
         ({"iters": 0}, ValueError),
         ({"sampling": "systematic"}, ValueError),
-        ({"remainder": "paper"}, ValueError),
-        ({"refit": "always"}, ValueError),
-        ({"pooled_stddev": "risk"}, ValueError),
-        ({"pooled_stddev": None}, ValueError),
-        ({"k_schedule": "linear"}, ValueError),
-        ({"k_schedule": None}, ValueError),
     ],
 )
 def test_bad_parameters_are_refused(kwargs: dict[str, object], error: type) -> None:
@@ -284,8 +293,7 @@ def test_baseline_takes_insertions_only_and_grows_by_batches() -> None:
     s = TabularStream(
         d,
         1,
-        method="baseline",
-        marginals_per_step=2,
+        policy=Baseline(k=2),
         estimator="mw",
         iters=10,
         public_sizes=True,
@@ -311,7 +319,7 @@ def test_every_counter_kind_runs() -> None:
             2,
             counter=counter,  # type: ignore[arg-type]
             horizon=horizon,
-            marginals_per_step=2,
+            policy=Adaptive(k=2),
             estimator="mw",
             iters=10,
             rng=dpstream.Rng(seed=2),
@@ -327,7 +335,7 @@ def test_proposed_learns_the_correlations_and_beats_independent_columns() -> Non
     d = small()
     rows = table(d, 4000, 6)
     s = TabularStream(
-        d, 2, marginals_per_step=3, estimator="pgm", iters=60, rng=dpstream.Rng(seed=11)
+        d, 2, policy=Adaptive(k=3), estimator="pgm", iters=60, rng=dpstream.Rng(seed=11)
     )
     for t in range(20):
         synth = s.step(rows[200 * t : 200 * (t + 1)])
@@ -347,8 +355,8 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
     data = d.encode(pd.read_csv(ADULT / "adult.csv", nrows=6000))
     data = data[np.random.default_rng(0).permutation(len(data))]
     results = {}
-    for method in ("proposed", "baseline"):
-        s = TabularStream(d, 1, method=method, iters=40, rng=dpstream.Rng(seed=21))  # type: ignore[arg-type]
+    for method, policy in (("proposed", Adaptive()), ("baseline", Baseline())):
+        s = TabularStream(d, 1, policy=policy, iters=40, rng=dpstream.Rng(seed=21))
         for t in range(30):
             synth = s.step(data[200 * t : 200 * (t + 1)])
         results[method] = workload_errors(data, synth, d)
@@ -356,20 +364,20 @@ def test_adult_small_run_proposed_beats_baseline() -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "sampling", "remainder", "refit", "score", "order"),
+    ("policy", "sampling", "order"),
     [
-        ("proposed", "round", "model", "selection", "l2", "shuffled"),
-        ("baseline", "round", "model", "selection", "l2", "shuffled"),
-        ("proposed", "iid", "model", "selection", "l2", "shuffled"),
-        ("proposed", "round", "pooled", "selection", "l2", "shuffled"),
-        ("proposed", "round", "pooled", "step", "l2", "shuffled"),
-        ("proposed", "round", "pooled", "auto", "l2", "shuffled"),
-        ("proposed", "round", "pooled", "auto", "auto", "sorted"),
+        (Adaptive(k=2, score="l2", remainder="model", refit="selection"), "round", "shuffled"),
+        (Baseline(k=2), "round", "shuffled"),
+        (Adaptive(k=2, score="l2", remainder="model", refit="selection"), "iid", "shuffled"),
+        (Adaptive(k=2, score="l2", refit="selection"), "round", "shuffled"),
+        (Adaptive(k=2, score="l2", refit="step"), "round", "shuffled"),
+        (Adaptive(k=2, score="l2"), "round", "shuffled"),
+        (Adaptive(k=2), "round", "sorted"),
+        (Paper(k=2), "round", "shuffled"),
+        (Paper(k=2), "iid", "sorted"),
     ],
 )
-def test_a_checkpoint_resumes_exactly(
-    method: str, sampling: str, remainder: str, refit: str, score: str, order: str
-) -> None:
+def test_a_checkpoint_resumes_exactly(policy: object, sampling: str, order: str) -> None:
     d = small()
     rows = table(d, 1600, 9)
     if order == "sorted":  # the batches drift: score="auto" switches to the per-cell score
@@ -377,9 +385,8 @@ def test_a_checkpoint_resumes_exactly(
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, marginals_per_step=2, iters=20, method=method,  # type: ignore[arg-type]
-            sampling=sampling, remainder=remainder, refit=refit,  # type: ignore[arg-type]
-            score=score, rng=dpstream.Rng(seed=4),  # type: ignore[arg-type]
+            d, 1, policy=policy, iters=20, sampling=sampling,  # type: ignore[arg-type]
+            rng=dpstream.Rng(seed=4),
         )  # fmt: skip
 
     a, b = make(), make()
@@ -411,8 +418,7 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
         s = TabularStream(
             d,
             4,
-            marginals_per_step=1,
-            score=score,
+            policy=Adaptive(k=1, score=score),  # type: ignore[arg-type]
             iters=40,
             rng=dpstream.Rng(seed=5),  # type: ignore[arg-type]
         )
@@ -424,8 +430,9 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
     assert errors["l2"].max_rel_l2 < 0.5 * errors["paper"].max_rel_l2, errors
 
 
-def state_without_option(s: TabularStream, option: str) -> TabularStream:
-    """``s`` saved and loaded as if written before ``option`` existed (not in its config)."""
+def state_without_option(s: TabularStream, option: str | None = None) -> TabularStream:
+    """``s`` saved and loaded as the library wrote it before policies (format 1), and before
+    ``option`` existed if given (not in its config)."""
     import io as _io
     import json as _json
 
@@ -434,33 +441,80 @@ def state_without_option(s: TabularStream, option: str) -> TabularStream:
     npz = np.load(_io.BytesIO(raw[len(magic) :]))
     arrays = {k: npz[k] for k in npz.files}
     header = _json.loads(arrays["header"].tobytes())
-    del header["config"][option]
+    as_format_1(header)
+    if option is not None:
+        del header["config"][option]
     arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
     return TabularStream.from_bytes(magic + buf.getvalue(), allow_seeded=True)
 
 
-def test_a_state_written_before_the_score_option_resumes_with_the_paper_score() -> None:
+@pytest.mark.parametrize(
+    ("policy", "option", "migrated"),
+    [
+        # Written before an option existed: it ran with the value the option then had.
+        (Adaptive(k=2, score="paper"), "score", Adaptive(k=2, score="paper")),
+        (
+            Adaptive(k=2, remainder=Pooled(stddev="noise")),
+            "pooled_stddev",
+            Adaptive(k=2, remainder=Pooled(stddev="noise")),
+        ),
+        (Adaptive(k=2, refit="selection"), "refit", Adaptive(k=2, refit="selection")),
+        (
+            Adaptive(k=AutoK(taper=None)),
+            "k_schedule",
+            Adaptive(k=AutoK(taper=None)),
+        ),
+        # Every option present: the policy it ran as.
+        (Adaptive(), None, Adaptive()),
+        (Baseline(k=2, score="l2-cell"), None, Baseline(k=2, score="l2-cell")),
+        (
+            Adaptive(k=3, score="paper", remainder="model", refit="selection"),
+            None,
+            Adaptive(k=3, score="paper", remainder="model", refit="selection"),
+        ),
+    ],
+)
+def test_a_state_from_before_policies_resumes_exactly_as_the_policy_it_ran_as(
+    policy: Adaptive | Baseline, option: str | None, migrated: object
+) -> None:
     d = small()
-    s = TabularStream(d, 1, marginals_per_step=2, score="paper", rng=dpstream.Rng(seed=3))
-    s.step(table(d, 100, 1))
-    old = state_without_option(s, "score")
-    assert old._score == "paper"
-    batch = table(d, 100, 2)
-    assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
-
-
-def test_a_state_written_before_the_pooled_stddev_option_resumes_with_the_noise() -> None:
-    d = small()
-    # Such a state weighed the pooled measurements by their noise.
-    s = TabularStream(d, 1, marginals_per_step=2, pooled_stddev="noise", rng=dpstream.Rng(seed=3))
+    s = TabularStream(d, 1, policy=policy, iters=20, rng=dpstream.Rng(seed=3))
     for t in range(3):
         s.step(table(d, 100, t))
-    old = state_without_option(s, "pooled_stddev")
-    assert old._pooled_stddev == "noise"
-    batch = table(d, 100, 7)
-    assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
+    old = state_without_option(s, option)
+    assert old.policy == migrated
+    for t in range(3, 6):
+        batch = table(d, 100, t)
+        assert np.array_equal(old.step(batch).to_numpy(), s.step(batch).to_numpy())
+
+
+def test_an_old_state_with_options_policies_cannot_express_is_refused() -> None:
+    d = small()
+    s = TabularStream(d, 1, policy=Adaptive(k=2), rng=dpstream.Rng(seed=3))
+    s.step(table(d, 100, 1))
+    for option, value, needle in (
+        ("method", "mwem", "method must be 'proposed' or 'baseline', got 'mwem'"),
+        ("refit", "always", "Adaptive.refit must be one of"),
+        ("k_schedule", "linear", "k_schedule must be 'fixed' or 'taper', got 'linear'"),
+    ):
+        import io as _io
+        import json as _json
+
+        raw = s.to_bytes()
+        npz = np.load(_io.BytesIO(raw[16:]))
+        arrays = {k: npz[k] for k in npz.files}
+        header = _json.loads(arrays["header"].tobytes())
+        as_format_1(header)
+        header["config"][option] = value
+        arrays["header"] = np.frombuffer(_json.dumps(header).encode(), dtype=np.uint8)
+        buf = _io.BytesIO()
+        np.savez(buf, **arrays)
+        with pytest.raises(ValueError, match="an old TabularStream option cannot be migrated: "):
+            TabularStream.from_bytes(raw[:16] + buf.getvalue(), allow_seeded=True)
+        with pytest.raises(ValueError, match=needle):
+            TabularStream.from_bytes(raw[:16] + buf.getvalue(), allow_seeded=True)
 
 
 def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() -> None:
@@ -469,8 +523,8 @@ def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() ->
 
     def make(stddev: str) -> TabularStream:
         return TabularStream(
-            d, 1, marginals_per_step=2, iters=20, pooled_stddev=stddev,  # type: ignore[arg-type]
-            rng=dpstream.Rng(seed=4),
+            d, 1, policy=Adaptive(k=2, remainder=Pooled(stddev=stddev)),  # type: ignore[arg-type]
+            iters=20, rng=dpstream.Rng(seed=4),
         )  # fmt: skip
 
     a, b, n = make("shrinkage"), make("shrinkage"), make("noise")
@@ -478,7 +532,7 @@ def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() ->
         for s in (a, b, n):
             s.step(rows[200 * t : 200 * (t + 1)])
     b = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
-    assert b._pooled_stddev == "shrinkage"
+    assert b.policy == a.policy
     for t in range(4, 8):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
         n.step(rows[200 * t : 200 * (t + 1)])
@@ -488,7 +542,7 @@ def test_the_shrinkage_stddev_resumes_from_a_checkpoint_and_reaches_the_fit() ->
 
 def test_step_returns_the_domains_labels() -> None:
     d = Domain({"colour": ["red", "green", "blue"], "n": 2})
-    s = TabularStream(d, 1, marginals_per_step=1, public_sizes=True, rng=dpstream.Rng(seed=3))
+    s = TabularStream(d, 1, policy=Adaptive(k=1), public_sizes=True, rng=dpstream.Rng(seed=3))
     batch = pd.DataFrame({"colour": ["red", "blue", "blue", "green"] * 5, "n": [0, 1] * 10})
     out = s.step(batch)
     assert list(out.columns) == ["colour", "n"]
@@ -534,18 +588,19 @@ def test_the_per_cell_score_budget() -> None:
     assert b.score_sensitivity == Fraction(1, 2) + Fraction(1, 2**18)
     assert b.selection == b.measurement == (1 - SIZE_SHARE) / 4
     s = TabularStream(
-        d, 1, score="l2-cell", marginals_per_step=2, public_sizes=True, rng=dpstream.Rng(seed=1)
+        d, 1, policy=Adaptive(k=2, score="l2-cell"), public_sizes=True, rng=dpstream.Rng(seed=1)
     )
     for t in range(4):
         assert len(s.step(table(d, 50, t))) == 50 * (t + 1)
-    with pytest.raises(ValueError, match="score must be one of"):
-        TabularStream(d, 1, score="l2cell")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Adaptive\.score must be AutoScore"):
+        Adaptive(score="l2cell")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("method", ["proposed", "baseline"])
 def test_the_selections_are_reported(method: str) -> None:
     d = small()
-    s = TabularStream(d, 1, marginals_per_step=2, method=method, rng=dpstream.Rng(seed=8))  # type: ignore[arg-type]
+    policy = Adaptive(k=2) if method == "proposed" else Baseline(k=2)
+    s = TabularStream(d, 1, policy=policy, rng=dpstream.Rng(seed=8))
     assert s.last_selected == [] and sum(s.selection_counts.values()) == 0
     seen: dict[tuple[int, ...], int] = dict.fromkeys(all_workloads(d, 2), 0)
     for t in range(5):
@@ -619,10 +674,9 @@ def test_the_pooled_measurement_matches_its_definition(
         small(),
         1,
         workloads=pairs,
-        marginals_per_step=1,
-        pooled_stddev=stddev,  # type: ignore[arg-type]
+        policy=Adaptive(k=1, remainder=Pooled(stddev=stddev)),  # type: ignore[arg-type]
     )
-    assert s._remainder_kind == "pooled"  # the default
+    assert Adaptive().remainder == Pooled()  # the default
     s._remainder[1] = np.array(remainder)
     s._counted_rows[1] = counted
     got, got_sd = s._measurement(1, np.array(released, dtype=np.float64), sd, size, grown=grown)
@@ -637,7 +691,7 @@ def test_the_pooled_measurement_matches_its_definition(
     )
     assert got_sd >= noise_sd * (1 - 1e-12)
     # "model" is Algorithm 3's m(t,j) = C_j(t) + r(t-1,j) whatever the counts.
-    m = TabularStream(small(), 1, workloads=pairs, marginals_per_step=1, remainder="model")
+    m = TabularStream(small(), 1, workloads=pairs, policy=Adaptive(k=1, remainder="model"))
     m._remainder[1] = np.array(remainder)
     got_m, sd_m = m._measurement(1, np.array(released, dtype=np.float64), sd, size)
     np.testing.assert_array_equal(got_m, np.array(released, float) + np.array(remainder))
@@ -650,7 +704,7 @@ def test_the_counted_rows_are_the_rows_of_the_selected_steps(public_sizes: bool)
     released size at the steps that selected it (exact with public sizes)."""
     d = small()
     rows = table(d, 900, 12)
-    s = TabularStream(d, 1, marginals_per_step=2, iters=10, remainder="pooled",
+    s = TabularStream(d, 1, policy=Adaptive(k=2), iters=10,
                       public_sizes=public_sizes, rng=dpstream.Rng(seed=3))  # fmt: skip
     want = np.zeros(len(s.workloads), dtype=np.int64)
     sizes = [(150, 0), (200, 30), (0, 0), (120, 100), (90, 10)]
@@ -674,8 +728,7 @@ def test_the_pooled_measurement_is_exact_when_the_counted_rows_are_representativ
     it on Adult.)"""
     d = small()
     batch = table(d, 120, 14)
-    s = TabularStream(d, 10_000, marginals_per_step=2, iters=30, remainder="pooled",
-                      rng=dpstream.Rng(seed=5))  # fmt: skip
+    s = TabularStream(d, 10_000, policy=Adaptive(k=2), iters=30, rng=dpstream.Rng(seed=5))
     seen: list[tuple[int, np.ndarray, int]] = []
     inner = s._measurement
 
@@ -716,8 +769,9 @@ def test_the_last_fit_of_a_step_sees_every_workload_measured_so_far(remainder: s
     step's (Algorithm 3)."""
     d = small()
     rows = table(d, 600, 21)
-    s = TabularStream(d, 1, marginals_per_step=2, iters=5, remainder=remainder,
-                      refit="selection", rng=dpstream.Rng(seed=8))  # fmt: skip
+    policy = Adaptive(k=2, remainder=Pooled() if remainder == "pooled" else "model",
+                      refit="selection")  # fmt: skip
+    s = TabularStream(d, 1, policy=policy, iters=5, rng=dpstream.Rng(seed=8))
     fits = spy_fits(s)
     measured: set[tuple[int, ...]] = set()
     for t in range(6):
@@ -736,7 +790,7 @@ def test_one_fit_per_step_sees_the_steps_measurements_and_every_earlier_workload
     step's k measurements and an anchor for every workload measured before."""
     d = small()
     rows = table(d, 600, 21)
-    s = TabularStream(d, 1, marginals_per_step=2, iters=5, refit="step", rng=dpstream.Rng(seed=8))
+    s = TabularStream(d, 1, policy=Adaptive(k=2, refit="step"), iters=5, rng=dpstream.Rng(seed=8))
     fits = spy_fits(s)
     measured: set[tuple[int, ...]] = set()
     for t in range(6):
@@ -754,7 +808,7 @@ def test_one_fit_per_step_scores_later_selections_against_the_batchs_measured_ma
     d = small()
     rows = table(d, 400, 5)
     s = TabularStream(
-        d, 10_000, marginals_per_step=2, iters=20, refit="step", rng=dpstream.Rng(seed=2)
+        d, 10_000, policy=Adaptive(k=2, refit="step"), iters=20, rng=dpstream.Rng(seed=2)
     )
     for t in range(4):
         s.step(rows[t * 100 : (t + 1) * 100])
@@ -812,8 +866,7 @@ def test_auto_refits_within_a_step_only_where_the_batch_drifts() -> None:
     ordered = rows[np.argsort(rows[:, 0], kind="stable")]
     out = {}
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
-        s = TabularStream(d, 4, marginals_per_step=2, iters=10, refit="auto",
-                          rng=dpstream.Rng(seed=5))  # fmt: skip
+        s = TabularStream(d, 4, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
         out[name] = fits_per_step(s, data, 200)
         assert set(out[name]) <= {1, 2}
     assert sum(c == 2 for c in out["shuffled"]) <= 3, out
@@ -821,11 +874,16 @@ def test_auto_refits_within_a_step_only_where_the_batch_drifts() -> None:
 
 
 def test_the_drift_statistic_is_a_chi_square_test_against_the_expected_batch() -> None:
-    from dpstream.tabular.stream import DRIFT_Z, _drifted
+    from dpstream.tabular.policy import drifted
+
+    z = Adaptive().drift_z
+
+    def _drifted(increment: np.ndarray, expected: np.ndarray, variance: float) -> bool:
+        return drifted(increment, expected, variance, z)
 
     e = np.full(16, 25.0)
     # At the threshold: statistic = c + z·√(2c) exactly is not drift; just above is.
-    limit = 16 + DRIFT_Z * math.sqrt(32)
+    limit = 16 + z * math.sqrt(32)
     per_cell = limit / 16 * (4.0 + 25.0 + 1.0)  # squared deviation per cell at the limit
     below = e + math.sqrt(per_cell) * 0.999
     above = e + math.sqrt(per_cell) * 1.001
@@ -854,7 +912,7 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     recent steps drifted (the rows sorted by their first column), and the "l2" ones on a
     shuffled stream; the per-cell scores are the "l2" scores over √|q_i|."""
     from dpstream import noise as noise_module
-    from dpstream.tabular import stream as stream_module
+    from dpstream.tabular import selection as stream_module
 
     d = small()
     rows = table(d, 3000, 17)
@@ -880,8 +938,7 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     out = {}
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
         calls.clear()
-        s = TabularStream(d, 4, marginals_per_step=2, iters=10, score="auto",
-                          rng=dpstream.Rng(seed=5))  # fmt: skip
+        s = TabularStream(d, 4, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
         for t in range(15):
             s.step(data[t * 200 : (t + 1) * 200])
         # The per-cell score always goes with its sensitivity, the "l2" one with 1.
@@ -902,7 +959,6 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
     TAPER_DRIFT_SHARE); every selection and every counter of a step
     with k selections gets ε/2k, so each step spends exactly ε."""
     from dpstream import noise as noise_module
-    from dpstream.tabular import stream as st
 
     d = small()
     eps = Fraction(4)
@@ -919,25 +975,23 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
 
     monkeypatch.setattr(noise_module, "permute_and_flip", spy_pf)
     ks: dict[str, list[int]] = {}
-    levels: tuple[int, ...] = (st.CALM_K, st.DRIFT_K)
+    levels: tuple[int, ...] = (CALM_K, DRIFT_K)
     if schedule == "taper":
-        levels = (st.TAPER_K, *levels)
+        levels = (TAPER_K, *levels)
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
-        s = TabularStream(
-            d, eps, marginals_per_step="auto", k_schedule=schedule,  # type: ignore[arg-type]
-            iters=10, rng=dpstream.Rng(seed=7),
-        )  # fmt: skip
+        k = AutoK(taper=Taper() if schedule == "taper" else None)
+        s = TabularStream(d, eps, policy=Adaptive(k=k), iters=10, rng=dpstream.Rng(seed=7))
         assert s.budgets == {k: TabularStream.budget(eps, k, s.workloads, d) for k in levels}
-        late = st.TAPER_STEPS * len(s.workloads)
+        late = TAPER_STEPS * len(s.workloads)
         ks[name] = []
         for t in range(steps):
-            drifting = s._drift_rate > st.K_DRIFT_SHARE
-            quiet = s._drift_rate <= st.TAPER_DRIFT_SHARE
-            calm = st.TAPER_K if schedule == "taper" and t >= late and quiet else st.CALM_K
+            drifting = s._drift_rate > K_DRIFT_SHARE
+            quiet = s._drift_rate <= TAPER_DRIFT_SHARE
+            calm = TAPER_K if schedule == "taper" and t >= late and quiet else CALM_K
             picks.clear()
             s.step(data[t * 200 : (t + 1) * 200])
             k = len(s.last_selected)
-            assert k == (st.DRIFT_K if drifting else calm)
+            assert k == (DRIFT_K if drifting else calm)
             # The selections: ε'/2 in all (ε' = ε less the size counter's share).
             assert picks == [eps * (1 - SIZE_SHARE) / (2 * k)] * k
             ks[name].append(k)
@@ -948,12 +1002,12 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
         assert steps_counted == sum(ks[name]) == sum(s.selection_counts.values())
     # Shuffled rows stay calm (CALM_K selections per step, and with the taper mostly TAPER_K
     # late); sorted ones drift after a few steps.
-    assert set(ks["shuffled"][:late]) == {st.CALM_K}, ks
+    assert set(ks["shuffled"][:late]) == {CALM_K}, ks
     if schedule == "fixed":
-        assert set(ks["shuffled"][late:]) == {st.CALM_K}, ks
+        assert set(ks["shuffled"][late:]) == {CALM_K}, ks
     else:
-        assert ks["shuffled"][late:].count(st.TAPER_K) > (steps - late) / 2, ks
-    assert ks["sorted"][0] == st.CALM_K and set(ks["sorted"][-5:]) == {st.DRIFT_K}, ks
+        assert ks["shuffled"][late:].count(TAPER_K) > (steps - late) / 2, ks
+    assert ks["sorted"][0] == CALM_K and set(ks["sorted"][-5:]) == {DRIFT_K}, ks
 
 
 def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
@@ -964,7 +1018,7 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     def make() -> TabularStream:
         # The fixed schedule: its two kinds of step (the taper's third is tested below).
         return TabularStream(
-            d, 4, marginals_per_step="auto", k_schedule="fixed", iters=10, rng=dpstream.Rng(seed=6)
+            d, 4, policy=Adaptive(k=AutoK(taper=None)), iters=10, rng=dpstream.Rng(seed=6)
         )
 
     a, b = make(), make()
@@ -975,7 +1029,7 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     assert all(any(c is not None for c in cs) for cs in b._counters.values())
     data = b.to_bytes()
     b = TabularStream.from_bytes(data, allow_seeded=True)
-    assert "k=auto" in repr(b) and b.budgets == a.budgets
+    assert "taper=None" in repr(b) and b.budgets == a.budgets
     for t in range(20, 26):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
     assert b.selection_counts == a.selection_counts
@@ -985,8 +1039,6 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
     magic = b"DPSTREAM-TABULAR"
     npz = np.load(_io.BytesIO(data[len(magic) :]))
     arrays = {k: npz[k] for k in npz.files}
-    from dpstream.tabular.stream import CALM_K
-
     calm = [f"counter_k{CALM_K}_{i}" for i in range(len(a.workloads))]
     i = next(i for i, name in enumerate(calm) if name in arrays)
     if f"counter_{i}" in arrays:
@@ -1000,16 +1052,12 @@ def test_auto_k_resumes_from_a_checkpoint_with_both_kinds_of_counter() -> None:
 
 
 def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedule() -> None:
-    from dpstream.tabular.stream import TAPER_K, TAPER_STEPS
-
     d = small()
     rows = table(d, 200 * 24, 4)
 
     def make(schedule: str) -> TabularStream:
-        return TabularStream(
-            d, 4, marginals_per_step="auto", k_schedule=schedule,  # type: ignore[arg-type]
-            iters=10, rng=dpstream.Rng(seed=8),
-        )  # fmt: skip
+        k = AutoK(taper=Taper() if schedule == "taper" else None)
+        return TabularStream(d, 4, policy=Adaptive(k=k), iters=10, rng=dpstream.Rng(seed=8))
 
     a, b = make("taper"), make("taper")
     late = TAPER_STEPS * len(a.workloads)
@@ -1018,7 +1066,7 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
         b.step(rows[200 * t : 200 * (t + 1)])
     # Before the taper: its counters not yet made.
     b = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
-    assert b._k_schedule == "taper" and b.budgets == a.budgets
+    assert b.policy == Adaptive() and b.budgets == a.budgets
     for t in range(late - 2, late + 3):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
     assert len(b.last_selected) == TAPER_K
@@ -1032,33 +1080,27 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
     for t in range(late + 1):
         f.step(rows[200 * t : 200 * (t + 1)])
     old = state_without_option(f, "k_schedule")
-    assert old._k_schedule == "fixed" and old.budgets == f.budgets
+    assert old.policy == Adaptive(k=AutoK(taper=None)) and old.budgets == f.budgets
     batch = rows[200 * (late + 1) : 200 * (late + 2)]
     assert np.array_equal(old.step(batch).to_numpy(), f.step(batch).to_numpy())
 
 
-def test_marginals_per_step_is_an_int_or_auto() -> None:
+def test_k_is_capped_at_the_number_of_workloads() -> None:
     d = small()
-    with pytest.raises(ValueError, match="marginals_per_step must be an int or 'auto'"):
-        TabularStream(d, 1, marginals_per_step="Auto")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="marginals_per_step must be an int"):
-        TabularStream(d, 1, marginals_per_step=2.0)  # type: ignore[arg-type]
-    # "auto" with fewer workloads than DRIFT_K: at most all of them per step (and the
-    # default taper's TAPER_K at late calm steps).
-    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], marginals_per_step="auto")
+    # AutoK with fewer workloads than its drifting k: at most all of them per step (and the
+    # default taper's k at late calm steps).
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)])
     assert sorted(s.budgets) == [TAPER_K, 2]
-    s = TabularStream(
-        d, 1, workloads=[(0, 1), (2, 3)], marginals_per_step="auto", k_schedule="fixed"
-    )
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], policy=Adaptive(k=AutoK(taper=None)))
     assert sorted(s.budgets) == [2]
-    s = TabularStream(d, 1, workloads=[(0, 1)], marginals_per_step="auto", rng=dpstream.Rng(seed=1))
+    s = TabularStream(d, 1, workloads=[(0, 1)], rng=dpstream.Rng(seed=1))
     assert sorted(s.budgets) == [1]
     s.step(table(d, 100, 1))
     assert s.last_selected == [(0, 1)]
-    # The baseline has no drift test: "auto" is DRIFT_K selections at every step.
-    base = TabularStream(
-        d, 1, method="baseline", marginals_per_step="auto", rng=dpstream.Rng(seed=1)
-    )
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], policy=Paper(k=9))
+    assert sorted(s.budgets) == [2]
+    # The baseline has no drift test: its k selections at every step.
+    base = TabularStream(d, 1, policy=Baseline(), rng=dpstream.Rng(seed=1))
     assert sorted(base.budgets) == [3]
     base.step(table(d, 100, 1))
     assert len(base.last_selected) == 3
@@ -1069,7 +1111,7 @@ def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
     now it is refused unless ``allow_seeded=True``. A private stream needs no opt-in."""
     d = small()
     rows = table(d, 200, 1)
-    s = TabularStream(d, 1, marginals_per_step=1, estimator="mw", rng=dpstream.Rng(seed=4))
+    s = TabularStream(d, 1, policy=Adaptive(k=1), estimator="mw", rng=dpstream.Rng(seed=4))
     s.step(rows[:100])
     data = s.to_bytes()
     path = tmp_path / "t.dpst"
@@ -1081,7 +1123,7 @@ def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
     back = TabularStream.from_bytes(data, allow_seeded=True)
     assert back.seeded and "NOT PRIVATE" in repr(back)
     assert dpstream.load(path, allow_seeded=True).seeded
-    p = TabularStream(d, 1, marginals_per_step=1, estimator="mw")
+    p = TabularStream(d, 1, policy=Adaptive(k=1), estimator="mw")
     p.step(rows[:100])
     private = TabularStream.from_bytes(p.to_bytes())
     assert not private.seeded

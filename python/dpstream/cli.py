@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import sys
 import textwrap
 import time
@@ -43,7 +44,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -217,26 +218,14 @@ def _parser() -> argparse.ArgumentParser:
     common(tab)
     tab.add_argument("--domain", type=Path, help="JSON: column -> size or category list")
     tab.add_argument(
-        "--marginals-per-step",
-        type=_int_or_auto,
-        help="workloads measured per step: auto (the default: 2 while the stream is calm, 3 "
-        "while it drifts) or a positive integer",
+        "--policy",
+        choices=["adaptive", "paper", "baseline"],
+        help="how each step selects, measures and fits (default: adaptive, the library's; "
+        "paper: Algorithm 3 as printed; baseline: Algorithm 2, StreamingMWEM). Set its "
+        'fields in the TOML config\'s [policy] table (name = "adaptive", score = "l2", '
+        "...); this flag selects a policy with its defaults",
     )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
-    tab.add_argument("--table-method", choices=["proposed", "baseline"], help="default: proposed")
-    tab.add_argument(
-        "--score",
-        choices=["auto", "l2", "l2-cell", "paper"],
-        help="workload selection score (default: auto, the library's: l2, or l2-cell while "
-        "the stream drifts; l2-cell: per cell, favours small workloads; paper: the score "
-        "printed in the paper)",
-    )
-    tab.add_argument(
-        "--remainder",
-        choices=["model", "pooled"],
-        help="how a measurement counts the rows that came in while its workload was not "
-        "selected (default: pooled, the counted rows scaled up; model: the paper's)",
-    )
     tab.add_argument(
         "--public-sizes",
         action="store_true",
@@ -257,14 +246,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: Options ``table`` had before ``--policy``, as every ``points`` run fingerprinted them.
+_RETIRED_TABLE_OPTIONS = {
+    "marginals_per_step": "auto",
+    "remainder": "pooled",
+    "score": "auto",
+    "table_method": "proposed",
+}
+
 _DEFAULTS: dict[str, Any] = {
     "format": "csv",
     "method": "online",
     "estimator": "pgm",
-    "table_method": "proposed",
-    "score": "auto",
-    "remainder": "pooled",
-    "marginals_per_step": "auto",
     "checkpoint_every": 1,
     "plot": False,
     "quiet": False,
@@ -320,23 +313,38 @@ def _positive(opts: dict[str, Any], name: str) -> int | None:
     return v
 
 
-def _int_or_auto(text: str) -> int | str:
-    """``--marginals-per-step``: ``auto`` or an integer (checked by _marginals_per_step)."""
-    if text == "auto":
-        return text
+def _table_policy(opts: dict[str, Any]) -> Any:
+    """The ``table`` policy: ``--policy NAME`` (its defaults), or the TOML ``[policy]``
+    table (``name`` and fields; name ``adaptive`` if absent). Bad fields: UsageError."""
+    from dpstream.tabular.policy import from_dict
+
+    value = opts.get("policy")
+    value = "adaptive" if value is None else value
+    if isinstance(value, dict):
+        value = {"name": "adaptive", **value}
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a positive integer or auto, got {text!r}"
-        ) from None
+        return from_dict(value)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--policy: {e}") from None
 
 
-def _marginals_per_step(opts: dict[str, Any]) -> int | Literal["auto"]:
-    if opts.get("marginals_per_step") == "auto":
-        return "auto"
-    k = _positive(opts, "marginals_per_step")
-    return "auto" if k is None else k
+def _refuse_old_table_checkpoint(checkpoint: Path | None) -> None:
+    """A ``table`` run checkpoint from before ``--policy`` is refused, saying why."""
+    from dpstream.runs import _decode_checkpoint
+
+    if checkpoint is None or not checkpoint.exists():
+        return
+    try:
+        header, _, _ = _decode_checkpoint(checkpoint)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if "policy" not in header["options"] and "table_method" in header["options"]:
+        raise UsageError(
+            f"checkpoint {checkpoint} was made before --policy replaced --table-method, "
+            "--score, --remainder and --marginals-per-step: its options cannot be matched "
+            "with this run's. Finish that run with the dpstream that made it, or remove the "
+            "checkpoint to start over (TabularStream.from_bytes still loads the stream state)"
+        )
 
 
 def _inside(path: Any, directory: Any) -> bool:
@@ -676,7 +684,9 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         )
     labelled, row_bytes = _input_batches(opts, columns, _point_bytes(columns))
     rng = _rng(opts)
-    run_options = _run_options(opts, eps)
+    # Points runs fingerprinted the table options --policy replaced (at their defaults):
+    # kept, so that their checkpoints resume.
+    run_options = {**_RETIRED_TABLE_OPTIONS, **_run_options(opts, eps)}
     if _partitioned(opts):
         run_options["input_digest"] = "partitions"
     if method in ("online", "online-paper"):
@@ -875,6 +885,7 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     from dpstream.runs import Batch, run_stream
     from dpstream.tabular import Domain, TabularStream
+    from dpstream.tabular.policy import to_dict
 
     _require(opts, "input", "domain", "epsilon", "out")
     eps = _epsilon(opts)
@@ -886,6 +897,8 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     if opts.get("time_column") is None and opts.get("batch_size") is None:
         raise UsageError("give --time-column or --batch-size")
     checkpoint = opts.get("checkpoint")
+    policy = _table_policy(opts)
+    _refuse_old_table_checkpoint(checkpoint)
     names = list(domain.names)
 
     def row_bytes(rows: Any) -> bytes:
@@ -894,21 +907,20 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         return np.ascontiguousarray(codes, dtype="<i8").tobytes()
 
     labelled, digest = _input_batches(opts, names if _partitioned(opts) else None, row_bytes)
+    # The fingerprint holds the serialised policy (every field), not the option's form.
+    run_options = {**_run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
+    if _partitioned(opts):
+        run_options["input_digest"] = "partitions"
     try:
         stream = TabularStream(
             domain,
             eps,
-            marginals_per_step=_marginals_per_step(opts),
-            method=opts["table_method"],
+            policy=policy,
             estimator=opts["estimator"],
-            score=opts["score"],
-            remainder=opts["remainder"],
             public_sizes=bool(opts.get("public_sizes")),
             rng=_rng(opts),
         )
-    except TypeError as e:
-        raise UsageError(str(e)) from None
-    except (ValueError, ImportError) as e:
+    except (TypeError, ValueError, ImportError) as e:
         raise UsageError(str(e)) from None
 
     class _Table:
@@ -926,9 +938,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             return bytes(self.s.to_bytes())
 
     batches = [Batch(label, rows) for label, rows in labelled]
-    run_options = _run_options(opts, eps)
-    if _partitioned(opts):
-        run_options["input_digest"] = "partitions"
     result = run_stream(
         batches,
         _Table(stream),

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import Adaptive, Domain, TabularStream
+
+from .online_setups import released_count
 
 # ---------------------------------------------------------------------------------------
 # Private sketches
@@ -117,8 +119,14 @@ def privhp_mechanism(exact: bytes, rng: Rng, size: int) -> np.ndarray:
     return out
 
 
-def privhp_summary(points: np.ndarray) -> bytes:
-    summary = PrivHP(1, 1, rng=Rng(seed=31337), **PRIVHP_PARAMS)  # public hashes
+def privhp_summary(
+    points: np.ndarray,
+    epsilon: int = 1,
+    params: dict[str, int] = PRIVHP_PARAMS,
+    hashes: Rng | None = None,
+) -> bytes:
+    rng = Rng(seed=31337) if hashes is None else hashes  # public hashes
+    summary = PrivHP(epsilon, 1, rng=rng, **params)
     summary.update(points)
     return summary.to_bytes()
 
@@ -136,6 +144,81 @@ def test_privhp_released_tree(audited) -> None:
     )
     assert result.passed, result
     assert result.lower_bound > 0.1, result  # the audit sees the added point
+
+
+SHARP_PARAMS = {"k": 2, "width": 4, "rows": 1, "depth": 3}
+SHARP_EPSILON = 6
+SHARP_HASHES = b"h" * 32  # public hash functions under which the point's cells do not collide
+SHARP_CELLS = [  # (cell of the added point 0.3, its sibling) at levels 1, 2 and 3
+    ((0.0, 0.5), (0.5, 1.0)),
+    ((0.25, 0.5), (0.0, 0.25)),
+    ((0.25, 0.375), (0.375, 0.5)),
+]
+
+
+def privhp_sharp_mechanism(exact: bytes, rng: Rng, size: int) -> np.ndarray:
+    """The released total and, at levels 1–3, the released count of the added point's cell
+    minus its sibling's (NaN where the tree was pruned above the level)."""
+    out = np.empty((size, 1 + len(SHARP_CELLS)))
+    for i in range(size):
+        tree = PrivHP.from_bytes(exact).release(rng=rng)
+        cells = tree.cells()
+        out[i, 0] = tree.total
+        for j, (mine, other) in enumerate(SHARP_CELLS, start=1):
+            out[i, j] = released_count(*cells, interval(*mine)) - released_count(
+                *cells, interval(*other)
+            )
+    return out
+
+
+def interval(lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([lo]), np.array([hi])
+
+
+def test_privhp_released_tree_sharp(audited) -> None:
+    """PrivHP's released tree on the worst case of the add/remove relation, at ε = 6.
+
+    Setup: d = 1, depth 3, k = 2 (levels 0–1 exact, 2–3 count-min sketches of width 4, one
+    row; public hashes ``SHARP_HASHES``), the 8 points of ``POINTS``, and the neighbour
+    with one more point at 0.3. Two kinds of depth (exact counts, sketches) and a
+    threshold: the top-k pruning keeps 2 of the 4 level-2 cells, and the added point's
+    cell ([0.25, 0.5), 3 or 4 points) is kept above it in ≈ 99 % of runs (level 3 is NaN
+    otherwise).
+
+    Analytical loss: the added point changes one count per level by 1 (the root, one exact
+    cell at level 1, one sketch cell per row at levels 2 and 3), each measured at scale
+    ``1/σ_l`` (``rows/σ_l`` with one row): ``Σ σ_l`` (``sigmas``; ≤ ε, equal to ε up to
+    the split's 2^-40 grid). Here the whole ε: add/remove leaves no level untouched.
+
+    Statistics (post-processing of the release): the released total (the noisy root: a
+    single discrete Laplace, whose tail ratio is exactly ``e^{σ_0}``) and, per level, the
+    released count of the point's cell minus its sibling's (consistency keeps the noisy
+    difference). The event: every statistic at least where stream ``b``'s release centres
+    (total ≥ 9, level differences ≥ 3, 4 and 1; the level-2 centre is 4, not 2, because
+    the width-4 count-min cells collide; measured on runs with other seeds), which
+    multiplies the per-level ratios.
+    """
+    more = np.vstack([POINTS, [[0.3]]])
+    exact_a = privhp_summary(POINTS, SHARP_EPSILON, SHARP_PARAMS, Rng(seed=SHARP_HASHES))
+    exact_b = privhp_summary(more, SHARP_EPSILON, SHARP_PARAMS, Rng(seed=SHARP_HASHES))
+    loss = float(sum(PrivHP(SHARP_EPSILON, 1, **SHARP_PARAMS).sigmas))
+    cuts = np.array([9, 3, 4, 1])
+
+    def at_b(stats: np.ndarray) -> np.ndarray:
+        return np.all(np.nan_to_num(stats, nan=-np.inf) >= cuts, axis=1)
+
+    result = audited(
+        f"PrivHP released tree, sharp, loss {loss:.3f} (ε = {SHARP_EPSILON})",
+        privhp_sharp_mechanism,
+        (exact_a, exact_b),
+        epsilon=loss,
+        runs=30_000,
+        batch_size=30_000,
+        events={"all statistics at b's centre": at_b},
+        seed=311,
+    )
+    assert result.passed, result
+    assert result.lower_bound >= 0.5 * loss, result
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,9 +279,8 @@ def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
                 DOMAIN,
                 epsilon,
                 workloads=2,
-                marginals_per_step=1,
+                policy=Adaptive(k=1, score=score),  # type: ignore[arg-type]
                 estimator="mw",
-                score=score,  # type: ignore[arg-type]
                 iters=20,
                 public_sizes=public_sizes,
                 rng=rng,

@@ -1,7 +1,10 @@
 """High-dimensional categorical tables that change over time (Kumar, Strohmer, Vershynin).
 
 * :class:`Domain` — the public schema; :func:`workload_errors` — the paper's metrics.
-* :class:`TabularStream` — ε-DP synthetic tables for a stream of insertions and deletions.
+* :class:`TabularStream` — ε-DP synthetic tables for a stream of insertions and deletions,
+  run by a policy: :class:`Adaptive` (the default), :class:`Paper` (Algorithm 3 as
+  printed) or :class:`Baseline` (Algorithm 2); :class:`AutoScore`, :class:`AutoK`,
+  :class:`Taper` and :class:`Pooled` are parts of :class:`Adaptive`.
 * Estimators (:func:`estimate_pgm`, :func:`estimate_mw`) turn noisy marginals into a
   distribution: post-processing of released measurements (no privacy cost).
 """
@@ -16,17 +19,26 @@ from dpstream.tabular.pgm import (
     estimate_pgm,
     junction_tree_size,
 )
-from dpstream.tabular.stream import Budget, TabularStream
+from dpstream.tabular.policy import Adaptive, AutoK, AutoScore, Baseline, Paper, Pooled, Taper
+from dpstream.tabular.selection import Budget
+from dpstream.tabular.stream import TabularStream
 from dpstream.tabular.workloads import WorkloadErrors, all_workloads, marginal, workload_errors
 
 __all__ = [
+    "Adaptive",
+    "AutoK",
+    "AutoScore",
+    "Baseline",
     "Budget",
     "DenseModel",
     "Domain",
     "GraphicalModel",
     "JunctionTree",
     "Measurement",
+    "Paper",
+    "Pooled",
     "TabularStream",
+    "Taper",
     "WorkloadErrors",
     "all_workloads",
     "build_junction_tree",

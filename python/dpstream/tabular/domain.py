@@ -4,7 +4,10 @@ Everything here is **public**: the domain is fixed before any data is seen
 and never derived from it. Records are integer codes ``0 .. size - 1`` per
 column; :meth:`Domain.encode` turns a batch (a pandas or polars DataFrame, a
 2-D integer array, or nothing) into an ``(n, d)`` int64 array and refuses
-anything else with an error naming the column and the bad value.
+anything else with an error naming the column and the bad value. A column whose
+domain lists its categories matches a DataFrame's values by their text (a CSV
+column of hours read as integers matches ``"5"``, ``"6"``, …); integer codes are
+for columns given by their size, and for arrays.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ class Domain:
     Args:
         columns: ``{name: size}`` in column order; a size is an int ``>= 1``, or
             the public list of the column's categories (strings), whose position
-            is the code: such a column accepts the strings (or codes) in batches
-            and :meth:`decode` gives the strings back.
+            is the code: in a DataFrame such a column is matched by the text of its
+            values (``5`` and ``5.0`` as ``"5"``), in an array it holds codes, and
+            :meth:`decode` gives the strings back.
     """
 
     __slots__ = ("_categories", "_names", "_sizes")
@@ -142,9 +146,12 @@ class Domain:
 
         ``batch`` is ``None`` (no records), a pandas or polars DataFrame whose
         columns are exactly the domain's (any order), or an ``(n, d)`` integer
-        array in column order. Raises ``TypeError`` for a wrong type or dtype
-        and ``ValueError`` naming the column for a missing/extra column, a
-        wrong shape or a code outside ``0 .. size - 1``.
+        array of codes in column order. In a DataFrame, a column whose domain lists
+        categories is matched by the text of its values (strings as they are,
+        integers and integral floats in decimal, ``True``/``False``); the other
+        columns hold codes. Raises ``TypeError`` for a wrong type or dtype and
+        ``ValueError`` naming the column for a missing/extra column, a wrong shape, an
+        unknown category or a code outside ``0 .. size - 1``.
         """
         d = len(self._names)
         if batch is None:
@@ -165,7 +172,7 @@ class Domain:
             out = np.empty((n, d), dtype=np.int64)
             for j, (name, arr) in enumerate(zip(self._names, arrays, strict=True)):
                 cats = self._categories.get(name)
-                if cats is not None and arr.dtype.kind in "OUS":
+                if cats is not None:
                     out[:, j] = _category_codes(arr, cats, name)
                 else:
                     out[:, j] = _integer_column(arr, name)
@@ -195,20 +202,48 @@ class Domain:
         return out
 
 
+def _text(value: Any) -> str | None:
+    """The text a value is matched by against a domain's category labels (``None``: no
+    text; such a value is an unknown category)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        # pandas reads an integer column with missing values as floats: 5.0 is "5".
+        return str(int(v)) if v.is_integer() else str(v)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return None
+
+
 def _category_codes(
     arr: npt.NDArray[Any], cats: tuple[str, ...], name: str
 ) -> npt.NDArray[np.int64]:
-    """Labels to codes by the public category list; unknown labels are refused by name."""
+    """Values to codes by the text of each value against the public category list; unknown
+    values are refused by name (the first, by row)."""
     index = {c: i for i, c in enumerate(cats)}
-    out = np.empty(arr.shape[0], dtype=np.int64)
-    for i, v in enumerate(arr.tolist()):
-        code = index.get(v) if isinstance(v, str) else None
-        if code is None:
-            raise ValueError(
-                f"column {name!r} has unknown category {v!r} in row {i}; "
-                f"the domain lists {len(cats)} categories"
-            )
-        out[i] = code
+    if arr.dtype.kind in "biuf" and arr.size:
+        # Numbers: each distinct value's text once.
+        values, inverse = np.unique(arr, return_inverse=True)
+        known = [index.get(t, -1) if (t := _text(v)) is not None else -1 for v in values.tolist()]
+        out = np.asarray(known, dtype=np.int64)[inverse.reshape(-1)]
+    else:
+        out = np.empty(arr.shape[0], dtype=np.int64)
+        for i, v in enumerate(arr.tolist()):
+            t = _text(v)
+            out[i] = index.get(t, -1) if t is not None else -1
+    bad = np.flatnonzero(out < 0)
+    if bad.size:
+        i = int(bad[0])
+        v = arr[i].item() if isinstance(arr[i], np.generic) else arr[i]
+        raise ValueError(
+            f"column {name!r} has unknown category {v!r} in row {i}; the domain lists "
+            f"{len(cats)} categories (a DataFrame's values are matched by their text)"
+        )
     return out
 
 

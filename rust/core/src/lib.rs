@@ -20,6 +20,7 @@ pub mod counters;
 pub mod error;
 pub mod noise;
 pub mod partition;
+pub mod planted;
 pub mod rational;
 pub mod rng;
 pub mod sketch;

@@ -182,10 +182,20 @@ fn state_kind(data: &[u8]) -> PyResult<&'static str> {
         .map_err(to_py_err)
 }
 
+/// Test-only (feature `planted-bugs`): multiply the ε the online synthesizers
+/// spend by `factor` (1 removes the bug). Absent from release builds.
+#[cfg(feature = "planted-bugs")]
+#[pyfunction]
+fn _planted_set_epsilon_factor(factor: u32) -> PyResult<()> {
+    dpstream_core::planted::set_epsilon_factor(factor).map_err(to_py_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Rng>()?;
     m.add_function(wrap_pyfunction!(state_kind, m)?)?;
+    #[cfg(feature = "planted-bugs")]
+    m.add_function(wrap_pyfunction!(_planted_set_epsilon_factor, m)?)?;
     noise::register(m)?;
     counters::register(m)?;
     partition::register(m)?;

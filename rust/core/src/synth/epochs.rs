@@ -113,8 +113,10 @@ const MAX_TREE_NODES: usize = 1 << 26;
 
 /// ε of each block of super-block `k`: `ε / (k + 1)` (a point of super-block
 /// `k` is in `k + 1` blocks).
+/// (Through `planted::spend`: the identity, except in test builds
+/// with the `planted-bugs` feature, where the audits plant a bug here.)
 pub fn block_epsilon(epsilon: &Rational, k: u32) -> Result<Rational> {
-    epsilon.div(&Rational::new(k + 1, 1u32)?)
+    crate::planted::spend(epsilon.div(&Rational::new(k + 1, 1u32)?)?)
 }
 
 /// Noise scale of a block of super-block `k` measuring `depth ≥ 1` levels:

@@ -133,11 +133,13 @@ fn level_of(epsilon: &Rational, t: u64) -> Result<Option<u32>> {
     Ok(Some(r))
 }
 
-/// The parameters of every depth `1..=level` at `level`.
+/// The parameters of every depth `1..=level` at `level` (each `ε_{j,r}`
+/// through `planted::spend`: the identity outside test builds with
+/// the `planted-bugs` feature).
 fn level_params(epsilon: &Rational, dim: usize, level: u32) -> Result<Vec<LevelParams>> {
     (1..=level)
         .map(|j| {
-            let eps = online_epsilon(epsilon, dim as u32, j, level)?;
+            let eps = crate::planted::spend(online_epsilon(epsilon, dim as u32, j, level)?)?;
             LevelParams::new(epsilon, level, &eps)
         })
         .collect()

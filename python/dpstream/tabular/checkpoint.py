@@ -1,0 +1,360 @@
+"""The checkpoint codec of :class:`~dpstream.tabular.TabularStream`; migration of old states.
+
+A state is the magic ``DPSTREAM-TABULAR`` followed by a numpy ``.npz`` container: a JSON
+header (format, domain, options, sizes, generator states) and arrays (counters, model,
+marginals). **Sensitive**: the counters hold exact sums and the header the exact table
+size. Format 2 stores the options with the serialised policy
+(:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies) stores the old
+keyword options and is read through :func:`policy_from_options`, the one migration.
+Also here: the snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream._rng import Rng
+from dpstream.counters import Counter
+from dpstream.tabular.domain import Domain
+from dpstream.tabular.estimation import MarginalModel
+from dpstream.tabular.policy import (
+    Adaptive,
+    AutoK,
+    AutoScore,
+    Baseline,
+    Policy,
+    Pooled,
+    Taper,
+    from_dict,
+)
+
+if TYPE_CHECKING:
+    from dpstream.tabular.stream import TabularStream
+
+__all__ = ["decode", "encode", "policy_from_options", "roll_back", "undo_point"]
+
+_MAGIC = b"DPSTREAM-TABULAR"
+_FORMAT = 2
+#: The keyword options that policies replaced, and the value each had in states written
+#: before it existed.
+_OLD_OPTIONS: dict[str, Any] = {
+    "method": "proposed",
+    "marginals_per_step": "auto",
+    "score": "paper",
+    "remainder": "model",
+    "refit": "selection",
+    "pooled_stddev": "noise",
+    "k_schedule": "fixed",
+}
+
+
+def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, Any]]:
+    """The migration of the keyword options that policies replaced (format-1 states).
+
+    Returns the policy that runs exactly as those options did, and the other options.
+    An option missing from ``options`` takes the value it had before it existed (a state
+    written then ran with it). ``method="baseline"`` maps to :class:`Baseline` (``"auto"``
+    k to 3, the ``"auto"`` score to ``"l2"``, which is what it ran), ``"proposed"`` to an
+    :class:`Adaptive` with the same choices (Algorithm 3 as the old options wrote it
+    releases ``h_{t,k}``, not the average of :class:`Paper`: it stays an ``Adaptive``, so
+    that a resumed state continues its releases bit for bit). ``ValueError`` naming the
+    option for a value the old options did not accept."""
+    rest = dict(options)
+    old = {name: rest.pop(name, default) for name, default in _OLD_OPTIONS.items()}
+    k = old["marginals_per_step"]
+    try:
+        if old["method"] == "baseline":
+            score: Any = "l2" if old["score"] == "auto" else old["score"]
+            return Baseline(k=3 if k == "auto" else k, score=score), rest
+        if old["method"] != "proposed":
+            raise ValueError(f"method must be 'proposed' or 'baseline', got {old['method']!r}")
+        if old["k_schedule"] not in ("fixed", "taper"):
+            raise ValueError(f"k_schedule must be 'fixed' or 'taper', got {old['k_schedule']!r}")
+        taper = Taper() if old["k_schedule"] == "taper" else None
+        policy = Adaptive(
+            score=AutoScore() if old["score"] == "auto" else old["score"],
+            k=AutoK(taper=taper) if k == "auto" else k,
+            remainder=Pooled(stddev=old["pooled_stddev"])
+            if old["remainder"] == "pooled"
+            else old["remainder"],
+            refit=old["refit"],
+        )
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"an old TabularStream option cannot be migrated: {e}") from None
+    return policy, rest
+
+
+def _put_model(
+    arrays: dict[str, npt.NDArray[Any]], prefix: str, model: MarginalModel | None
+) -> dict[str, Any]:
+    """Store ``model``'s arrays under ``prefix``; its header fields."""
+    kind = None if model is None else "pgm" if hasattr(model, "potentials") else "mw"
+    if kind == "pgm":
+        for k, (clique, theta) in enumerate(model.potentials.items()):  # type: ignore[union-attr]
+            arrays[f"{prefix}clique_{k}"] = np.array(clique, dtype=np.int64)
+            arrays[f"{prefix}theta_{k}"] = theta
+        # the tree too: the fit may keep one the greedy triangulation would not find
+        # (an mbi model has none: it loads as the built-in model on the greedy tree)
+        tree = getattr(model, "junction_tree", None)
+        for k, node in enumerate(tree.nodes if tree is not None else ()):
+            arrays[f"{prefix}node_{k}"] = np.array(node, dtype=np.int64)
+    elif kind == "mw":
+        arrays[f"{prefix}dense"] = model.counts  # type: ignore[union-attr]
+    return {
+        "model": kind,
+        "step_scale": getattr(model, "step_scale", 1.0),
+        "model_total": None if model is None else float(model.total),
+    }
+
+
+def _get_model(
+    arrays: Mapping[str, npt.NDArray[Any]], prefix: str, info: Mapping[str, Any], domain: Domain
+) -> MarginalModel | None:
+    if info["model"] == "pgm":
+        from dpstream.tabular.pgm import GraphicalModel
+
+        k = 0
+        potentials: dict[Sequence[int], npt.ArrayLike] = {}
+        while f"{prefix}clique_{k}" in arrays:
+            clique = tuple(int(c) for c in arrays[f"{prefix}clique_{k}"])
+            potentials[clique] = arrays[f"{prefix}theta_{k}"]
+            k += 1
+        nodes: list[tuple[int, ...]] = []
+        while f"{prefix}node_{len(nodes)}" in arrays:  # absent in states before 2026-11-26
+            nodes.append(tuple(int(c) for c in arrays[f"{prefix}node_{len(nodes)}"]))
+        model = GraphicalModel(
+            domain.sizes, potentials, info["model_total"], junction_tree=nodes or None
+        )
+        model.step_scale = float(info["step_scale"])
+        return model
+    if info["model"] == "mw":
+        from dpstream.tabular.mw import DenseModel
+
+        return DenseModel(domain.sizes, arrays[f"{prefix}dense"])
+    return None
+
+
+def _counter_name(s: TabularStream, k: int, i: int) -> str:
+    # The stream's k keeps the name it had before k could vary.
+    return f"counter_{i}" if k == s._k else f"counter_k{k}_{i}"
+
+
+def encode(s: TabularStream) -> bytes:
+    """The bytes of :meth:`TabularStream.to_bytes`."""
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "selections": s._selections,
+        "counted_rows": s._counted_rows,
+    }
+    header = {
+        "format": _FORMAT,
+        "domain": {n: list(s._domain.categories(n) or []) or s._domain.size(n) for n in s._domain},
+        "config": s._config,
+        "t": s._t,
+        "size": s._size,
+        "exact_size": s._exact_size,
+        "insert_only": s._insert_only,
+        "sample_rng": s._sample_rng.bit_generator.state,
+        **_put_model(arrays, "", s._model),
+        "mixture": [_put_model(arrays, f"mix{m}_", c) for m, c in enumerate(s._mixture)],
+        "last_selected": s._last_selected,
+        "drift_rate": s._drift_rate,
+    }
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    rng_state = s._rng._checkpoint_state()
+    if rng_state is not None:
+        arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+    if s._size_counter is not None:
+        arrays["size_counter"] = np.frombuffer(s._size_counter.to_bytes(), dtype=np.uint8)
+    for i in range(len(s._workloads)):
+        arrays[f"marginal_{i}"] = s._synthetic_marginals[i]
+        arrays[f"remainder_{i}"] = s._remainder[i]
+        for k, cs in s._counters.items():
+            c = cs[i]
+            if c is not None:
+                arrays[_counter_name(s, k, i)] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
+    for k, rows in enumerate(s._baseline_rows):
+        arrays[f"rows_{k}"] = rows
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return _MAGIC + buf.getvalue()
+
+
+def _options(header: Mapping[str, Any]) -> dict[str, Any]:
+    """The constructor's options from a header, format-1 states migrated."""
+    cfg = dict(header["config"])
+    if header["format"] == 1:
+        cfg.setdefault("sampling", "iid")  # states written before the option existed
+        policy, cfg = policy_from_options(cfg)
+        cfg["policy"] = policy
+        if "public_sizes" not in cfg:
+            # Before the add/remove default: exact sizes, noise for an ℓ1 change of 1.
+            old = Fraction(cfg["epsilon"])
+            cfg["public_sizes"] = True
+            cfg["epsilon"] = str(2 * old)
+            warnings.warn(
+                f"this TabularStream state was saved before dpstream released the table's "
+                f"size privately: it loads with public_sizes=True (exact sizes; neighbouring "
+                f"streams differ in one record's values) and, as its noise was calibrated "
+                f"for epsilon = {old} with one record added or removed, it is "
+                f"epsilon = {2 * old}-DP for that relation. Start a new stream for the "
+                f"add/remove guarantee.",
+                UserWarning,
+                stacklevel=4,
+            )
+    else:
+        cfg["policy"] = from_dict(cfg["policy"])
+    if isinstance(cfg["workloads"], list):
+        cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
+    return cfg
+
+
+def decode(
+    cls: type[TabularStream], data: bytes | bytearray | memoryview, *, allow_seeded: bool
+) -> TabularStream:
+    """The stream of :meth:`TabularStream.from_bytes` (``ValueError`` for corrupt data)."""
+    if not bytes(data[: len(_MAGIC)]) == _MAGIC:
+        raise ValueError("not a dpstream TabularStream state")
+    try:
+        npz = np.load(io.BytesIO(bytes(data[len(_MAGIC) :])), allow_pickle=False)
+        arrays = {k: npz[k] for k in npz.files}
+        header = json.loads(arrays["header"].tobytes())
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+        raise ValueError(f"corrupt TabularStream state: {e}") from None
+    if header.get("format") not in (1, _FORMAT):
+        raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
+    domain = Domain(header["domain"])
+    cfg = _options(header)
+    rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
+    if rng_state is not None and not allow_seeded:
+        from dpstream.persistence import _seeded_refusal
+
+        raise ValueError(_seeded_refusal("TabularStream"))
+    s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
+    # The constructor drew the sampling seed: restore the generator after it.
+    s._rng = Rng._from_checkpoint_state(rng_state)
+    s._t, s._size = int(header["t"]), int(header["size"])
+    s._exact_size = int(header.get("exact_size", s._size))  # old states: exact sizes
+    s._insert_only = bool(header.get("insert_only", True))
+    if s._size < 0 or s._exact_size < 0 or (s._public_sizes and s._size != s._exact_size):
+        raise ValueError("corrupt TabularStream state: sizes")
+    if s._size_counter is not None:
+        if "size_counter" not in arrays:
+            if s._t:
+                raise ValueError("corrupt TabularStream state: no size counter")
+            s._size_counter = Counter(
+                s._counter_kind, s._budget.size, 1, horizon=s._horizon, rng=s._rng
+            )
+        else:
+            c = Counter.from_bytes(
+                arrays["size_counter"].tobytes(), rng=s._rng, allow_seeded=allow_seeded
+            )
+            if c.kind != s._counter_kind or c.epsilon != s._budget.size or c.dim != 1:
+                raise ValueError("corrupt TabularStream state: size counter")
+            s._size_counter = c
+    s._sample_rng.bit_generator.state = header["sample_rng"]
+    s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
+    if not 0.0 <= s._drift_rate <= 1.0:
+        raise ValueError("corrupt TabularStream state: drift rate")
+    if "selections" in arrays:  # states written before selections were kept have zeros
+        sel = np.asarray(arrays["selections"], dtype=np.int64)
+        last = [int(i) for i in header.get("last_selected", [])]
+        if sel.shape != s._selections.shape or np.any(sel < 0):
+            raise ValueError("corrupt TabularStream state: selection counts")
+        if any(not 0 <= i < sel.size for i in last):
+            raise ValueError("corrupt TabularStream state: last selections")
+        s._selections, s._last_selected = sel.copy(), last
+    if "counted_rows" in arrays:  # states written before it was kept: zeros
+        counted = np.asarray(arrays["counted_rows"])
+        if counted.shape != s._counted_rows.shape or counted.dtype.kind not in "iu":
+            raise ValueError("corrupt TabularStream state: counted rows")
+        s._counted_rows = counted.astype(np.int64)
+    for i in range(len(s._workloads)):
+        s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
+        s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
+        for k, cs in s._counters.items():
+            name = _counter_name(s, k, i)
+            if name in arrays:
+                data = arrays[name].tobytes()
+                c = Counter.from_bytes(data, rng=s._rng, allow_seeded=allow_seeded)
+                if c.kind != s._counter_kind or c.epsilon != s._budgets[k].counter_epsilon:
+                    raise ValueError(f"corrupt TabularStream state: {name}")
+                cs[i] = c
+    s._model = _get_model(arrays, "", header, domain)
+    mixture = header.get("mixture", [])
+    if mixture and (s._model is None or not isinstance(mixture, list)):
+        raise ValueError("corrupt TabularStream state: mixture")
+    s._mixture = [_get_model(arrays, f"mix{m}_", info, domain) for m, info in enumerate(mixture)]  # type: ignore[misc]
+    if any(c is None for c in s._mixture):
+        raise ValueError("corrupt TabularStream state: mixture")
+    k = 0
+    while f"rows_{k}" in arrays:
+        s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
+        k += 1
+    return s
+
+
+# ----------------------------------------------------------------------------- undo
+
+
+@dataclass(frozen=True)
+class Undo:
+    """The state before a step (:func:`undo_point`)."""
+
+    rng: bytes | None
+    counters: dict[tuple[int, int], bytes | None]
+    size_counter: bytes | None
+    sample_rng: Mapping[str, Any]
+    fields: dict[str, Any]
+
+
+def undo_point(s: TabularStream) -> Undo:
+    """What :func:`roll_back` needs to restore the state before a step."""
+    counters = {
+        (k, i): None if c is None else c.to_bytes()
+        for k, cs in s._counters.items()
+        for i, c in enumerate(cs)
+    }
+    names = (
+        *("_model", "_mixture", "_synthetic_marginals", "_remainder", "_counted_rows"),
+        *("_selections", "_last_selected", "_drift_rate", "_baseline_rows"),
+    )
+    return Undo(
+        rng=s._rng._checkpoint_state(),
+        counters=counters,
+        size_counter=None if s._size_counter is None else s._size_counter.to_bytes(),
+        sample_rng=s._sample_rng.bit_generator.state,
+        fields={n: _copy(getattr(s, n)) for n in names},
+    )
+
+
+def roll_back(s: TabularStream, undo: Undo) -> None:
+    """Restore the state saved by :func:`undo_point` (after a failed step). A seeded
+    generator is restored (the run stays reproducible); an OS-seeded one goes on."""
+    if undo.rng is not None:
+        s._rng = Rng._from_checkpoint_state(undo.rng)
+    for (k, i), data in undo.counters.items():
+        s._counters[k][i] = (
+            None if data is None else Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
+        )
+    if undo.size_counter is not None:
+        s._size_counter = Counter.from_bytes(undo.size_counter, rng=s._rng, allow_seeded=s.seeded)
+    s._sample_rng.bit_generator.state = undo.sample_rng
+    for name, value in undo.fields.items():
+        setattr(s, name, value)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a state field deep enough that a step cannot change it in place."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return list(value) if isinstance(value, list) else value

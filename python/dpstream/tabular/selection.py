@@ -1,0 +1,296 @@
+"""Workload selection and the split of ε: the privacy-critical part of the tabular stream.
+
+Every selection is one permute-and-flip (exact, in the Rust core) over the workloads'
+scores, with ``ε'/2k`` and the score's sensitivity; this module holds the scores, the
+argument for each sensitivity next to its code, and the split of ε
+(:func:`split_budget`, computed in one place).
+
+**Neighbouring relation.** Default: one stream has one more record than the other, in the
+insertions or the deletions of one step (add/remove; the batch sizes differ and the
+table's size is released by a continual counter with ``ε·SIZE_SHARE``). With
+``public_sizes``: the sizes are public and one record's values are replaced, an ℓ1 change
+of 2 in a batch histogram; every sensitivity is then doubled (``Budget.l1``).
+
+**What a score reads.** Only the batch's histogram ``∇f_t`` of each workload is private;
+the model, the previous table ``g_{t−1}``, the released sizes and the time are public.
+A record moves one cell of one batch histogram by 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream import noise
+from dpstream._params import RealLike, exact_fraction
+from dpstream._rng import Rng
+from dpstream.tabular.domain import Domain
+from dpstream.tabular.workloads import Clique
+
+__all__ = [
+    "SIZE_SHARE",
+    "Budget",
+    "ScoreKind",
+    "excess_l2_scores",
+    "select",
+    "selection_scores",
+    "split_budget",
+]
+
+#: The score a selection uses: one of the policy scores, or ``"auto"`` (``"l2"``, and
+#: ``"l2-cell"`` with its own sensitivity while the stream drifts).
+ScoreKind = str
+SCORE_KINDS = ("l2", "l2-cell", "paper", "auto")
+
+#: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
+SCORE_BITS = 20
+_SCORE_LIMIT = 2.0**31
+#: A batch's count in one cell of a workload must stay below this (the ``"l2"`` scores' exact
+#: norm works on counts below ``2^28``, model included): checked before a step.
+CELL_LIMIT = 2.0**27
+#: Weight ``w`` of the measurement-noise penalty of the ``"l2"`` score.
+NOISE_PENALTY = 1.0
+#: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
+L2_GRID_BITS = 4
+
+#: Default (add/remove): the share of ε given to the continual counter of the table's size.
+#: The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the measurements
+#: (``ε'/2k`` each). Why 1/20: ``docs/tabular.md``.
+SIZE_SHARE = Fraction(1, 20)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How ε is split (exact; computed in one place, :func:`split_budget`).
+
+    With ``ε' = ε − size`` (``size = ε·SIZE_SHARE`` by default, 0 with public sizes),
+    every step spends ``k·selection + k·measurement + size = ε`` on its own records (the
+    size counter's ``size`` covers the whole stream of sizes, a record entering it at its
+    own step only).
+
+    Attributes:
+        epsilon: the total ε of the whole stream.
+        selection: ε of one selection (``ε'/2k``); ``k`` per step.
+        measurement: ε of one workload counter (proposed) or of one selected
+            histogram's discrete Laplace noise (baseline) (``ε'/2k``).
+        laplace_scale: the discrete Laplace scale ``l1·2k/ε'`` of one measurement
+            (baseline: of its noise; proposed: of a simple counter's step).
+        score_sensitivity: the sensitivity given to permute-and-flip: ``l1`` times 1 for
+            the ``"l2"`` and ``"auto"`` scores, about ``1/√min|q_i| + 2^-18`` for
+            ``"l2-cell"`` and ``1/min|q_i| + 2^-18`` for the ``"paper"`` score.
+        drift_score_sensitivity: ``score="auto"`` only (else ``None``): the sensitivity
+            of the ``"l2-cell"`` score it uses while the stream drifts.
+        size: ε of the continual counter of the table's size (0 with ``public_sizes``).
+        l1: the ℓ1 change of one neighbour in a batch histogram: 1 under add/remove (the
+            default), 2 with ``public_sizes`` (one record's values replaced).
+    """
+
+    epsilon: Fraction
+    selection: Fraction
+    measurement: Fraction
+    laplace_scale: Fraction
+    score_sensitivity: Fraction
+    drift_score_sensitivity: Fraction | None = None
+    size: Fraction = Fraction(0)
+    l1: int = 1
+
+    @property
+    def counter_epsilon(self) -> Fraction:
+        """ε given to a workload :class:`~dpstream.counters.Counter` (calibrated for an ℓ1
+        change of 1): ``measurement / l1``, so that an ℓ1 change of ``l1`` costs
+        ``measurement``."""
+        return self.measurement / self.l1
+
+
+def split_budget(
+    epsilon: RealLike,
+    k: int,
+    workloads: list[Clique],
+    domain: Domain,
+    *,
+    score: ScoreKind = "auto",
+    public_sizes: bool = False,
+) -> Budget:
+    """The split of ε for ``k`` selections per step over ``workloads`` (exact).
+
+    Default (add/remove one record): ``ε·SIZE_SHARE`` to the size counter and, of the
+    rest ``ε'``, ``ε'/2k`` to each of the ``k`` selections of a step and ``ε'/2k`` to
+    each workload counter (or each baseline measurement), all calibrated to an ℓ1
+    change of 1. ``public_sizes=True`` (one record's values replaced, sizes exact and
+    public): no size counter, ``ε/2k`` each, calibrated to an ℓ1 change of 2 (the
+    counters' noise and the scores' sensitivities doubled). The score's sensitivity
+    depends on ``score``: 1 for ``"l2"`` and ``"auto"`` (whose ``"l2-cell"`` sensitivity
+    is ``drift_score_sensitivity``), about ``1/√min|q_i|`` for ``"l2-cell"`` and
+    ``1/min|q_i|`` for ``"paper"`` (the arguments are at the score functions).
+    """
+    eps = exact_fraction(epsilon, "epsilon")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if not isinstance(public_sizes, (bool, np.bool_)):
+        raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
+    size = Fraction(0) if public_sizes else eps * SIZE_SHARE
+    l1 = 2 if public_sizes else 1
+    share = (eps - size) / (2 * int(k))
+    if score not in SCORE_KINDS:
+        raise ValueError(f"score must be one of {SCORE_KINDS}, got {score!r}")
+    smallest = min(domain.cells(c) for c in workloads)
+    cell = _inverse_sqrt_bound(smallest) + Fraction(1, 2**18)
+    if score == "paper":
+        sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
+    else:
+        sensitivity = cell if score == "l2-cell" else Fraction(1)
+    drift = l1 * cell if score == "auto" else None
+    return Budget(eps, share, share, l1 / share, l1 * sensitivity, drift, size, l1)
+
+
+def select(
+    score: ScoreKind,
+    batches: list[npt.NDArray[np.float64]],
+    bases: list[Any],
+    models: list[npt.NDArray[np.float64]],
+    *,
+    rows: int,
+    table_rows: int,
+    budget: Budget,
+    drifting: bool,
+    rng: Rng,
+) -> int:
+    """One permute-and-flip over candidate workloads: the index of the chosen one.
+
+    ``batches[n]`` is candidate ``n``'s histogram of the batch (the only private input),
+    ``bases[n]`` its public ``q(g_{t−1})`` (or 0) and ``models[n]`` the public model
+    marginal it is compared with; ``rows``, ``table_rows`` and ``drifting`` are public.
+    ``score="auto"`` uses the ``"l2-cell"`` score and its sensitivity while ``drifting``
+    (the choice is made before the selection from public values: adaptive composition).
+    Spends ``budget.selection`` with the sensitivity of the score used.
+    """
+    switched = score == "auto" and drifting
+    if score == "paper":
+        scores = selection_scores([x + b for x, b in zip(batches, bases, strict=True)], models)
+    else:
+        scores = excess_l2_scores(
+            batches,
+            [m - b for m, b in zip(models, bases, strict=True)],
+            models,
+            rows=rows,
+            table_rows=table_rows,
+            noise_stddev=math.sqrt(2) * float(budget.laplace_scale),
+            per_cell=score == "l2-cell" or switched,
+        )
+    sensitivity = budget.score_sensitivity
+    if switched:
+        assert budget.drift_score_sensitivity is not None
+        sensitivity = budget.drift_score_sensitivity
+    return int(noise.permute_and_flip(scores, budget.selection, sensitivity, rng=rng))
+
+
+def selection_scores(
+    targets: list[npt.NDArray[np.float64]], model: list[npt.NDArray[np.float64]]
+) -> npt.NDArray[np.float64]:
+    """The workload utilities of Section 7.2 (3), rounded down to the ``2^-20`` grid.
+
+    ``e_i = ‖target_i − model_i‖₁ / |q_i| − |q_i|`` with ``|q_i|`` the number of cells.
+    Only ``target`` depends on the current batch; one record moves one cell of it by
+    one, so ``e_i`` moves by at most ``1/|q_i|`` and the rounded value by at most
+    ``1/|q_i| + 2^-18`` (float error below ``2^-21`` for scores below ``2^31``, plus one
+    grid step): the sensitivity :func:`split_budget` gives permute-and-flip.
+    """
+    scores = np.empty(len(targets))
+    for n, (t, m) in enumerate(zip(targets, model, strict=True)):
+        scores[n] = float(np.abs(t - m).sum()) / t.size - t.size
+    if not np.all(np.isfinite(scores)) or np.any(np.abs(scores) >= _SCORE_LIMIT):
+        raise ValueError("selection scores out of range (a workload error beyond 2^31)")
+    rounded: npt.NDArray[np.float64] = np.floor(scores * 2.0**SCORE_BITS) / 2.0**SCORE_BITS
+    return rounded
+
+
+def excess_l2_scores(
+    batches: list[npt.NDArray[Any]],
+    shifts: list[npt.NDArray[np.float64]],
+    models: list[npt.NDArray[np.float64]],
+    *,
+    rows: int,
+    table_rows: int,
+    noise_stddev: float,
+    per_cell: bool = False,
+) -> npt.NDArray[np.float64]:
+    """The ``"l2"`` workload scores: ``‖batch_i − shift_i‖₂ − b_i`` (counts), sensitivity 1;
+    with ``per_cell``, the ``"l2-cell"`` scores ``(‖batch_i − shift_i‖₂ − b_i) / √|q_i|``.
+
+    Args:
+        batches: each workload's histogram of the batch ``∇f_t`` (integer counts;
+            insertions minus deletions). The only private input.
+        shifts: public vectors ``q_i(h̃) − q_i(g_{t−1})``, so that
+            ``batch_i − shift_i = q_i(∇f_t + g_{t−1}) − q_i(h̃)``.
+        models: public model marginals ``q_i(h̃)`` (counts), for the sampling floor.
+        rows: records in the batch (inserted plus deleted; public).
+        table_rows: rows of the current table ``|f_t|`` (public).
+        noise_stddev: standard deviation of one measurement's noise per cell.
+        per_cell: divide each score by ``√|q_i|`` (``|q_i|`` the workload's cells).
+
+    ``b_i = √(rows·(1 − ‖p_i‖²)) + w·σ·√(|q_i|·rows / (2·table_rows))`` with ``p_i`` the
+    model's normalised marginal, ``w`` = :data:`NOISE_PENALTY` and ``σ`` =
+    ``noise_stddev``, rounded down to the grid ``2^-20``. The norm is exact: the batch
+    and the shift are put on the grid ``2^-4`` (the shift rounded to nearest) and the
+    norm is ``⌊√Σv²⌋`` in integers, rounded down to the grid. One record moves one
+    cell of a batch by 1 and, the sizes being public (see the module docstring),
+    nothing else, so the exact norm moves by at most 1 and so does the rounded
+    score: permute-and-flip gets sensitivity exactly 1. With ``per_cell`` the norm term
+    is ``⌊2^20·‖·‖₂/√|q_i|⌋`` computed exactly in integers (``⌊√(N/D)⌋ = isqrt(N // D)``):
+    it moves by at most ``1/√|q_i|`` plus one grid step, within the sensitivity
+    :func:`split_budget` gives (``1/√min|q_i|``, rounded up, ``+ 2^-18``).
+    """
+    unit = 1 << L2_GRID_BITS
+    limit = 1 << 32
+    out = np.empty(len(batches))
+    for n, (x, c, m) in enumerate(zip(batches, shifts, models, strict=True)):
+        xi = np.asarray(x)
+        if not np.all(xi == np.round(xi)):
+            raise ValueError("batch histograms must hold integer counts")
+        shift = np.asarray(c, dtype=np.float64)
+        if not np.all(np.isfinite(shift)) or not np.all(np.isfinite(np.asarray(m))):
+            # Public vectors from the fit: a NaN or inf here is a bug upstream, not the data.
+            raise ValueError("selection scores: the model's marginals are not finite")
+        v = xi.astype(np.int64) * unit - np.round(shift * unit)
+        if v.size and float(np.abs(v).max()) >= limit:
+            raise ValueError(
+                "selection scores out of range (a marginal count beyond 2^27 in one cell)"
+            )
+        mag = np.abs(v.astype(np.int64)).astype(np.uint64)
+        squares = mag * mag  # < 2^64
+        high = int(np.sum(squares >> np.uint64(32), dtype=np.uint64))
+        low = int(np.sum(squares & np.uint64(0xFFFFFFFF), dtype=np.uint64))
+        root = math.isqrt((high << 32) + low)  # ⌊unit·‖v/unit‖₂⌋
+        total = float(np.sum(m))
+        p2 = float(np.sum((np.asarray(m) / total) ** 2)) if total > 0 else 1.0 / xi.size
+        bias = math.sqrt(rows * max(0.0, 1.0 - p2)) + NOISE_PENALTY * noise_stddev * math.sqrt(
+            xi.size * rows / (2.0 * max(table_rows, 1))
+        )
+        grid = 2**SCORE_BITS
+        if not math.isfinite(bias) or bias >= _SCORE_LIMIT or root >= _SCORE_LIMIT * unit:
+            raise ValueError("selection scores out of range (a workload error beyond 2^31)")
+        if per_cell:
+            norm_units = math.isqrt((root * grid) ** 2 // (unit * unit * xi.size))
+            bias_units = math.floor(bias / math.sqrt(xi.size) * grid)
+        else:
+            norm_units = root * grid // unit
+            bias_units = math.floor(bias * grid)
+        # Both terms lie on the grid 2^-20 below 2^31: the difference is exact in float64.
+        out[n] = float(norm_units - bias_units) / grid
+    return out
+
+
+def _inverse_sqrt_bound(cells: int) -> Fraction:
+    """The smallest multiple of ``2^-20`` that is at least ``1/√cells`` (exact)."""
+    grid = 2**SCORE_BITS
+    # u ≥ grid/√cells  ⟺  u² ≥ grid²/cells  ⟺  u² ≥ ⌈grid²/cells⌉.
+    need = -(-(grid * grid) // cells)
+    u = math.isqrt(need - 1) + 1
+    return Fraction(u, grid)

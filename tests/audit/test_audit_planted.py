@@ -1,0 +1,63 @@
+"""Planted bugs in the online synthesizers, flagged by the sharp audits (issue 28).
+
+The bug: every ε the synthesizer hands to its noise is doubled (each block's ``ε/(k+1)``
+for the default method, each cell counter's ``ε_{j,r}`` for ``method="paper"``): half
+the noise, a split that sums to 2ε. It is injected through the test-only hook
+``dpstream._core._planted_set_epsilon_factor``, which exists only in an extension built
+with the Cargo feature ``planted-bugs`` (``rust/core/src/planted.rs``). The release
+build never has it (checked below); ``make test-planted`` builds a second extension with
+the feature into ``build/planted`` and runs this module there with
+``DPSTREAM_PLANTED_BUILD=1``, under which a missing hook is an error, not a skip.
+
+The audits are those of ``test_audit_online_sharp.py``: the claim is the pair's
+analytical loss, and with the bug the pair's loss is twice that, so the lower bound
+passes the claim.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from dpstream import _core
+
+from .online_setups import Setup, epochs_setup, paper_setup
+
+PLANTED_BUILD = os.environ.get("DPSTREAM_PLANTED_BUILD") == "1"
+HOOK = getattr(_core, "_planted_set_epsilon_factor", None)
+
+
+def test_the_release_build_has_no_planted_hook() -> None:
+    if PLANTED_BUILD:
+        pytest.skip("this is the planted-bugs build (make test-planted): the hook is expected")
+    assert HOOK is None, f"{_core.__file__} exposes the planted-bug hook: it must not ship"
+
+
+@pytest.fixture
+def doubled_epsilon() -> Iterator[None]:
+    """Plant the bug (ε × 2) for one test, and remove it afterwards whatever happens."""
+    if HOOK is None:
+        if PLANTED_BUILD:
+            pytest.fail(
+                f"DPSTREAM_PLANTED_BUILD=1 but {_core.__file__} has no planted-bug hook: "
+                "the planted-bugs extension is not the one imported"
+            )
+        pytest.skip("needs the planted-bugs extension: run `make test-planted`")
+    HOOK(2)
+    try:
+        yield
+    finally:
+        HOOK(1)
+
+
+CASES = {"epochs": (epochs_setup, 30_000, 2811), "paper": (paper_setup, 6_000, 2812)}
+
+
+@pytest.mark.parametrize("method", list(CASES))
+def test_planted_double_epsilon_is_flagged(audited, doubled_epsilon, method: str) -> None:
+    make, runs, seed = CASES[method]
+    setup: Setup = make()
+    label = f"PLANTED 2ε: {setup.name}, claim {float(setup.loss):.3f}"
+    result = setup.audit(audited, label, runs, seed)
+    assert not result.passed, result  # the pair loses about twice its claimed loss
