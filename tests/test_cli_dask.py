@@ -81,7 +81,7 @@ def test_cluster_runs_equal_one_process_byte_for_byte(
     months = [*MONTHS, "--end", "2024-03", "--seed", "3"]
     table = ["table", "--domain", str(domain), "--epsilon", "1", "--quiet", *months]
     cases = {
-        "online": ["points", *POINTS, *months],
+        "online": ["points", *POINTS, *months, "--evaluate", "EVAL"],
         "fixed": ["points", *POINTS, *months, "--memory", "2000000", "--expected-n", "50000"],
         "table": [*table, "--evaluate", "EVAL"],
     }
@@ -97,6 +97,14 @@ def test_cluster_runs_equal_one_process_byte_for_byte(
         assert names == [f"release-2024-0{m}.csv" for m in (1, 2, 3)]
         if name == "table":  # evaluated from exact marginals counted on the cluster
             same_files(tmp_path / f"{name}-pandas-eval", tmp_path / f"{name}-dask-eval")
+        if name == "online":  # from a sample drawn on the workers (here: every point)
+            metrics = pd.read_csv(tmp_path / f"{name}-dask-eval" / "NOT-PRIVATE-metrics.csv")
+            assert list(metrics["real_rows"]) == list(
+                pd.read_csv(tmp_path / f"{name}-pandas-eval" / "NOT-PRIVATE-metrics.csv")[
+                    "real_rows"
+                ]
+            )
+            assert metrics["w1"].between(0, 0.2).all()
 
 
 def test_checkpoints_resume_and_continue_on_a_parquet_directory(
