@@ -50,6 +50,8 @@ import numpy as np
 from dpstream import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
 from dpstream.tabular import (
+    Adaptive,
+    AutoK,
     Baseline,
     Domain,
     Measurement,
@@ -64,6 +66,15 @@ HERE = Path(__file__).resolve().parent
 SECTION = "Tabular stream: side by side"
 METHODS = ("default", "paper", "baseline", "offline ε/R", "offline once ε")
 COMPETITORS = ("baseline", "offline ε/R")
+#: ``--ablate``: the default without one heuristic (the policy a user gets by switching it off).
+ABLATIONS: dict[str, Adaptive] = {
+    "refit auto": Adaptive(refit="step"),
+    "auto score": Adaptive(score="l2"),
+    "auto k": Adaptive(k=2),
+    "taper": Adaptive(k=AutoK(taper=None)),
+    "pooled remainder": Adaptive(remainder="model"),
+}
+ORDERS = ("shuffled", "natural")
 
 
 def load_adult() -> tuple[np.ndarray, Domain]:
@@ -190,6 +201,71 @@ def run_setting(
     return rows
 
 
+def ordered(codes: np.ndarray, order: str, seed: int) -> np.ndarray:
+    """The rows in a seeded random order (stationary) or in the data set's own order."""
+    if order == "natural":
+        return codes
+    return codes[np.random.default_rng(seed).permutation(len(codes))]
+
+
+def run_ablation(
+    name: str, codes: np.ndarray, domain: Domain, eps: float, r: int, seed: int, order: str,
+    heuristics: list[str],
+) -> list[dict[str, object]]:  # fmt: skip
+    x = ordered(codes, order, seed)
+    rows = []
+    for method, policy in [("default", None), *((h, ABLATIONS[h]) for h in heuristics)]:
+        start = time.perf_counter()
+        avg, mx = run_stream(policy, x, domain, eps, r, seed)
+        rows.append(
+            dict(dataset=name, order=order, eps=eps, R=r, seed=seed, method=method,
+                 avg_we=avg, max_we=mx, seconds=time.perf_counter() - start)
+        )  # fmt: skip
+    return rows
+
+
+def ablation_table(rows: list[dict[str, Any]]) -> str:
+    """Per heuristic and data set: in how many settings the default (with it) has a lower mean
+    AvgWE and MaxWE than the default without it, and the worst ratio. Issue 29's rule: it stays
+    in the default only if that holds in ≥ 75% of the settings, never > 10% worse, on both."""
+    means: dict[tuple, dict[str, np.ndarray]] = {}
+    for row in rows:
+        key = (row["dataset"], row["order"], row["eps"], row["R"])
+        means.setdefault(key, {}).setdefault(row["method"], []).append(  # type: ignore[arg-type]
+            (row["avg_we"], row["max_we"])
+        )
+    lines = [
+        "| heuristic | data | settings | default wins (AvgWE and MaxWE) | worst default/without "
+        "| stays by the rule |",
+        "|---|---|---|---|---|---|",
+    ]
+    verdict: dict[str, list[bool]] = {}
+    heuristics = sorted({str(r["method"]) for r in rows} - {"default"})
+    datasets = sorted({str(r["dataset"]) for r in rows})
+    for h in heuristics:
+        for data in datasets:
+            wins, worst, n = 0, 0.0, 0
+            for key, per in means.items():
+                if key[0] != data or h not in per:
+                    continue
+                d, w = np.mean(per["default"], axis=0), np.mean(per[h], axis=0)
+                n += 1
+                wins += bool(d[0] < w[0] and d[1] < w[1])
+                worst = max(worst, float(d[0] / w[0]), float(d[1] / w[1]))
+            ok = n > 0 and wins >= 0.75 * n and worst <= 1.10
+            verdict.setdefault(h, []).append(ok)
+            lines.append(f"| {h} | {data} | {n} | {wins} | {worst:.2f} | {'yes' if ok else 'no'} |")
+    lines.append("")
+    lines.append(
+        "Stays in the default (wins on every data set): "
+        + (", ".join(h for h, v in verdict.items() if all(v)) or "none")
+        + "; fails the rule: "
+        + (", ".join(h for h, v in verdict.items() if not all(v)) or "none")
+        + "."
+    )
+    return "\n".join(lines)
+
+
 def summarise(rows: list[dict[str, Any]]) -> str:
     groups: dict[tuple, dict[str, list[tuple[float, float]]]] = {}
     for row in rows:
@@ -231,7 +307,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--datasets", default="adult,flights")
     p.add_argument("--out", type=Path, default=HERE / "out" / "tabular_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    p.add_argument(
+        "--ablate",
+        default=None,
+        help=f"comma-separated heuristics of Adaptive to test by issue 29's rule "
+        f"({', '.join(ABLATIONS)}, or all), on both orders, instead of the comparison",
+    )
     args = p.parse_args(argv)
+    if args.ablate is not None:
+        return ablate(args)
     unknown = [n for n in args.datasets.split(",") if n not in DATASETS]
     if unknown:
         p.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
@@ -287,6 +371,61 @@ def main(argv: list[str] | None = None) -> int:
         mode = " --full" if args.full else ""
         title = f"## {SECTION}"
         run = diag_run_lines(f".venv/bin/python benches/bench_tabular_compare.py{mode}")
+        write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
+    return 0
+
+
+def ablate(args: argparse.Namespace) -> int:
+    heuristics = list(ABLATIONS) if args.ablate == "all" else args.ablate.split(",")
+    bad = [h for h in heuristics if h not in ABLATIONS]
+    if bad:
+        raise SystemExit(
+            f"unknown heuristic(s) {', '.join(bad)}; choose from {', '.join(ABLATIONS)}"
+        )
+    seeds = args.seeds or (1 if args.quick else 2)
+    epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
+    r = 4 if args.quick else 12
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, object]] = []
+    start = time.perf_counter()
+    for name in args.datasets.split(","):
+        try:
+            codes, domain = DATASETS[name]()
+        except ImportError as exc:
+            print(f"skipped {name}: {exc}")
+            continue
+        if args.quick:
+            codes = codes[:2000]
+        for order in ORDERS:
+            for eps in epsilons:
+                for seed in range(seeds):
+                    rows += run_ablation(name, codes, domain, eps, r, seed, order, heuristics)
+                print(f"{name} {order} ε={eps:g} ({time.perf_counter() - start:.0f} s)", flush=True)
+    with open(args.out / "tabular_ablation.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    body = "\n".join(
+        [
+            f"R = {r} equal batches, orders {', '.join(ORDERS)}, ε ∈ "
+            f"{{{', '.join(f'{e:g}' for e in epsilons)}}}, {seeds} seeds; "
+            f"{time.perf_counter() - start:.0f} s on this machine. A setting is (data, order, ε); "
+            '"without" is the default with that one heuristic switched off.',
+            "",
+            ablation_table(rows),
+        ]
+    )
+    print(body)
+    if not args.no_write and not args.quick:
+        import sys
+
+        sys.path.insert(0, str(HERE))
+        from _report import diag_run_lines, write_section
+
+        title = f"## {SECTION}: which heuristics stay"
+        run = diag_run_lines(
+            f".venv/bin/python benches/bench_tabular_compare.py --ablate {args.ablate}"
+        )
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0
 

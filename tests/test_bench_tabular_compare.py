@@ -39,3 +39,20 @@ def test_an_unknown_dataset_is_refused(tmp_path: Path) -> None:
         text=True,
     )
     assert done.returncode != 0 and "nope" in done.stderr
+
+
+def test_quick_ablation_reports_each_heuristic(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, str(SCRIPT), "--quick", "--datasets", "adult", "--ablate",
+            "refit auto,taper", "--out", str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )  # fmt: skip
+    assert "| refit auto | adult | 2 |" in done.stdout and "| taper | adult | 2 |" in done.stdout
+    with open(tmp_path / "tabular_ablation.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["order"] for r in rows} == {"shuffled", "natural"}
+    assert {r["method"] for r in rows} == {"default", "refit auto", "taper"}
