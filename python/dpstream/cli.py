@@ -34,6 +34,7 @@ named ``NOT-PRIVATE-…``. A checkpoint holds exact counts and may not sit insid
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import sys
@@ -115,6 +116,7 @@ _NOT_FINGERPRINTED = frozenset(
         "checkpoint_every",
         "quiet",
         "evaluate",  # evaluation goes elsewhere and changes no release
+        "dask",  # where the counting runs changes no release (input_digest records the mode)
         "plot",
     }
 )
@@ -135,7 +137,9 @@ def _parser() -> argparse.ArgumentParser:
 
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--config", type=Path, help="TOML file with any of these options")
-        s.add_argument("--input", type=Path, help="a .csv or .parquet file")
+        s.add_argument(
+            "--input", type=Path, help="a .csv or .parquet file, or a directory of Parquet files"
+        )
         s.add_argument("--epsilon", help="ε for the whole stream (e.g. 1, 0.5, 1/3)")
         s.add_argument("--out", type=Path, help="directory for the release files (only them)")
         s.add_argument("--format", choices=["csv", "parquet"], help="release file format")
@@ -161,6 +165,13 @@ def _parser() -> argparse.ArgumentParser:
         )
         s.add_argument(
             "--plot", action="store_true", default=None, help="with --evaluate: also a PNG"
+        )
+        s.add_argument(
+            "--dask",
+            metavar="SCHEDULER",
+            help="count on a Dask cluster: a scheduler address, or local:N for a LocalCluster "
+            "of N worker processes; the input (a .parquet or .csv file or a directory of "
+            "Parquet files) is read partition by partition on the workers",
         )
         s.add_argument("--seed", type=int, help="reproducible noise: NOT PRIVATE (tests only)")
         s.add_argument("--quiet", action="store_true", default=None, help="no progress output")
@@ -463,6 +474,78 @@ def _batches(frame: Any, opts: dict[str, Any], consumed: Sequence[int]) -> list[
     return out
 
 
+def _partitioned(opts: dict[str, Any]) -> bool:
+    """Whether the input is read partition by partition (``--dask`` or a directory)."""
+    return opts.get("dask") is not None or Path(opts["input"]).is_dir()
+
+
+def _lazy_batches(
+    opts: dict[str, Any], columns: list[str], encode: Callable[[Any], bytes], consumed: list[int]
+) -> list[tuple[str, Any]]:
+    """:func:`_batches` for a partitioned input: the same public schedule, each batch a
+    :class:`dpstream.partitioned.LazyBatch` (periods read with a filter pushed down to
+    the Parquet reader; ``--batch-size`` batches as slices of the partitions)."""
+    import pandas as pd
+
+    from dpstream import partitioned
+
+    path = Path(opts["input"])
+    time_col = opts.get("time_column")
+    if time_col is None:
+        size = _positive(opts, "batch_size") or 10_000
+        return partitioned.row_batches(path, columns, size, consumed, encode)
+    if opts.get("start") is None or opts.get("end") is None:
+        raise UsageError("--time-column needs public --start and --end (the first and last period)")
+    dtype = partitioned.time_dtype(path, time_col)
+    every = opts.get("release_every")
+    if every is None:
+        if not pd.api.types.is_integer_dtype(dtype):
+            raise UsageError("--time-column without --release-every must hold integer steps")
+        steps = range(int(opts["start"]), int(opts["end"]) + 1)
+        bounds: list[tuple[str, Any, Any]] = [(str(t), t, t + 1) for t in steps]
+    else:
+        if every not in _FREQ:
+            raise UsageError(f"--release-every must be one of {sorted(_FREQ)}, got {every!r}")
+        if not pd.api.types.is_datetime64_any_dtype(dtype):
+            raise UsageError(
+                f"--time-column {time_col!r}: a partitioned input is filtered by the reader, "
+                f"so the column must be stored as timestamps, got {dtype}"
+            )
+        tz = getattr(dtype, "tz", None)
+        span = pd.period_range(
+            pd.Period(opts["start"], _FREQ[every]), pd.Period(opts["end"], _FREQ[every])
+        )
+        bounds = [
+            (str(p), _timestamp(p.start_time, tz), _timestamp((p + 1).start_time, tz)) for p in span
+        ]
+    return partitioned.periods(path, columns, time_col, bounds, encode)
+
+
+def _timestamp(t: Any, tz: Any) -> Any:
+    return t if tz is None else t.tz_localize(tz)
+
+
+def _input_batches(
+    opts: dict[str, Any], columns: list[str] | None, encode: Callable[[Any], bytes]
+) -> tuple[list[tuple[str, Any]], Callable[[Any], bytes]]:
+    """The labelled batches of the run and the bytes the run digests for each batch
+    (a partitioned input: its partitions' digests, computed on the cluster)."""
+    from dpstream.io import read_table
+    from dpstream.partitioned import LazyBatch
+    from dpstream.runs import consumed_sizes
+
+    consumed = consumed_sizes(opts.get("checkpoint"))
+    if not _partitioned(opts):
+        return _batches(read_table(opts["input"], columns), opts, consumed), encode
+    if columns is None:
+        raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
+
+    def digest(rows: Any) -> bytes:
+        return rows.digest() if isinstance(rows, LazyBatch) else encode(rows)
+
+    return _lazy_batches(opts, columns, encode, consumed), digest
+
+
 def _progress(opts: dict[str, Any]) -> Any:
     quiet = bool(opts.get("quiet"))
 
@@ -520,6 +603,17 @@ class _OnlinePoints:
         self.inner, self.columns, self.bounds = inner, columns, bounds
 
     def update(self, rows: Any) -> None:
+        from dpstream.partitioned import LazyBatch
+
+        if isinstance(rows, LazyBatch):  # counted on the cluster, scaled there
+            x = rows.points(self.columns, self.bounds.to_unit)
+            if hasattr(self.inner, "empty_copy"):  # PrivHP: a summary on its hash keys
+                from dpstream.distributed import build_privhp
+
+                self.inner.merge(build_privhp(x, self.inner.empty_copy()))
+            else:
+                self.inner.update(x)
+            return
         x = rows[self.columns].to_numpy(dtype=np.float64)
         self.inner.update(self.bounds.to_unit(x).reshape(-1, len(self.columns)))
 
@@ -567,8 +661,8 @@ def _point_bytes(columns: list[str]) -> Callable[[Any], bytes]:
 
 def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
     from dpstream import OnlineSynthesizer, PrivHP
-    from dpstream.io import parse_bounds, read_table
-    from dpstream.runs import Batch, consumed_sizes, run_stream
+    from dpstream.io import parse_bounds
+    from dpstream.runs import Batch, run_stream
 
     _require(opts, "input", "columns", "bounds", "epsilon", "out")
     eps = _epsilon(opts)
@@ -583,12 +677,18 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
     if method == "privhp":
         _require(opts, "memory", "expected_n")
     checkpoint = opts.get("checkpoint")
-    frame = read_table(opts["input"], columns)
-    labelled = _batches(frame, opts, consumed_sizes(checkpoint))
+    if _partitioned(opts) and method == "online-paper":
+        raise UsageError(
+            "--method online-paper tests every time step in order, so it cannot count a "
+            "partitioned input (--dask or a Parquet directory); use --method online"
+        )
+    labelled, row_bytes = _input_batches(opts, columns, _point_bytes(columns))
     rng = _rng(opts)
     # Points runs fingerprinted the table options --policy replaced (at their defaults):
     # kept, so that their checkpoints resume.
     run_options = {**_RETIRED_TABLE_OPTIONS, **_run_options(opts, eps)}
+    if _partitioned(opts):
+        run_options["input_digest"] = "partitions"
     if method in ("online", "online-paper"):
         if opts.get("memory") is not None or opts.get("expected_n") is not None:
             # The cap is part of the run: a checkpoint made with another number of
@@ -645,7 +745,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
         options=run_options,
-        row_bytes=_point_bytes(columns),
+        row_bytes=row_bytes,
         checkpoint=checkpoint,
         checkpoint_every=_positive(opts, "checkpoint_every") or 1,
         progress=_progress(opts),
@@ -683,9 +783,10 @@ def _evaluate_points(
     from dpstream import metrics
     from dpstream.io import read_table
 
-    parts = [bounds.to_unit(b.rows[columns].to_numpy(dtype=np.float64)) for b in batches]
+    parts = _real_points(batches, columns, bounds)
     real_all = np.concatenate(parts) if parts else np.zeros((0, len(columns)))
     ends = np.cumsum([len(p) for p in parts])
+    seen = np.cumsum([len(b.rows) for b in batches])
     index = {b.label: i for i, b in enumerate(batches)}
     stride = max(1, len(releases) // 30)
     chosen = releases[::stride] + ([releases[-1]] if (len(releases) - 1) % stride else [])
@@ -699,7 +800,11 @@ def _evaluate_points(
             continue
         real = real_all[: ends[index[label]]]
         synth = bounds.to_unit(read_table(path)[columns].to_numpy(dtype=np.float64))
-        row: dict[str, Any] = {"release": label, "rows": len(synth), "real_rows": len(real)}
+        row: dict[str, Any] = {
+            "release": label,
+            "rows": len(synth),
+            "real_rows": int(seen[index[label]]),
+        }
         if len(synth) and len(real):
             n = min(1500, len(synth), len(real))
             a = real[g.choice(len(real), n, replace=False)]
@@ -718,6 +823,26 @@ def _evaluate_points(
         out["plot (NOT PRIVATE)"] = str(
             _plot_points(table, last_real, last_synth, chosen[-1], directory)
         )
+    return out
+
+
+#: Real points the evaluation of a partitioned input samples (about; on the cluster).
+_EVAL_SAMPLE = 20_000
+
+
+def _real_points(batches: list[Any], columns: list[str], bounds: Any) -> list[Any]:
+    """Each batch's real points in the unit cube: all of them for a pandas input; for a
+    partitioned one, a seeded Bernoulli sample of about ``_EVAL_SAMPLE`` points in all,
+    drawn on the workers (the same rate in every batch, so every prefix's sample is
+    uniform), so that nothing is loaded whole."""
+    from dpstream.partitioned import LazyBatch
+
+    lazy = any(isinstance(b.rows, LazyBatch) for b in batches)
+    rate = min(1.0, _EVAL_SAMPLE / max(1, sum(len(b.rows) for b in batches))) if lazy else 1.0
+    out = []
+    for i, b in enumerate(batches):
+        rows = b.rows.sample(rate, seed=i) if isinstance(b.rows, LazyBatch) else b.rows
+        out.append(bounds.to_unit(rows[columns].to_numpy(dtype=np.float64)))
     return out
 
 
@@ -758,8 +883,7 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
-    from dpstream.io import read_table
-    from dpstream.runs import Batch, consumed_sizes, run_stream
+    from dpstream.runs import Batch, run_stream
     from dpstream.tabular import Domain, TabularStream
     from dpstream.tabular.policy import to_dict
 
@@ -775,10 +899,18 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     checkpoint = opts.get("checkpoint")
     policy = _table_policy(opts)
     _refuse_old_table_checkpoint(checkpoint)
-    frame = read_table(opts["input"])
-    labelled = _batches(frame, opts, consumed_sizes(checkpoint))
+    names = list(domain.names)
+
+    def row_bytes(rows: Any) -> bytes:
+        """Canonical bytes of the records: their codes, int64 little-endian, row-major."""
+        codes = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
+        return np.ascontiguousarray(codes, dtype="<i8").tobytes()
+
+    labelled, digest = _input_batches(opts, names if _partitioned(opts) else None, row_bytes)
     # The fingerprint holds the serialised policy (every field), not the option's form.
     run_options = {**_run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
+    if _partitioned(opts):
+        run_options["input_digest"] = "partitions"
     try:
         stream = TabularStream(
             domain,
@@ -790,7 +922,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         )
     except (TypeError, ValueError, ImportError) as e:
         raise UsageError(str(e)) from None
-    names = list(domain.names)
 
     class _Table:
         def __init__(self, s: Any) -> None:
@@ -806,11 +937,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         def to_bytes(self) -> bytes:
             return bytes(self.s.to_bytes())
 
-    def row_bytes(rows: Any) -> bytes:
-        """Canonical bytes of the records: their codes, int64 little-endian, row-major."""
-        codes = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
-        return np.ascontiguousarray(codes, dtype="<i8").tobytes()
-
     batches = [Batch(label, rows) for label, rows in labelled]
     result = run_stream(
         batches,
@@ -822,7 +948,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
         options=run_options,
-        row_bytes=row_bytes,
+        row_bytes=digest,
         checkpoint=checkpoint,
         checkpoint_every=_positive(opts, "checkpoint_every") or 1,
         progress=_progress(opts),
@@ -847,23 +973,38 @@ def _evaluate_table(
     import pandas as pd
 
     from dpstream.io import read_table
-    from dpstream.tabular import workload_errors
+    from dpstream.partitioned import LazyBatch
+    from dpstream.tabular import all_workloads
+    from dpstream.tabular.marginals import BatchMarginals, add_counts
+    from dpstream.tabular.workloads import marginal_errors
 
     names = list(domain.names)
-    parts = [domain.encode(b.rows[names]) for b in batches if len(b.rows)]
-    real_all = np.concatenate(parts) if parts else np.zeros((0, len(names)), dtype=np.int64)
-    ends = np.cumsum([len(b.rows) for b in batches])
+    cliques = all_workloads(domain, 2)
     index = {b.label: i for i, b in enumerate(batches)}
+    # The real table's exact 2-way marginals after each batch: counted on the cluster
+    # for a partitioned input (never loaded whole), here otherwise.
+    totals: list[tuple[int, tuple[Any, ...]]] = []
+    n, acc = 0, BatchMarginals.of(domain, cliques, None).inserted
+    for b in batches:
+        if isinstance(b.rows, LazyBatch):
+            from dpstream.distributed import batch_marginals
+
+            m = batch_marginals(b.rows.frame, domain, cliques)
+        else:
+            m = BatchMarginals.of(domain, cliques, b.rows[names] if len(b.rows) else None)
+        n, acc = n + m.rows_inserted, add_counts(acc, m.inserted)
+        totals.append((n, acc))
     rows: list[dict[str, Any]] = []
     for path in releases:
         label = path.stem.removeprefix("release-")
         if label not in index:
             continue
-        real = real_all[: ends[index[label]]]
+        real_rows, real_counts = totals[index[label]]
         synth = read_table(path)
-        row: dict[str, Any] = {"release": label, "rows": len(synth), "real_rows": len(real)}
-        if len(real) and len(synth):
-            row.update(workload_errors(real, synth[names], domain)._asdict())
+        row: dict[str, Any] = {"release": label, "rows": len(synth), "real_rows": real_rows}
+        if real_rows and len(synth):
+            errors = marginal_errors(list(real_counts), real_rows, synth[names], domain, cliques)
+            row.update(errors._asdict())
         rows.append(row)
     directory.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(rows)
@@ -970,7 +1111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if opts.get("format") not in ("csv", "parquet"):
             raise UsageError(f"--format must be csv or parquet, got {opts.get('format')!r}")
         command = {"points": cmd_points, "table": cmd_table, "demo": cmd_demo}[args.command]
-        summary = command(opts)
+        with _dask_client(opts.get("dask")):
+            summary = command(opts)
     except UsageError as e:
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
@@ -979,6 +1121,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     _print_summary(summary)
     return 0
+
+
+@contextlib.contextmanager
+def _dask_client(spec: str | None) -> Iterator[None]:
+    """The ``--dask`` client (and LocalCluster) for the duration of a command."""
+    if spec is None:
+        yield
+        return
+    from dpstream.partitioned import connect
+
+    client, cluster = connect(str(spec))
+    try:
+        yield
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _join_negative_values(argv: list[str]) -> list[str]:

@@ -1,4 +1,27 @@
-"""PrivHP on more than one machine: exact summaries per partition, one merge, one release.
+"""Every capability on more than one machine: exact counts per partition, one tree
+reduction, noise drawn once on the client.
+
+The heavy part of each mechanism is exact integer counting, which is linear in the
+records, so a cluster can do it partition by partition; only counts reach the client,
+which adds the noise exactly as on one machine. With the same seed, the results are byte
+for byte those of one process on the same records.
+
+* **PrivHP** (one release): :func:`build_privhp` (below).
+* **Tabular stream**: :func:`batch_marginals` counts each partition's workload histograms
+  (int64) on its worker and sums them by a tree reduction; ``TabularStream.step`` takes
+  the result (or the Dask collection itself) and runs selection, noise, counters and the
+  fit on the client. Wrong columns or dtypes are refused on the client from the
+  collection's metadata; values outside the domain on the worker, raised on the client
+  naming the column and the partition; the stream is unchanged.
+* **Online synthesizer**: :func:`update_online` (``OnlineSynthesizer.update`` of a Dask
+  array). ``"epochs"``: each partition's distinct finest cells and their counts
+  (:func:`cell_counts`), fed to ``update_counts`` one partition at a time; ``"privhp"``
+  (``for_memory``): summaries on the synthesizer's public template, merged, fed to
+  ``merge_summary``; ``"paper"`` cannot be split and refuses Dask input.
+
+The rest of this docstring is PrivHP's; the Spark patterns for all three close it.
+
+PrivHP on more than one machine: exact summaries per partition, one merge, one release.
 
 PrivHP's summary (exact counts of the top ``floor(log2 k)`` levels, one
 count-min or count sketch per deeper level) is a *linear* function of the
@@ -69,23 +92,96 @@ encodings; scale the columns to ``[0,1]`` with *public* bounds first)::
 
 (``summarize`` takes any iterable of points or of ``(m, d)`` batches, so
 ``mapInPandas``/Arrow batches work too and avoid per-row Python work.)
+
+The tabular stream on Spark (``mapPartitions`` to integer counts, then ``treeReduce``;
+the domain and workloads are public, the counts exact and sensitive)::
+
+    import pandas as pd
+    from dpstream import distributed
+
+    shipped = spark.sparkContext.broadcast((stream.domain, stream.workloads))  # public
+    names = list(stream.domain.names)
+
+    def count(rows):  # one partition -> (rows, int64 histogram per workload)
+        domain, workloads = shipped.value
+        rows = list(rows)  # an empty partition counts as None (no record)
+        frame = pd.DataFrame(rows, columns=names) if rows else None
+        yield distributed.count_records(frame, domain, workloads)
+
+    for month in months:  # the public schedule
+        batch = df.where(df.month == month).select(*names).rdd
+        inserted = batch.mapPartitions(count).treeReduce(distributed.add_record_counts, depth=2)
+        marginals = distributed.marginals_of(stream.domain, stream.workloads, inserted)
+        table = stream.step(marginals)  # selection, noise, fit: on the driver
+
+The online synthesizer on Spark: the default method takes each partition's finest cells
+and counts (one partition at a time on the driver); the fixed-memory method takes a tree
+reduction of summaries counted on its public template::
+
+    import numpy as np
+    from dpstream import PrivHP, distributed
+
+    def cells(rows):  # points already scaled to [0,1]^2 with public bounds
+        yield distributed.cell_counts(np.array([tuple(r) for r in rows]).reshape(-1, 2), 2)
+
+    synth = OnlineSynthesizer(1, 2)  # method="epochs"
+    for cell, count in df.select("x", "y").rdd.mapPartitions(cells).toLocalIterator():
+        synth.update_counts(cell, count)
+
+    synth = OnlineSynthesizer.for_memory(1, 2, memory_bytes=1 << 24, expected_n=10**10,
+                                         max_releases=120)
+    shipped = spark.sparkContext.broadcast(synth.summary_template().to_bytes())  # public
+
+    def summary(rows):
+        yield distributed.summarize(shipped.value, rows).to_bytes()
+
+    merged = df.select("x", "y").rdd.mapPartitions(summary).treeReduce(distributed.merge_bytes)
+    synth.merge_summary(PrivHP.from_bytes(merged))
+    synthetic = synth.release()  # noise drawn on the driver
+
+(With ``toLocalIterator`` the driver holds one partition's counts at a time; a failing
+partition stops the loop with the earlier partitions already fed, so validate the points
+first or count them all before feeding, as :func:`update_online` does on Dask.)
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from dpstream._arrays import int_param
+from dpstream._arrays import int_param, points_array
+from dpstream.partition import encode as encode_points
 from dpstream.privhp import PrivHP
+from dpstream.tabular.domain import Domain
+from dpstream.tabular.marginals import BatchMarginals, add_counts, count_codes
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
-__all__ = ["build_privhp", "merge_bytes", "summarize", "summary_graph"]
+    from dpstream.online import OnlineSynthesizer
+
+__all__ = [
+    "add_record_counts",
+    "batch_marginals",
+    "build_privhp",
+    "cell_counts",
+    "count_records",
+    "marginals_graph",
+    "marginals_of",
+    "merge_bytes",
+    "summarize",
+    "summary_graph",
+    "update_online",
+]
+
+Clique = tuple[int, ...]
+_Counted = tuple[int, tuple[Any, ...]]
+
+#: The level of the finest cells the online synthesizer keeps (its 63-bit paths).
+PATH_BITS = 63
 
 #: Points buffered before one ``PrivHP.update`` call when :func:`summarize` is
 #: fed single points.
@@ -252,8 +348,14 @@ def summary_graph(
     shared = dask.delayed(tmpl, pure=True)  # one graph key, shipped once per worker
     parts = _partitions(data, template.dim)
     summarize_block = dask.delayed(_summarize_block, pure=True)
-    merge = dask.delayed(_merge_many, pure=True)
     level: list[Delayed] = [summarize_block(shared, p, threads) for p in parts]
+    return _tree_reduce(level, _merge_many, shared, fan_in)
+
+
+def _tree_reduce(level: list[Delayed], merge_many: Any, shared: Any, fan_in: int) -> Delayed:
+    """Reduce ``level`` by ``merge_many(shared, *inputs)`` tasks of ``fan_in`` inputs
+    (``merge_many(shared)`` alone for no input)."""
+    merge = _dask().delayed(merge_many, pure=True)
     if not level:
         return cast("Delayed", merge(shared))
     while len(level) > 1:
@@ -300,3 +402,245 @@ def build_privhp(
     if not isinstance(summary, PrivHP):  # pragma: no cover - defensive
         raise TypeError(f"the computation returned {type(summary).__name__}, not a PrivHP")
     return summary
+
+
+# ----------------------------------------------------------------------------- tabular stream
+
+
+def _is_dask(data: object) -> bool:
+    return hasattr(data, "__dask_graph__")
+
+
+def count_records(data: Any, domain: Domain, workloads: Sequence[Clique]) -> _Counted:
+    """``(rows, counts)`` of one partition of records: its row count and the exact int64
+    histogram of every workload (:func:`dpstream.tabular.marginals.count_codes`).
+    ``data`` takes every form a pandas step does; refused with the same errors.
+    Exact: **sensitive**. For engines other than Dask (the Spark pattern above)."""
+    codes = domain.encode(data)
+    return codes.shape[0], count_codes(codes, domain.sizes, workloads)
+
+
+def add_record_counts(*parts: _Counted) -> _Counted:
+    """The sum of several :func:`count_records` results (for a tree reduction, e.g.
+    Spark's ``treeReduce``): exact integers, **sensitive**."""
+    return sum(p[0] for p in parts), add_counts(*(p[1] for p in parts))
+
+
+def _count_block(block: Any, shared: tuple[Domain, tuple[Clique, ...]], index: int) -> _Counted:
+    """Task body: :func:`count_records` of one partition (a refusal names the partition:
+    row numbers are within it)."""
+    try:
+        return count_records(block, *shared)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+
+
+def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) -> _Counted:
+    """Task body of the reduction (no input: the counts of no record)."""
+    return add_record_counts(*parts) if parts else count_records(None, *shared)
+
+
+def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
+    """Refuse, on the client and before any task runs, a collection whose columns or
+    dtypes a pandas batch would be refused for (same errors); its partitions."""
+    dd = _dask("dask.dataframe")
+    da = _dask("dask.array")
+    if isinstance(data, dd.DataFrame):
+        domain.encode(data._meta)  # the empty frame with the collection's columns and dtypes
+        return list(data.to_delayed())
+    if isinstance(data, da.Array):
+        d = len(domain)
+        if data.ndim != 2 or data.shape[1] != d:
+            raise ValueError(f"a batch array must have shape (n, {d}), got {data.shape}")
+        domain.encode(np.zeros((1, d), dtype=data.dtype))  # the dtype check
+        return list(data.rechunk({1: -1}).to_delayed().ravel())
+    raise TypeError(
+        f"a Dask batch must be a dask DataFrame or a dask Array, got {type(data).__name__}"
+    )
+
+
+def marginals_graph(
+    data: object,
+    domain: Domain,
+    workloads: Sequence[Clique],
+    *,
+    split_every: int = 8,
+) -> Delayed:
+    """The lazy computation behind :func:`batch_marginals` for one collection: a
+    ``dask.delayed`` object computing ``(rows, counts)`` (counts as
+    :func:`dpstream.tabular.marginals.count_codes` returns them), summed by a tree
+    reduction of ``split_every`` inputs per task. Exact: sensitive."""
+    dask = _dask()
+    fan_in = int_param(split_every, "split_every", low=2)
+    shared = dask.delayed((domain, tuple(tuple(w) for w in workloads)), pure=True)
+    count = dask.delayed(_count_block, pure=True)
+    level = [count(p, shared, i) for i, p in enumerate(_check_meta(data, domain))]
+    return _tree_reduce(level, _add_counted, shared, fan_in)
+
+
+def batch_marginals(
+    batch: object,
+    domain: Domain,
+    workloads: Sequence[Clique],
+    *,
+    deletions: object = None,
+    split_every: int = 8,
+) -> BatchMarginals:
+    """The exact workload marginals of one step, counted on the Dask cluster.
+
+    Each partition is encoded and counted on its worker (int64 histograms, one per
+    workload); the counts are summed by a tree reduction and only they reach the
+    client: ``sum`` of the cells of the workloads, never the records. Give the result
+    to :meth:`dpstream.tabular.TabularStream.step` (which also does this itself when
+    given a Dask collection): the step is identical, bit for bit, to the step of the
+    same records as one pandas batch.
+
+    Args:
+        batch, deletions: a ``dask.dataframe.DataFrame`` with the domain's columns, a
+            ``dask.array.Array`` ``(n, d)`` of codes, or anything a pandas step takes
+            (counted on the client), or ``None``.
+        domain, workloads: the stream's (:attr:`TabularStream.domain`,
+            :attr:`TabularStream.workloads`).
+        split_every: inputs per reduction task (at least 2).
+
+    Returns:
+        A :class:`~dpstream.tabular.marginals.BatchMarginals`: exact counts, **sensitive**
+        (keep them in the trusted cluster and client).
+
+    Raises:
+        ValueError, TypeError: the errors a pandas batch gets. Wrong columns or dtypes
+            are refused on the client before anything runs; a value outside the domain
+            is found on a worker and raised on the client, with the column and the
+            partition named. Nothing is changed (the stream is not involved yet).
+    """
+    dask = _dask()
+    cliques = [tuple(int(c) for c in w) for w in workloads]
+    graphs: dict[str, Delayed] = {}
+    local: dict[str, _Counted] = {}
+    for name, data in (("batch", batch), ("deletions", deletions)):
+        if _is_dask(data):
+            graphs[name] = marginals_graph(data, domain, cliques, split_every=split_every)
+        else:
+            local[name] = count_records(data, domain, cliques)
+    counted = {**local, **dict(zip(graphs, dask.compute(*graphs.values()), strict=True))}
+    return marginals_of(
+        domain, cliques, counted["batch"], counted["deletions"], deletions is not None
+    )
+
+
+def marginals_of(
+    domain: Domain,
+    workloads: Sequence[Clique],
+    inserted: _Counted,
+    deleted: _Counted | None = None,
+    has_deletions: bool | None = None,
+) -> BatchMarginals:
+    """The :class:`~dpstream.tabular.marginals.BatchMarginals` of a step from the
+    :func:`count_records` sums of its insertions and (optionally) deletions, e.g. from
+    Spark's ``treeReduce``. ``has_deletions`` (public) defaults to ``deleted is not None``."""
+    gone = count_records(None, domain, workloads) if deleted is None else deleted
+    flag = deleted is not None if has_deletions is None else has_deletions
+    return BatchMarginals(domain.sizes, workloads, inserted[1], gone[1], inserted[0], gone[0], flag)
+
+
+# ----------------------------------------------------------------------------- online synthesizer
+
+
+def cell_counts(points: Any, dim: int) -> tuple[Any, Any]:
+    """The distinct finest cells (level-63 paths) of ``(n, dim)`` points in ``[0,1]^dim``
+    and their counts, both uint64: what :meth:`OnlineSynthesizer.update_counts` takes
+    (the default method). Refused as ``update`` refuses the points. Exact: **sensitive**.
+    For engines other than Dask (the Spark pattern above)."""
+    paths = encode_points(points_array(_block_array(points), dim), PATH_BITS)
+    cells, counts = np.unique(paths, return_counts=True)
+    return cells, counts.astype(np.uint64)
+
+
+def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
+    """Task body: :func:`cell_counts` of one partition (a refusal names it)."""
+    try:
+        return cell_counts(block, dim)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+
+
+def _block_array(block: Any) -> Any:
+    if hasattr(block, "to_numpy"):
+        return block.to_numpy()
+    return block if isinstance(block, np.ndarray) else np.asarray(list(block))
+
+
+def _gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
+    """Compute every task, then yield the results one by one.
+
+    On a ``dask.distributed`` client the results stay on the workers until their
+    turn (the client holds one at a time) and every task has finished without error
+    before the first is yielded; on the local scheduler they are computed together."""
+    try:
+        client = _dask("dask.distributed").get_client()
+    except (ImportError, ValueError):
+        client = None
+    if client is None:
+        yield from _dask().compute(*tasks)
+        return
+    futures = client.compute(tasks)
+    _dask("dask.distributed").wait(futures)
+    for f in futures:
+        if f.status != "finished":
+            f.result()  # raises the task's error on the client
+    for f in futures:
+        yield f.result()
+        f.release()
+
+
+def update_online(
+    synth: OnlineSynthesizer, data: object, *, split_every: int = 8, threads: int = 1
+) -> None:
+    """Feed a Dask collection of points to ``synth`` as one :meth:`~OnlineSynthesizer.update`.
+
+    * ``method="epochs"`` (default): each partition's points are encoded to their
+      level-63 cells on its worker and counted (distinct cells, integer counts); the
+      client feeds the counts with :meth:`OnlineSynthesizer.update_counts`, one
+      partition at a time, once every partition has been counted without error.
+    * ``method="privhp"`` (:meth:`OnlineSynthesizer.for_memory`): each partition is
+      counted by a copy of :meth:`~OnlineSynthesizer.summary_template` and the
+      summaries are merged by a tree reduction (:func:`build_privhp`); the client adds
+      the merged summary with :meth:`~OnlineSynthesizer.merge_summary`. Client memory:
+      two summaries, fixed.
+    * ``method="paper"`` runs its counters one time step after another, so its work
+      cannot be split: refused (``ValueError``).
+
+    The synthesizer's state afterwards is byte for byte the state ``synth.update(x)``
+    gives on the computed points ``x`` (same seed, same releases). The counts are
+    exact: they stay in the trusted cluster and client. Noise is drawn only by the
+    synthesizer's releases, on the client.
+
+    Args:
+        data: a ``dask.array.Array`` ``(n, d)`` in ``[0,1]^d``, a
+            ``dask.dataframe.DataFrame`` with exactly ``d`` numeric columns, a Dask bag
+            of points, or a list of ``dask.delayed`` partitions.
+        split_every: summaries merged per reduction task (``"privhp"``).
+        threads: counting threads per task (``"privhp"``; 1 or 2).
+
+    Raises:
+        ValueError, TypeError: a point outside ``[0,1]^d``, NaN, a wrong shape or dtype
+            (found on a worker, raised on the client naming the partition): nothing is
+            fed. ``"epochs"`` with a ``dask.distributed`` client: the partitions are
+            fed only after all were counted, so a refusal changes nothing.
+    """
+    if synth.method == "paper":
+        raise ValueError(
+            "method='paper' tests every time step in order, so its counting cannot be split "
+            "over a cluster: it refuses Dask input; use the default method='epochs' or "
+            "OnlineSynthesizer.for_memory (method='privhp'), or compute the points first"
+        )
+    if synth.method == "privhp":
+        template = synth.summary_template()
+        summary = build_privhp(data, template, split_every=split_every, threads=threads)
+        synth.merge_summary(summary)
+        return
+    dask = _dask()
+    cell_counts = dask.delayed(_cell_counts, pure=True)
+    tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
+    for cells, counts in _gather_in_order(tasks):
+        synth.update_counts(cells, counts)

@@ -79,6 +79,7 @@ from dpstream import _core
 from dpstream._arrays import int_param, points_array
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
+from dpstream.privhp import PrivHP
 
 __all__ = ["MAX_DIM", "METHODS", "OnlineSynthesizer"]
 
@@ -90,6 +91,21 @@ METHODS = ("epochs", "paper")
 
 # The core objects behind an OnlineSynthesizer ("privhp" comes from ``for_memory``).
 _Inner = _core.EpochSynthesizer | _core.OnlineSynthesizer | _core.ContinualPrivHP
+
+
+def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
+    """A 1-D array of non-negative integers as uint64, or a clear error."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "i" and int(arr.min()) < 0:
+        raise ValueError(f"{name} must be non-negative, got {int(arr.min())}")
+    # Aligned and contiguous: arrays shipped between processes can arrive misaligned.
+    return np.require(arr, dtype=np.uint64, requirements=["C", "A"])
 
 
 class OnlineSynthesizer:
@@ -327,8 +343,68 @@ class OnlineSynthesizer:
         (or a wrong shape) raises ``ValueError`` and nothing is counted — ``t`` and the
         generator are unchanged. Splitting a stream into batches does not change any
         output: ``update(a); update(b)`` equals ``update(concat(a, b))``.
+
+        A Dask array ``(n, d)`` or DataFrame with ``d`` columns is counted on the
+        cluster (:func:`dpstream.distributed.update_online`; ``"epochs"`` and
+        ``"privhp"``): the same state as this call on the computed points.
+        ``"paper"`` refuses it.
         """
+        if hasattr(points, "__dask_graph__"):  # a Dask collection: counted on the cluster
+            from dpstream.distributed import update_online
+
+            update_online(self, points)
+            return
         self._inner.update(points_array(points, self.dim))
+
+    def update_counts(self, cells: object, counts: object) -> None:
+        """``"epochs"`` only: feed the open epoch from exact counts of finest cells.
+
+        ``counts[i]`` points lie in the cell ``cells[i]``, the level-63 path of
+        :func:`dpstream.partition.encode` (``encode(points, 63)``); ``Σ counts`` time
+        steps. The state afterwards is the state :meth:`update` gives on those points,
+        byte for byte (:meth:`to_bytes`, every later release, seeded or not): the open
+        epoch is a multiset. This is how a cluster's exact counts reach the client
+        (:func:`dpstream.distributed.update_online`). Cells may repeat; counts are
+        non-negative integers. All-or-nothing. The counts are exact: as private as the
+        points.
+        """
+        if self._method != "epochs":
+            raise ValueError(
+                f"update_counts is for method='epochs'; this synthesizer is {self._method!r}"
+            )
+        c = _counts_array(cells, "cells")
+        n = _counts_array(counts, "counts")
+        if c.shape != n.shape:
+            raise ValueError(
+                f"cells and counts must have the same length, got {c.size} and {n.size}"
+            )
+        self._inner.update_counts(c, n)  # type: ignore[union-attr]
+
+    def summary_template(self) -> PrivHP:
+        """``"privhp"`` only: an empty PrivHP summary with this synthesizer's shared
+        configuration and hash keys (public: drawn independently of the data), to count
+        points elsewhere (:func:`dpstream.distributed.summarize` on a cluster's workers)
+        for :meth:`merge_summary`."""
+        inner = self._inner
+        if not isinstance(inner, _core.ContinualPrivHP):
+            raise ValueError(
+                f"summary_template is for method='privhp'; this synthesizer is {self._method!r}"
+            )
+        return PrivHP.from_bytes(inner.template())
+
+    def merge_summary(self, summary: PrivHP) -> None:
+        """``"privhp"`` only: add the exact summary of points of the open epoch, counted by
+        copies of :meth:`summary_template` (and merged): the same state as :meth:`update`
+        of those points, byte for byte. All-or-nothing: a summary of another template or
+        a released one is refused. The summary is exact: as private as the points."""
+        inner = self._inner
+        if not isinstance(inner, _core.ContinualPrivHP):
+            raise ValueError(
+                f"merge_summary is for method='privhp'; this synthesizer is {self._method!r}"
+            )
+        if not isinstance(summary, PrivHP):
+            raise TypeError(f"summary must be a PrivHP, got {type(summary).__name__}")
+        inner.merge_summary(summary._inner)
 
     def release(self, size: int | None = None) -> npt.NDArray[np.float64]:
         """Synthetic data from the current private state, float64 in ``[0,1]^d``.

@@ -293,6 +293,18 @@ class PrivHP:
         arr = np.require(points_array(points, self.dim), requirements=["C", "A"])
         self._inner.update(arr)
 
+    def empty_copy(self) -> PrivHP:
+        """An empty, unreleased summary with this one's parameters and hash keys (public):
+        a template to count more points elsewhere (:mod:`dpstream.distributed`) and
+        :meth:`merge` them in. Refused after a release."""
+        if self.released:
+            raise BudgetExceededError("a released summary has no empty copy; copy it first")
+        copy = PrivHP.__new__(PrivHP)
+        copy._inner = self._inner.empty_copy()
+        copy._epsilon = self._epsilon
+        copy._noise_seeded = self._noise_seeded
+        return copy
+
     def merge(self, other: PrivHP) -> None:
         """Add another unreleased summary with identical parameters and hash keys
         (a copy made before either saw data, e.g. on another machine)."""

@@ -73,6 +73,7 @@ from dpstream.tabular.fitting import (
     increment_variance,
     make_fit,
 )
+from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import (
     Adaptive,
@@ -99,7 +100,7 @@ from dpstream.tabular.selection import (
     select,
     split_budget,
 )
-from dpstream.tabular.workloads import Clique, all_workloads, marginal
+from dpstream.tabular.workloads import Clique, all_workloads
 
 __all__ = ["SIZE_SHARE", "Budget", "TabularStream", "released_size"]
 
@@ -370,7 +371,12 @@ class TabularStream(WorkloadMeasurements):
 
         Args:
             batch: inserted records (a pandas/polars DataFrame with the domain's
-                columns, an ``(n, d)`` integer array of codes, or ``None`` for none).
+                columns, an ``(n, d)`` integer array of codes, or ``None`` for none); a
+                Dask DataFrame or array, counted on the cluster
+                (:func:`dpstream.distributed.batch_marginals`); or the step's exact
+                :class:`~dpstream.tabular.marginals.BatchMarginals` (insertions and
+                deletions, with ``deletions=None``). Every form gives the same step, bit
+                for bit, on the same records.
             deletions: removed records, same forms (not with :class:`Baseline`). Whether a
                 step is given a ``deletions`` argument (not its records) is public.
 
@@ -388,21 +394,17 @@ class TabularStream(WorkloadMeasurements):
         nothing was released, but the error follows from the step's noisy values, so a
         retry of the same batch counts as another step against ε.
         """
-        ins = self._domain.encode(batch)
-        dels = self._domain.encode(deletions)
-        if dels.shape[0] and self._baseline:
+        counts = self._batch_marginals(batch, deletions)
+        n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
+        if n_dels and self._baseline:
             raise ValueError("the baseline method takes insertions only")
-        exact = self._exact_size + ins.shape[0] - dels.shape[0]
+        exact = self._exact_size + n_ins - n_dels
         if exact < 0:
             raise ValueError(
-                f"deleting {dels.shape[0]} records from a table of "
-                f"{self._exact_size + ins.shape[0]}"
+                f"deleting {n_dels} records from a table of {self._exact_size + n_ins}"
             )
         self._check_step()
-        diff = [
-            marginal(ins, self._domain, c) - marginal(dels, self._domain, c)
-            for c in self._workloads
-        ]
+        diff = counts.differences()
         if any(d.size and float(np.abs(d).max()) >= CELL_LIMIT for d in diff):
             raise ValueError(
                 "a batch with a marginal count beyond 2^27 in one cell; split it into "
@@ -410,9 +412,7 @@ class TabularStream(WorkloadMeasurements):
             )
         undo = checkpoint.undo_point(self)
         try:
-            size, rows = self._next_size(
-                ins.shape[0] - dels.shape[0], ins.shape[0] + dels.shape[0], deletions is None
-            )
+            size, rows = self._next_size(n_ins - n_dels, n_ins + n_dels, not counts.has_deletions)
             if self._baseline:
                 self._step_baseline(diff, size - self._size)
             else:
@@ -422,9 +422,25 @@ class TabularStream(WorkloadMeasurements):
             raise
         self._size = size
         self._exact_size = exact
-        self._insert_only = self._insert_only and deletions is None
+        self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
         return self._table(self.synthetic_codes())
+
+    def _batch_marginals(self, batch: Any, deletions: Any) -> BatchMarginals:
+        """The exact workload marginals of a step's records: counted here, counted on a
+        Dask cluster (a Dask collection), or given (a :class:`BatchMarginals`)."""
+        if isinstance(batch, BatchMarginals):
+            if deletions is not None:
+                raise ValueError(
+                    "precomputed BatchMarginals hold the deletions too: pass deletions=None"
+                )
+            batch.check(self._domain, self._workloads)
+            return batch
+        if any(hasattr(b, "__dask_graph__") for b in (batch, deletions)):
+            from dpstream.distributed import batch_marginals
+
+            return batch_marginals(batch, self._domain, self._workloads, deletions=deletions)
+        return BatchMarginals.of(self._domain, self._workloads, batch, deletions)
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are

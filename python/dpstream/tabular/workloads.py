@@ -30,7 +30,13 @@ import numpy.typing as npt
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import marginal_counts
 
-__all__ = ["WorkloadErrors", "all_workloads", "marginal", "workload_errors"]
+__all__ = [
+    "WorkloadErrors",
+    "all_workloads",
+    "marginal",
+    "marginal_errors",
+    "workload_errors",
+]
 
 Clique = tuple[int, ...]
 
@@ -84,17 +90,32 @@ def workload_errors(
     Not private: this reads the real data (an evaluation tool).
     """
     f = domain.encode(real)
-    g = domain.encode(synthetic)
-    if f.shape[0] == 0 or g.shape[0] == 0:
-        raise ValueError("both tables must have at least one row")
     cliques = all_workloads(domain, workloads) if isinstance(workloads, int) else workloads
-    if not cliques:
+    real_counts = [marginal(f, domain, tuple(c)) for c in cliques]
+    return marginal_errors(real_counts, f.shape[0], synthetic, domain, cliques)
+
+
+def marginal_errors(
+    real_counts: list[npt.NDArray[Any]],
+    real_rows: int,
+    synthetic: Any,
+    domain: Domain,
+    workloads: list[Clique],
+) -> WorkloadErrors:
+    """:func:`workload_errors` from the real table's exact marginals (``real_counts[i]``
+    the counts of ``workloads[i]``, e.g. summed on a cluster by
+    :func:`dpstream.distributed.batch_marginals`) and its number of rows: the real
+    records themselves are not needed. Not private (an evaluation tool)."""
+    g = domain.encode(synthetic)
+    if real_rows == 0 or g.shape[0] == 0:
+        raise ValueError("both tables must have at least one row")
+    if not workloads:
         raise ValueError("no workloads given")
-    we = np.empty(len(cliques))
-    rel = np.empty(len(cliques))
-    rel_l2 = np.empty(len(cliques))
-    for i, clique in enumerate(cliques):
-        qf = marginal(f, domain, tuple(clique)) / f.shape[0]
+    we = np.empty(len(workloads))
+    rel = np.empty(len(workloads))
+    rel_l2 = np.empty(len(workloads))
+    for i, clique in enumerate(workloads):
+        qf = np.asarray(real_counts[i], dtype=np.float64) / real_rows
         qg = marginal(g, domain, tuple(clique)) / g.shape[0]
         err = np.abs(qf - qg)
         we[i] = err.mean()

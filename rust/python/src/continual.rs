@@ -1,7 +1,7 @@
 //! Bindings of `dpstream_core::synth::ContinualPrivHP` (continual-release
 //! PrivHP in fixed memory); see `dpstream.OnlineSynthesizer.for_memory`.
 
-use crate::privhp::PyTreeGenerator;
+use crate::privhp::{PyPrivHP, PyTreeGenerator};
 use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::ContinualPrivHP;
 use num_bigint::BigUint;
@@ -110,6 +110,23 @@ impl PyContinualPrivHP {
         let data = points_slice(&points, self.inner.dim())?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
+    }
+
+    /// The encoding of an empty summary with the shared configuration and
+    /// hash keys (public), to count partitions elsewhere.
+    fn template<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self
+            .inner
+            .template()
+            .and_then(|t| t.to_bytes())
+            .map_err(to_py_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Add an exact summary counted by copies of `template()`; the same state
+    /// as `update` of its points. All-or-nothing.
+    fn merge_summary(&mut self, summary: PyRef<'_, PyPrivHP>) -> PyResult<()> {
+        self.inner.merge_summary(&summary.inner).map_err(to_py_err)
     }
 
     /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.

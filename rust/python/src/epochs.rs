@@ -4,7 +4,7 @@ use crate::privhp::PyTreeGenerator;
 use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
 use dpstream_core::synth::EpochSynthesizer;
 use num_bigint::BigUint;
-use numpy::{PyArray2, PyReadonlyArray2};
+use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -74,6 +74,21 @@ impl PyEpochSynthesizer {
         let data = points_slice(&points, self.inner.dim())?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
+    }
+
+    /// Feed exact counts of finest cells: `counts[i]` points with the 63-bit
+    /// path `paths[i]` (uint64 arrays); the same state as `update` of those
+    /// points. All-or-nothing.
+    fn update_counts(
+        &mut self,
+        py: Python<'_>,
+        paths: PyReadonlyArray1<'_, u64>,
+        counts: PyReadonlyArray1<'_, u64>,
+    ) -> PyResult<()> {
+        let (paths, counts) = (paths.as_slice()?, counts.as_slice()?);
+        let inner = &mut self.inner;
+        py.detach(|| inner.update_counts(paths, counts))
+            .map_err(to_py_err)
     }
 
     /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.

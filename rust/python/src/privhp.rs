@@ -24,7 +24,7 @@ fn parse_budget(budget: &str) -> PyResult<BudgetRule> {
 /// The PrivHP summary; see `dpstream.PrivHP`.
 #[pyclass(module = "dpstream._core", name = "PrivHP")]
 pub(crate) struct PyPrivHP {
-    inner: PrivHP,
+    pub(crate) inner: PrivHP,
 }
 
 #[pymethods]
@@ -102,6 +102,13 @@ impl PyPrivHP {
         let data = points.as_slice()?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
+    }
+
+    /// An empty summary with the same configuration and hash keys (public).
+    fn empty_copy(&self) -> PyResult<Self> {
+        Ok(Self {
+            inner: self.inner.empty_copy().map_err(to_py_err)?,
+        })
     }
 
     fn merge(&mut self, other: &Bound<'_, PyPrivHP>) -> PyResult<()> {

@@ -281,6 +281,32 @@ impl ContinualPrivHP {
         Ok(())
     }
 
+    /// An empty summary with the configuration and hash keys every summary
+    /// of this object shares (public: they are drawn independently of the
+    /// data). Copies of it count partitions elsewhere (a cluster's workers);
+    /// their merge is given to [`Self::merge_summary`]. Allocates one summary.
+    pub fn template(&self) -> Result<PrivHP> {
+        self.current.empty_copy()
+    }
+
+    /// Add an exact summary of points of the open epoch, counted by copies of
+    /// [`Self::template`]: the state afterwards is the state [`Self::update`]
+    /// gives on those points (counting is integer addition). All or nothing:
+    /// a summary with another configuration or other hash keys, a released
+    /// one, or a stream past `2^62` points changes nothing.
+    pub fn merge_summary(&mut self, summary: &PrivHP) -> Result<()> {
+        if !self.current.same_shape(summary) {
+            return Err(invalid!(
+                "the summary was not counted by a copy of this synthesizer's template \
+                 (other parameters or hash keys)"
+            ));
+        }
+        let n = summary.points_seen();
+        self.current.merge(summary)?;
+        self.time += n;
+        Ok(())
+    }
+
     /// Close the open epoch if it has points (refused past `R` epochs, with
     /// nothing changed).
     fn close_epoch(&mut self) -> Result<()> {

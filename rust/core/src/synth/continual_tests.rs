@@ -316,3 +316,49 @@ fn random_edits_under_a_valid_checksum_never_panic() {
         }
     }
 }
+
+#[test]
+fn merged_partition_summaries_equal_the_points_byte_for_byte() {
+    let mut rng = Rng::seed_from_u64(3);
+    let mut a = synth(8, 5);
+    let mut b = synth(8, 5);
+    for epoch in 0..3 {
+        let pts = corner_points(&mut rng, 2500 + 100 * epoch);
+        a.update(&pts).unwrap();
+        // Three partitions counted by copies of the template, merged, then fed.
+        let mut merged = b.template().unwrap();
+        for part in pts.chunks(2 * 900) {
+            let mut s = b.template().unwrap();
+            s.update(part).unwrap();
+            merged.merge(&s).unwrap();
+        }
+        b.merge_summary(&merged).unwrap();
+        assert_eq!(a.time(), b.time());
+        assert_eq!(
+            a.to_bytes().unwrap(),
+            b.to_bytes().unwrap(),
+            "open epoch {epoch}"
+        );
+        assert_eq!(a.release(None).unwrap(), b.release(None).unwrap());
+        assert_eq!(a.to_bytes().unwrap(), b.to_bytes().unwrap());
+    }
+    assert_eq!(a.memory_bytes(), b.memory_bytes());
+}
+
+#[test]
+fn foreign_or_released_summaries_change_nothing() {
+    let mut a = synth(4, 1);
+    a.update(&[0.5, 0.5]).unwrap();
+    let before = a.to_bytes().unwrap();
+    let other = synth(4, 2).template().unwrap(); // other hash keys
+    assert!(a.merge_summary(&other).is_err());
+    let mut released = a.template().unwrap();
+    released.update(&[0.1, 0.2]).unwrap();
+    released.release(&mut Rng::seed_from_u64(1)).unwrap();
+    assert!(a.merge_summary(&released).is_err());
+    assert_eq!(a.to_bytes().unwrap(), before);
+    // The template is empty and leaves the object as it was.
+    assert_eq!(a.template().unwrap().points_seen(), 0);
+    a.merge_summary(&a.template().unwrap()).unwrap();
+    assert_eq!(a.to_bytes().unwrap(), before);
+}

@@ -356,6 +356,45 @@ impl EpochSynthesizer {
         Ok(())
     }
 
+    /// Feed the points of the open epoch as exact counts of their finest
+    /// cells: `counts[i]` points whose 63-bit path ([`crate::partition::path`]
+    /// at level 63) is `paths[i]`, `Σ counts` time steps. The state afterwards
+    /// is the state [`Self::update`] gives on those points, in any order
+    /// (the open epoch is a multiset: it is sorted when the epoch closes, and
+    /// [`Self::to_bytes`] writes it sorted), so the releases are the same.
+    /// For counts made elsewhere (a cluster counting its partitions). All or
+    /// nothing: a path beyond 63 bits, mismatched lengths or a stream past
+    /// `2^62` points changes nothing. Paths may repeat; a count may be 0.
+    pub fn update_counts(&mut self, paths: &[u64], counts: &[u64]) -> Result<()> {
+        if paths.len() != counts.len() {
+            return Err(invalid!(
+                "paths and counts must have the same length, got {} and {}",
+                paths.len(),
+                counts.len()
+            ));
+        }
+        if let Some(p) = paths.iter().find(|&&p| p >> PATH_BITS != 0) {
+            return Err(invalid!("path {p} does not fit in {PATH_BITS} bits"));
+        }
+        let n = counts
+            .iter()
+            .try_fold(0u64, |acc, &c| acc.checked_add(c))
+            .filter(|&n| n <= MAX_TIME - self.time)
+            .ok_or_else(|| invalid!("the stream would pass 2^62 points"))?;
+        let n = usize::try_from(n)
+            .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
+        self.pending
+            .try_reserve(n)
+            .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
+        for (&p, &c) in paths.iter().zip(counts) {
+            // `c <= n`, which fits in usize (checked above).
+            self.pending
+                .extend(std::iter::repeat_n(p, usize::try_from(c).unwrap_or(0)));
+        }
+        self.time += n as u64;
+        Ok(())
+    }
+
     /// Close the open epoch if it has points: form its block and merge.
     fn close_epoch(&mut self) -> Result<()> {
         if self.pending.is_empty() {
@@ -558,8 +597,12 @@ impl EpochSynthesizer {
         w.u64(self.time);
         w.u64(self.epochs);
         state::write_rng(&mut w, &self.rng);
-        w.u64(self.pending.len() as u64);
-        for p in &self.pending {
+        // The open epoch is a multiset (sorted when it closes): written sorted, so
+        // that equal multisets fed in any order or as counts encode equally.
+        let mut pending = self.pending.clone();
+        pending.sort_unstable();
+        w.u64(pending.len() as u64);
+        for p in &pending {
             w.u64(*p);
         }
         w.u64(self.blocks.len() as u64);

@@ -219,3 +219,61 @@ fn mutated_states_are_refused_or_decoded_without_panic() {
         }
     }
 }
+
+/// `(paths, counts)` of `pts` at level 63, one entry per distinct path, in
+/// decreasing path order (any order is allowed).
+fn counted(pts: &[f64], dim: usize) -> (Vec<u64>, Vec<u64>) {
+    let mut paths = vec![0u64; pts.len() / dim];
+    encode_points(pts, dim, PATH_BITS, &mut paths).unwrap();
+    let mut map = std::collections::BTreeMap::new();
+    for p in paths {
+        *map.entry(p).or_insert(0u64) += 1;
+    }
+    map.into_iter().rev().unzip()
+}
+
+#[test]
+fn counts_of_finest_cells_equal_the_points_byte_for_byte() {
+    // Repeated points (a coarse grid) and distinct ones, over several epochs.
+    let mut pts = points(3000, 2, 11);
+    for v in pts.iter_mut().take(2000) {
+        *v = (*v * 8.0).floor() / 8.0;
+    }
+    let mut a = seeded(2, eps(1, 1), 4);
+    let mut b = seeded(2, eps(1, 1), 4);
+    for (i, part) in [&pts[..1000], &pts[1000..4400], &pts[4400..]]
+        .into_iter()
+        .enumerate()
+    {
+        a.update(part).unwrap();
+        // Two calls per epoch, one of them with a zero count and a repeated path.
+        let (mut paths, mut counts) = counted(part, 2);
+        let half = paths.len() / 2;
+        b.update_counts(&paths[half..], &counts[half..]).unwrap();
+        paths.truncate(half);
+        counts.truncate(half);
+        paths.push(paths[0]);
+        counts.push(0);
+        b.update_counts(&paths, &counts).unwrap();
+        assert_eq!(a.time(), b.time());
+        assert_eq!(a.memory_bytes(), b.memory_bytes());
+        assert_eq!(a.to_bytes(), b.to_bytes(), "open epoch {i}");
+        assert_eq!(a.release(None).unwrap(), b.release(None).unwrap());
+        assert_eq!(a.to_bytes(), b.to_bytes(), "after release {i}");
+    }
+    assert_eq!(a.release(Some(50)).unwrap(), b.release(Some(50)).unwrap());
+}
+
+#[test]
+fn bad_counts_change_nothing() {
+    let mut s = seeded(2, eps(1, 1), 1);
+    s.update(&points(10, 2, 1)).unwrap();
+    let before = s.to_bytes();
+    assert!(s.update_counts(&[1, 2], &[1]).is_err());
+    assert!(s.update_counts(&[1, 1 << 63], &[1, 1]).is_err());
+    assert!(s.update_counts(&[1, 2], &[u64::MAX, 1]).is_err());
+    assert!(s.update_counts(&[1], &[MAX_TIME]).is_err());
+    assert_eq!(s.to_bytes(), before);
+    s.update_counts(&[], &[]).unwrap();
+    assert_eq!(s.to_bytes(), before);
+}

@@ -354,6 +354,15 @@ impl PrivHP {
         Ok(())
     }
 
+    /// An empty summary with this one's configuration and hash keys (public),
+    /// to count partitions elsewhere and [`Self::merge`] them in. Refused after
+    /// a release. Allocates one summary.
+    pub fn empty_copy(&self) -> Result<PrivHP> {
+        let mut copy = self.clone();
+        copy.clear()?;
+        Ok(copy)
+    }
+
     /// Add the exact counts of `other` (same configuration and hashes), for
     /// summaries built on several machines. Refused after a release.
     pub fn merge(&mut self, other: &PrivHP) -> Result<()> {
@@ -1007,6 +1016,16 @@ mod tests {
         assert_eq!(a.sketches, whole.sketches);
         let other = PrivHP::new(c, &mut rng).unwrap(); // different hashes
         assert!(a.merge(&other).is_err());
+        // A summary continued from an empty copy of a filled one: the same counts.
+        let mut more = whole.empty_copy().unwrap();
+        assert_eq!(more.points_seen(), 0);
+        more.update(&pts[..500]).unwrap();
+        let mut direct = whole.clone();
+        direct.update(&pts[..500]).unwrap();
+        whole.merge(&more).unwrap();
+        assert_eq!(whole.to_bytes().unwrap(), direct.to_bytes().unwrap());
+        whole.release(&mut rng).unwrap();
+        assert!(whole.empty_copy().is_err());
     }
 
     /// A summary of `n` uniform points (hashes from seed `seed`).

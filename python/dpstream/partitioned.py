@@ -1,0 +1,214 @@
+"""Inputs read partition by partition for the ``dpstream`` command (``--dask``, Parquet
+directories): the batches of a run as lazy Dask collections, never loaded whole.
+
+A run over a partitioned input cuts its batches exactly as over a pandas frame
+(:func:`dpstream.cli._batches`): by the public calendar periods of ``--time-column``
+(each period read with a **filter pushed down to the Parquet reader**, so row groups
+outside it are skipped) or by ``--batch-size`` rows in input order (partition slices).
+Every batch is a :class:`LazyBatch`: the models count it on the cluster
+(:meth:`dpstream.tabular.TabularStream.step`, :meth:`dpstream.OnlineSynthesizer.update`)
+and the run engine reads its row count and a digest of its rows, both computed on the
+cluster. The client holds counts, digests and models, never the records.
+
+Digest of a batch (for checkpoints): the SHA-256 of each partition's canonical bytes
+(the bytes the pandas run hashes), concatenated in partition order. It depends on how
+the input is partitioned (its files and row groups), which does not change when files
+are appended; a checkpoint made with ``--dask`` resumes with ``--dask``
+(``input_digest = "partitions"`` is in the run's options).
+
+Without ``--dask`` the same graphs run on Dask's local threaded scheduler: the input is
+still read one partition at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LazyBatch", "connect", "periods", "read", "row_batches"]
+
+
+class InputError(ValueError):
+    """A partitioned input or scheduler the run cannot use (one line for the CLI)."""
+
+
+def _dask(module: str = "dask") -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise InputError(
+            f"partitioned inputs and --dask need {module}: pip install 'dpstream[distributed]'"
+        ) from e
+
+
+def connect(spec: str) -> tuple[Any, Any]:
+    """A ``dask.distributed`` client for ``--dask``: ``local:N`` starts a LocalCluster of
+    ``N`` single-threaded worker processes, anything else is a scheduler address.
+    Returns ``(client, cluster or None)``; an unreachable scheduler is an
+    :class:`InputError` of one line."""
+    dist = _dask("dask.distributed")
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    if spec.startswith("local:"):
+        try:
+            n = int(spec.removeprefix("local:"))
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InputError(f"--dask local:N needs a positive number of workers, got {spec!r}")
+        cluster = dist.LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+        return dist.Client(cluster), cluster
+    try:
+        return dist.Client(spec, timeout="5s"), None
+    except (OSError, TimeoutError, ValueError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"--dask: cannot reach the scheduler at {spec!r} ({first})") from None
+
+
+def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> Any:
+    """A Dask DataFrame over a ``.csv`` file, a ``.parquet`` file or a directory of Parquet
+    files (only ``columns``; ``filters`` pushed down to the Parquet reader)."""
+    dd = _dask("dask.dataframe")
+    if not path.exists():
+        raise InputError(f"input {path} does not exist")
+    if path.is_file() and path.suffix.lower() == ".csv":
+        frame = dd.read_csv(str(path), blocksize="64MB")
+        if columns is not None:
+            _check_columns(path, frame, columns)
+            frame = frame[columns]
+        return frame
+    if path.is_file() and path.suffix.lower() != ".parquet":
+        raise InputError(f"{path}: only .csv, .parquet and Parquet directories are supported")
+    try:
+        frame = dd.read_parquet(str(path), columns=columns, filters=filters)
+    except (ValueError, KeyError, OSError) as e:
+        raise InputError(f"{path}: cannot read it as Parquet with columns {columns} ({e})") from e
+    if columns is not None:
+        _check_columns(path, frame, columns)
+    return frame
+
+
+def _check_columns(path: Path, frame: Any, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: no column(s) {missing}; it has {list(frame.columns)}")
+
+
+def _rows(part: Any, start: int, stop: int) -> Any:
+    """Task body: rows ``start:stop`` of a partition."""
+    return part.iloc[start:stop]
+
+
+def _partition_digest(part: Any, encode: Callable[[Any], bytes]) -> tuple[int, bytes]:
+    return len(part), hashlib.sha256(encode(part)).digest()
+
+
+class LazyBatch:
+    """One time step's rows as a Dask DataFrame; the row count and the digest are
+    computed on the cluster (once, together) when the run engine asks for them."""
+
+    def __init__(self, frame: Any, encode: Callable[[Any], bytes]) -> None:
+        self.frame = frame
+        self._encode = encode
+        self._summary: tuple[int, bytes] | None = None
+
+    def _computed(self) -> tuple[int, bytes]:
+        if self._summary is None:
+            dask = _dask()
+            task = dask.delayed(_partition_digest, pure=True)
+            parts = dask.compute(*[task(p, self._encode) for p in self.frame.to_delayed()])
+            self._summary = (sum(n for n, _ in parts), b"".join(d for _, d in parts))
+        return self._summary
+
+    def __len__(self) -> int:
+        return self._computed()[0]
+
+    def digest(self) -> bytes:
+        """The batch's bytes for the run's SHA-256: its partitions' digests."""
+        return self._computed()[1]
+
+    def __getitem__(self, columns: Any) -> Any:
+        return self.frame[columns]
+
+    def points(self, columns: list[str], to_unit: Callable[[Any], Any]) -> Any:
+        """The batch's points scaled to the unit cube, as a Dask array (scaled on the
+        workers with the public bounds)."""
+        arr = self.frame[columns].to_dask_array().astype(np.float64)
+        return arr.map_blocks(to_unit, dtype=np.float64)
+
+    def sample(self, fraction: float, seed: int) -> Any:
+        """A Bernoulli sample of the rows at rate ``fraction`` (drawn on the workers,
+        seeded: evaluation only), as a pandas frame."""
+        if fraction >= 1:
+            return self.frame.compute()
+        return self.frame.sample(frac=fraction, random_state=seed).compute()
+
+
+def periods(
+    path: Path,
+    columns: list[str],
+    time_column: str,
+    bounds: list[tuple[str, Any, Any]],
+    encode: Callable[[Any], bytes],
+) -> list[tuple[str, LazyBatch]]:
+    """One batch per public period ``(label, low, high)``: the rows with
+    ``low <= time < high``, read with that filter pushed down to the reader."""
+    out = []
+    for label, low, high in bounds:
+        filters = [(time_column, ">=", low), (time_column, "<", high)]
+        frame = read(path, [*columns, time_column], filters)
+        if not str(path).lower().endswith(".parquet") and path.is_file():
+            frame = frame[(frame[time_column] >= low) & (frame[time_column] < high)]
+        out.append((label, LazyBatch(frame[columns], encode)))
+    return out
+
+
+def time_dtype(path: Path, time_column: str) -> Any:
+    """The dtype of the time column (from the input's schema: nothing is read)."""
+    frame = read(path)
+    if time_column not in frame.columns:
+        raise InputError(f"--time-column: no column {time_column!r} in the input")
+    return frame[time_column].dtype
+
+
+def row_batches(
+    path: Path,
+    columns: list[str],
+    size: int,
+    consumed: list[int],
+    encode: Callable[[Any], bytes],
+) -> list[tuple[str, LazyBatch]]:
+    """Batches of ``size`` rows in input order (after the ``consumed`` sizes of a
+    checkpoint, cut as before), as slices of the input's partitions."""
+    dask = _dask()
+    dd = _dask("dask.dataframe")
+    frame = read(path, columns)
+    parts = frame.to_delayed()  # the partitions every batch is cut from (one pass: lengths)
+    lengths = [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    total = int(starts[-1])
+    cuts = [0]
+    for k in consumed:
+        cuts.append(min(cuts[-1] + k, total))
+    cuts += [*range(cuts[-1] + size, total, size), total]
+    cuts = sorted(set(cuts)) if total else [0]
+    take = dask.delayed(_rows, pure=True)
+    out: list[tuple[str, LazyBatch]] = []
+    for a, b in itertools.pairwise(cuts):
+        pieces = []
+        for i, n in enumerate(lengths):
+            lo, hi = max(a, starts[i]), min(b, starts[i] + n)
+            if lo < hi:
+                pieces.append(take(parts[i], int(lo - starts[i]), int(hi - starts[i])))
+        batch = dd.from_delayed(pieces, meta=frame._meta)
+        out.append((str(len(out) + 1), LazyBatch(batch, encode)))
+    return out

@@ -1,0 +1,166 @@
+"""The exact workload marginals of one time step: what :meth:`TabularStream.step` measures.
+
+A step of the tabular stream reads its batch only through the histograms of the
+workloads (the marginals of the insertions and of the deletions) and their row
+counts. :class:`BatchMarginals` holds exactly that, so the counting can run
+elsewhere — on the workers of a cluster (:func:`dpstream.distributed.batch_marginals`)
+— and the step then runs on the client from the counts alone. Both paths count with
+:func:`count_codes` and the step turns the counts into its measurements in one
+place (:meth:`BatchMarginals.differences`), so a step given the marginals of a batch
+is identical, bit for bit, to a step given the batch (same seed, same releases).
+
+**Sensitive.** The counts are exact: they are as private as the records. Keep a
+:class:`BatchMarginals` inside the trusted cluster and client, never persist or
+publish it; only the stream's releases are ε-DP. Its ``repr`` shows public values
+only. Units: counts of records (integers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream.tabular.domain import Codes, Domain
+
+__all__ = ["BatchMarginals", "add_counts", "count_codes"]
+
+Clique = tuple[int, ...]
+IntArray = npt.NDArray[np.int64]
+
+
+def count_codes(
+    codes: Codes, sizes: Sequence[int], workloads: Sequence[Clique]
+) -> tuple[IntArray, ...]:
+    """The exact int64 histogram of every workload over ``codes`` (valid ``(n, d)`` codes,
+    as :meth:`Domain.encode` returns them), each flattened in C order over its columns'
+    sizes (the order of :func:`dpstream.tabular.marginal`)."""
+    columns = np.ascontiguousarray(codes.T, dtype=np.int64)  # one pass: columns contiguous
+    out = []
+    for clique in workloads:
+        if not clique:
+            out.append(np.array([codes.shape[0]], dtype=np.int64))
+            continue
+        # The C-order cell index (mixed radix over the clique's sizes), as
+        # numpy.ravel_multi_index computes it, on codes already checked by Domain.encode.
+        flat = columns[clique[0]].copy()
+        for c in clique[1:]:
+            flat *= int(sizes[c])
+            flat += columns[c]
+        cells = math.prod(int(sizes[c]) for c in clique)
+        out.append(np.bincount(flat, minlength=cells).astype(np.int64, copy=False))
+    return tuple(out)
+
+
+def add_counts(*parts: tuple[IntArray, ...]) -> tuple[IntArray, ...]:
+    """The cell-wise sum of several outputs of :func:`count_codes` (integer, exact)."""
+    first, *rest = parts
+    total = [a.copy() for a in first]
+    for part in rest:
+        for acc, a in zip(total, part, strict=True):
+            acc += a
+    return tuple(total)
+
+
+class BatchMarginals:
+    """The exact marginals of one step's insertions and deletions (**sensitive**).
+
+    Give it to :meth:`TabularStream.step` in place of the batch (with
+    ``deletions=None``): the step is then the step of the records it was counted
+    from. Build it with :meth:`of` (records on this machine) or
+    :func:`dpstream.distributed.batch_marginals` (a Dask collection).
+
+    Attributes:
+        sizes: the domain's column sizes it was counted for (public).
+        workloads: the workloads counted, in the stream's order (public).
+        inserted, deleted: int64 counts per workload (exact: private).
+        rows_inserted, rows_deleted: the records counted (private unless the
+            stream's sizes are public).
+        has_deletions: whether the step was given a ``deletions`` argument (public).
+    """
+
+    __slots__ = (
+        "deleted",
+        "has_deletions",
+        "inserted",
+        "rows_deleted",
+        "rows_inserted",
+        "sizes",
+        "workloads",
+    )
+
+    def __init__(
+        self,
+        sizes: Sequence[int],
+        workloads: Sequence[Clique],
+        inserted: Sequence[IntArray],
+        deleted: Sequence[IntArray],
+        rows_inserted: int,
+        rows_deleted: int,
+        has_deletions: bool,
+    ) -> None:
+        self.sizes = tuple(int(s) for s in sizes)
+        self.workloads = tuple(tuple(int(c) for c in w) for w in workloads)
+        self.inserted = tuple(np.asarray(a, dtype=np.int64) for a in inserted)
+        self.deleted = tuple(np.asarray(a, dtype=np.int64) for a in deleted)
+        self.rows_inserted = int(rows_inserted)
+        self.rows_deleted = int(rows_deleted)
+        self.has_deletions = bool(has_deletions)
+        for name, counts in (("inserted", self.inserted), ("deleted", self.deleted)):
+            if len(counts) != len(self.workloads):
+                raise ValueError(
+                    f"{name} has {len(counts)} histograms for {len(self.workloads)} workloads"
+                )
+            for w, a in zip(self.workloads, counts, strict=True):
+                cells = math.prod(self.sizes[c] for c in w)
+                if a.shape != (cells,) or (a.size and int(a.min()) < 0):
+                    raise ValueError(
+                        f"{name} histogram of workload {w} must hold {cells} non-negative counts"
+                    )
+        if self.rows_deleted and not self.has_deletions:
+            raise ValueError("rows_deleted > 0 needs has_deletions=True")
+
+    @classmethod
+    def of(
+        cls, domain: Domain, workloads: Sequence[Clique], batch: Any, deletions: Any = None
+    ) -> BatchMarginals:
+        """Count a batch (and deletions) on this machine; ``batch`` and ``deletions``
+        take every form :meth:`Domain.encode` does. Refused like a batch given to
+        ``step`` (wrong columns or dtypes, unknown categories, codes outside the domain)."""
+        ins = domain.encode(batch)
+        dels = domain.encode(deletions)
+        return cls(
+            domain.sizes,
+            workloads,
+            count_codes(ins, domain.sizes, workloads),
+            count_codes(dels, domain.sizes, workloads),
+            ins.shape[0],
+            dels.shape[0],
+            deletions is not None,
+        )
+
+    def check(self, domain: Domain, workloads: Sequence[Clique]) -> None:
+        """Refuse marginals counted for another domain or other workloads."""
+        if self.sizes != domain.sizes or self.workloads != tuple(tuple(w) for w in workloads):
+            raise ValueError(
+                "these marginals were counted for other workloads or another domain than the "
+                "stream's; count them with the stream's domain and workloads"
+            )
+
+    def differences(self) -> list[npt.NDArray[np.float64]]:
+        """Per workload, the histogram of the insertions minus that of the deletions
+        (float64, exact: integers below 2^53), as the step measures it."""
+        return [
+            a.astype(np.float64) - b.astype(np.float64)
+            for a, b in zip(self.inserted, self.deleted, strict=True)
+        ]
+
+    def __repr__(self) -> str:
+        # The counts and row counts are private: only public values are shown.
+        return (
+            f"BatchMarginals(workloads={len(self.workloads)}, "
+            f"has_deletions={self.has_deletions})  # exact counts: sensitive"
+        )

@@ -1,0 +1,32 @@
+"""benches/bench_distributed.py --part streams, run through its command line on tiny batches
+(issue 30): every capability's cluster result is checked equal to one process's by the
+script itself, and its section lists the rates, the client's memory and the extrapolation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benches" / "bench_distributed.py"
+
+
+def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
+    pytest.importorskip("dask.distributed")
+    results = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--part", "streams", "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    text = results.read_text()
+    assert "## Distributed tabular stream and online synthesizer (issue 30)" in text
+    assert "QUICK SMOKE RUN" in text and "Distributed PrivHP (issue 6)" not in text
+    for capability in ("table (8 columns", "online, epochs (default)", "online, for_memory"):
+        rows = [line for line in text.splitlines() if line.startswith(f"| {capability}")]
+        assert len(rows) == 2 + 2 + 1, capability  # rates x2, client x2, extrapolation
+    assert "Extrapolation to 10^9 rows per release" in text
