@@ -313,6 +313,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated heuristics of Adaptive to test by issue 29's rule "
         f"({', '.join(ABLATIONS)}, or all), on both orders, instead of the comparison",
     )
+    p.add_argument(
+        "--from-csv",
+        type=Path,
+        default=None,
+        help="report the rows of an earlier run's CSV (tabular_compare.csv or "
+        "tabular_ablation.csv) instead of running",
+    )
     args = p.parse_args(argv)
     if args.ablate is not None:
         return ablate(args)
@@ -323,10 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     rs = (4,) if args.quick else (12, 48) if args.full else (12,)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
     args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, object]] = []
-    skipped = []
+    rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
+    skipped: list[str] = []
     start = time.perf_counter()
-    for name in args.datasets.split(","):
+    for name in [] if args.from_csv else args.datasets.split(","):
         try:
             codes, domain = DATASETS[name]()
         except ImportError as exc:
@@ -348,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = {m: np.mean([r["seconds"] for r in rows if r["method"] == m]) for m in METHODS}
     body = "\n".join(
         [
-            f"{seeds} seeds per setting, {time.perf_counter() - start:.0f} s on this machine. "
+            f"{len({r['seed'] for r in rows})} seeds per setting, "
+            f"{_elapsed(args, rows, start):.0f} s on this machine. "
             "AvgWE (MaxWE) of the final release over all 2-way workloads, mean over seeds; "
             "the rows in a seeded random order, R equal batches. Relation: one record added "
             "or removed, for every method.",
@@ -375,6 +383,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _elapsed(args: argparse.Namespace, rows: list[dict[str, object]], start: float) -> float:
+    """Seconds of the run: this one's, or the runs' own seconds summed when read from a CSV."""
+    if args.from_csv:
+        return float(sum(float(r["seconds"]) for r in rows))  # type: ignore[arg-type]
+    return time.perf_counter() - start
+
+
+def read_rows(path: Path) -> list[dict[str, object]]:
+    """The rows of an earlier run's CSV, with their numbers parsed."""
+    kinds = {"eps": float, "R": int, "seed": int, "avg_we": float, "max_we": float,
+             "seconds": float}  # fmt: skip
+    with open(path, newline="") as fh:
+        return [{k: kinds.get(k, str)(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
 def ablate(args: argparse.Namespace) -> int:
     heuristics = list(ABLATIONS) if args.ablate == "all" else args.ablate.split(",")
     bad = [h for h in heuristics if h not in ABLATIONS]
@@ -386,9 +409,9 @@ def ablate(args: argparse.Namespace) -> int:
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
     r = 4 if args.quick else 12
     args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, object]] = []
+    rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
     start = time.perf_counter()
-    for name in args.datasets.split(","):
+    for name in [] if args.from_csv else args.datasets.split(","):
         try:
             codes, domain = DATASETS[name]()
         except ImportError as exc:
@@ -407,9 +430,11 @@ def ablate(args: argparse.Namespace) -> int:
         writer.writerows(rows)
     body = "\n".join(
         [
-            f"R = {r} equal batches, orders {', '.join(ORDERS)}, ε ∈ "
-            f"{{{', '.join(f'{e:g}' for e in epsilons)}}}, {seeds} seeds; "
-            f"{time.perf_counter() - start:.0f} s on this machine. A setting is (data, order, ε); "
+            f"R = {', '.join(str(x) for x in sorted({row['R'] for row in rows}))} equal batches, "
+            f"orders {', '.join(ORDERS)}, ε ∈ "
+            f"{{{', '.join(f'{e:g}' for e in sorted({row['eps'] for row in rows}))}}}, "  # type: ignore[type-var]
+            f"{len({row['seed'] for row in rows})} seeds; "
+            f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε); "
             '"without" is the default with that one heuristic switched off.',
             "",
             ablation_table(rows),
