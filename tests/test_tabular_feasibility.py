@@ -110,13 +110,15 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: Selections of seeded streams by the code before ModelTree (commit a46e0bb: a greedy
 #: triangulation per candidate), data ``streams.latent_class(rows·steps, d, values=v,
 #: seed=11)``, ``Rng(seed=3)``, ε = 1 (that code's calibration: ``public_sizes=True`` at
-#: 2ε now). The "cap" fixtures reject candidates at most steps.
+#: 2ε now; its default refit, ``"auto"``, is pinned). The "cap" fixtures reject candidates
+#: at most steps.
+AUTO = Adaptive(refit="auto")
 FIXTURES = {
-    "default-10": (10, 6, 6, {}),
-    "cap-8": (8, 10, 4, {"max_model_cells": 700}),
+    "default-10": (10, 6, 6, {"policy": AUTO}),
+    "cap-8": (8, 10, 4, {"max_model_cells": 700, "policy": AUTO}),
     "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "policy": Adaptive(refit="selection")}),
     "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
-    "three-way-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500}),
+    "three-way-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": AUTO}),
 }
 BEFORE = {
     "default-10": [[[3, 6], [2, 9]], [[6, 8], [0, 3]], [[3, 5], [3, 7]], [[4, 6], [3, 5], [2, 4]], [[5, 6], [8, 9], [3, 9]], [[0, 4], [1, 6], [1, 4]]],  # noqa: E501
@@ -154,7 +156,8 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
     s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      public_sizes=True, iters=10, rng=dpstream.Rng(seed=9))  # fmt: skip
+                      policy=Adaptive(refit="auto"), public_sizes=True, iters=10,
+                      rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
         monkeypatch.setattr(pgm, "junction_tree_size", lambda *a: rebuilds.append(a) or 0)

@@ -866,7 +866,9 @@ def test_auto_refits_within_a_step_only_where_the_batch_drifts() -> None:
     ordered = rows[np.argsort(rows[:, 0], kind="stable")]
     out = {}
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
-        s = TabularStream(d, 4, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
+        s = TabularStream(
+            d, 4, policy=Adaptive(k=2, refit="auto"), iters=10, rng=dpstream.Rng(seed=5)
+        )
         out[name] = fits_per_step(s, data, 200)
         assert set(out[name]) <= {1, 2}
     assert sum(c == 2 for c in out["shuffled"]) <= 3, out

@@ -200,9 +200,11 @@ class Adaptive:
             are representative, biased when the stream drifts) or ``"model"`` (Algorithm
             3's: the synthetic data's values for those rows, which keeps the model's own
             errors).
-        refit: when the model is refitted within a step: ``"auto"`` (default: once per
-            step, after each selection at the steps whose first measurement drifts),
-            ``"step"`` (once per step: fast, and follows a drifting batch less) or
+        refit: when the model is refitted within a step: ``"step"`` (default: once per
+            step: fast, and follows a drifting batch less), ``"auto"`` (opt-in: once per
+            step, after each selection at the steps whose first measurement drifts; with
+            large, precise batches the drift test also fires on the model's own misfit, and
+            it lost to ``"step"`` on both data sets of ``bench_tabular_compare.py --ablate``) or
             ``"selection"`` (after each selection, as Algorithm 3: follows drift, but the
             intermediate fits can pull the model away from earlier measurements).
         drift_z: a step's first measurement drifts when its chi-square statistic against
@@ -215,7 +217,7 @@ class Adaptive:
     score: AutoScore | ScoreName = AutoScore()
     k: AutoK | int = AutoK()
     remainder: Pooled | Literal["model"] = Pooled()
-    refit: RefitName = "auto"
+    refit: RefitName = "step"
     drift_z: float = 3.0
     drift_decay: float = 0.9
 
