@@ -42,7 +42,7 @@ import argparse
 import csv
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,18 +131,20 @@ def mst(codes: np.ndarray, sizes: tuple[int, ...], eps: float, rng: Rng) -> np.n
             i = comp[i]
         return i
 
+    # A pair's score reads only its exact marginal and released values: computed once.
+    score = {
+        (i, j): float(
+            np.abs(
+                marginal_counts(codes, sizes, (i, j)) - total * np.outer(probs[i], probs[j]).ravel()
+            ).sum()
+        )
+        for i in range(d)
+        for j in range(i + 1, d)
+    }
     edges: list[tuple[int, int]] = []
     for _ in range(d - 1):
-        cands = [(i, j) for i in range(d) for j in range(i + 1, d) if root(i) != root(j)]
-        scores = [
-            float(
-                np.abs(
-                    marginal_counts(codes, sizes, (i, j))
-                    - total * np.outer(probs[i], probs[j]).ravel()
-                ).sum()
-            )
-            for i, j in cands
-        ]
+        cands = [(i, j) for i, j in score if root(i) != root(j)]
+        scores = [score[c] for c in cands]
         i, j = cands[permute_and_flip(scores, third / (d - 1), 1, rng=rng)]
         edges.append((i, j))
         comp[root(i)] = root(j)
@@ -320,11 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         "tabular_ablation.csv) instead of running",
     )
     args = p.parse_args(argv)
-    if args.ablate is not None:
-        return ablate(args)
     unknown = [n for n in args.datasets.split(",") if n not in DATASETS]
     if unknown:
         p.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
+    if args.ablate is not None:
+        return ablate(args)
     seeds = args.seeds or (1 if args.quick else 5 if args.full else 3)
     rs = (4,) if args.quick else (12, 48) if args.full else (12,)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
@@ -332,14 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
     skipped: list[str] = []
     start = time.perf_counter()
-    for name in [] if args.from_csv else args.datasets.split(","):
-        try:
-            codes, domain = DATASETS[name]()
-        except ImportError as exc:
-            skipped.append(f"{name} ({exc})")
-            continue
-        if args.quick:
-            codes = codes[:2000]
+    for name, codes, domain in datasets(args, skipped):
         for r in rs:
             for eps in epsilons:
                 for seed in range(seeds):
@@ -347,10 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} R={r} ε={eps:g} ({time.perf_counter() - start:.0f} s)", flush=True)
     if not rows:
         raise SystemExit(f"no dataset could be loaded: {', '.join(skipped)}")
-    with open(args.out / "tabular_compare.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(rows, args.out / "tabular_compare.csv")
     seconds = {m: np.mean([r["seconds"] for r in rows if r["method"] == m]) for m in METHODS}
     body = "\n".join(
         [
@@ -389,6 +381,28 @@ def _elapsed(args: argparse.Namespace, rows: list[dict[str, object]], start: flo
     return time.perf_counter() - start
 
 
+def datasets(
+    args: argparse.Namespace, skipped: list[str]
+) -> Iterator[tuple[str, np.ndarray, Domain]]:
+    """The data sets asked for (none when reporting a CSV); one that cannot be loaded is
+    named in ``skipped``; ``--quick`` keeps 2,000 rows."""
+    for name in [] if args.from_csv else args.datasets.split(","):
+        try:
+            codes, domain = DATASETS[name]()
+        except ImportError as exc:
+            skipped.append(f"{name} ({exc})")
+            print(f"skipped {name}: {exc}")
+            continue
+        yield name, codes[:2000] if args.quick else codes, domain
+
+
+def write_csv(rows: list[dict[str, object]], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def read_rows(path: Path) -> list[dict[str, object]]:
     """The rows of an earlier run's CSV, with their numbers parsed."""
     kinds = {"eps": float, "R": int, "seed": int, "avg_we": float, "max_we": float,
@@ -409,24 +423,17 @@ def ablate(args: argparse.Namespace) -> int:
     r = 4 if args.quick else 12
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
+    skipped: list[str] = []
     start = time.perf_counter()
-    for name in [] if args.from_csv else args.datasets.split(","):
-        try:
-            codes, domain = DATASETS[name]()
-        except ImportError as exc:
-            print(f"skipped {name}: {exc}")
-            continue
-        if args.quick:
-            codes = codes[:2000]
+    for name, codes, domain in datasets(args, skipped):
         for order in ORDERS:
             for eps in epsilons:
                 for seed in range(seeds):
                     rows += run_ablation(name, codes, domain, eps, r, seed, order, heuristics)
                 print(f"{name} {order} ε={eps:g} ({time.perf_counter() - start:.0f} s)", flush=True)
-    with open(args.out / "tabular_ablation.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    if not rows:
+        raise SystemExit(f"no dataset could be loaded: {', '.join(skipped)}")
+    write_csv(rows, args.out / "tabular_ablation.csv")
     body = "\n".join(
         [
             f"R = {', '.join(str(x) for x in sorted({row['R'] for row in rows}))} equal batches, "
