@@ -51,7 +51,8 @@ def test_quick_ablation_reports_each_heuristic(tmp_path: Path) -> None:
         text=True,
         check=True,
     )  # fmt: skip
-    assert "| refit auto | adult | 2 |" in done.stdout and "| taper | adult | 2 |" in done.stdout
+    assert "| refit auto | no | adult | 2 |" in done.stdout
+    assert "| taper | yes | adult | 2 |" in done.stdout
     with open(tmp_path / "tabular_ablation.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["order"] for r in rows} == {"shuffled", "natural"}
