@@ -411,7 +411,7 @@ impl PrivHP {
             let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
             sketch.add_noise(rng, sigma)?;
         }
-        let generator = grow_partition(&self.cfg, self.l_k, &tree, &sketches)?;
+        let generator = grow_partition(&self.cfg, self.l_k, &tree, &sketches, rng.is_seeded())?;
         // The noisy state replaces the exact one: nothing exact is kept.
         self.tree = tree;
         self.sketches = sketches;
@@ -463,7 +463,13 @@ impl PrivHP {
             let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
             sketch.add_noise(rng, sigma)?;
         }
-        grow_partition(&self.cfg, self.l_k, &self.tree, &self.sketches)
+        grow_partition(
+            &self.cfg,
+            self.l_k,
+            &self.tree,
+            &self.sketches,
+            rng.is_seeded(),
+        )
     }
 }
 
@@ -779,11 +785,14 @@ fn count_sketches(sketches: &mut [LinearSketch], paths: &[u64], depth: u32, firs
 /// from the noisy exact counts, then level by level the two children of each
 /// hot cell from the level's sketch, keeping the top `k` children as the next
 /// hot cells (ties broken by cell index, so the result is deterministic).
+/// `noise_seeded`: whether the noise came from a seeded generator (recorded
+/// in the generator).
 fn grow_partition(
     cfg: &PrivHPConfig,
     l_k: u32,
     tree: &[i64],
     sketches: &[LinearSketch],
+    noise_seeded: bool,
 ) -> Result<TreeGenerator> {
     let mut counts: Vec<f64> = tree.iter().map(|&c| c as f64).collect();
     enforce_tree(&mut counts)?;
@@ -821,7 +830,7 @@ fn grow_partition(
         }
         hot = children;
     }
-    TreeGenerator::from_nodes(cfg.dim, nodes)
+    TreeGenerator::from_nodes(cfg.dim, nodes, noise_seeded)
 }
 
 /// Total order on the finite counts the tree holds.
