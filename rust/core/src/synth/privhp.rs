@@ -724,7 +724,12 @@ fn check_sketch_row(kind: SketchKind, cells: &[i64], points: u64) -> Result<()> 
 /// scales are out of the sampler's range (at construction, not at release).
 fn checked_sigmas(cfg: &PrivHPConfig) -> Result<Vec<Rational>> {
     let l_k = cfg.exact_levels();
-    let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
+    // Each level's σ_l through `planted::spend`: the identity outside test
+    // builds with the `planted-bugs` feature (`crate::planted`).
+    let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?
+        .into_iter()
+        .map(crate::planted::spend)
+        .collect::<Result<Vec<_>>>()?;
     sigmas.shrink_to_fit();
     for (l, sigma) in sigmas.iter().enumerate() {
         let sensitivity = if l as u32 <= l_k {
