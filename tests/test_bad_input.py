@@ -851,7 +851,15 @@ def test_valid_states_load() -> None:
 # ------------------------------------------------------- seeded checkpoints, the ε ledger
 
 #: Classes whose bytes record seeded noise: loading those needs ``allow_seeded=True``.
-SEEDED_KINDS = {"OnlineSynthesizer", "Counter", "CountSketch", "TabularStream"}
+SEEDED_KINDS = {
+    "OnlineSynthesizer",
+    "Counter",
+    "SparseCounter",
+    "InhomogeneousSparseCounter",
+    "TreeGenerator",
+    "CountSketch",
+    "TabularStream",
+}
 SEEDED_MESSAGE = "NOT PRIVATE; pass allow_seeded=True to load it anyway"
 
 
@@ -890,6 +898,13 @@ class LoadCase:
 LOAD_CASES = [
     LoadCase("Counter", "seeded checkpoint, no allow_seeded=True", ValueError,
              "these bytes hold a seeded Counter", lambda: STATES["Counter"]),
+    LoadCase("SparseCounter", "seeded checkpoint, no allow_seeded=True", ValueError,
+             "these bytes hold a seeded SparseCounter", lambda: STATES["SparseCounter"]),
+    LoadCase("InhomogeneousSparseCounter", "seeded checkpoint, no allow_seeded=True",
+             ValueError, "these bytes hold a seeded InhomogeneousSparseCounter",
+             lambda: STATES["InhomogeneousSparseCounter"]),
+    LoadCase("TreeGenerator", "release with seeded noise, no allow_seeded=True", ValueError,
+             "these bytes hold a seeded TreeGenerator", lambda: STATES["TreeGenerator"]),
     LoadCase("OnlineSynthesizer", "seeded checkpoint, no allow_seeded=True", ValueError,
              "these bytes hold a seeded OnlineSynthesizer",
              lambda: STATES["OnlineSynthesizer"]),
