@@ -227,7 +227,109 @@ def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     return prepare
 
 
+def _parquet_dir(
+    edit: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f, both: bool = False
+) -> Callable[..., None]:
+    """``tmp/dir``: the points in two Parquet files, the second one (or both) edited."""
+
+    def prepare(pts: Path, _: Path, tmp: Path) -> None:
+        pytest.importorskip("dask.dataframe")
+        pytest.importorskip("pyarrow")
+        (tmp / "dir").mkdir()
+        frame = pd.read_csv(pts, parse_dates=["date"])
+        first = edit(frame.iloc[:1500]) if both else frame.iloc[:1500]
+        first.to_parquet(tmp / "dir" / "part-0.parquet", index=False)
+        edit(frame.iloc[1500:]).to_parquet(tmp / "dir" / "part-1.parquet", index=False)
+
+    return prepare
+
+
+def _on_dir(*extra: str) -> Callable[[Path, Path, Path], list[str]]:
+    return lambda p, a, t: points_args(t / "dir", t / "out", "--batch-size", "1000", *extra)
+
+
+def _not_parquet(pts: Path, a: Path, tmp: Path) -> None:
+    _parquet_dir()(pts, a, tmp)
+    (tmp / "dir" / "part-2.parquet").write_text("x,y\n0.5,0.5\n")
+
+
+def _dask_present(*_: Path) -> None:
+    pytest.importorskip("dask.distributed")
+
+
+MONTHLY = ["--time-column", "date", "--release-every", "month", "--start", "2024-01"]
+
 REFUSALS = [
+    Refusal(
+        "points, table",
+        "`--dask`, a scheduler that cannot be reached",
+        "--dask: cannot reach the scheduler at 'tcp://127.0.0.1:9'",
+        lambda p, a, t: table_args(a, t / "out", "--dask", "tcp://127.0.0.1:9"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--dask`, not an address",
+        "--dask: 'nonsense' is neither local:N nor a scheduler address such as tcp://host:8786",
+        lambda p, a, t: points_args(p, t / "out", "--dask", "nonsense"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--dask local:0`",
+        "--dask local:N needs a positive number of workers, got 'local:0'",
+        lambda p, a, t: points_args(p, t / "out", "--dask", "local:0"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory without Parquet files",
+        "no Parquet files (*.parquet, *.parq, *.pq) in it",
+        lambda p, a, t: points_args(t, t / "out"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory with a broken Parquet file",
+        "cannot read it as Parquet (",
+        _on_dir(),
+        _not_parquet,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, one file without a column used",
+        "dir: part-1.parquet has no column 'y'; it has ['x', 'date']",
+        _on_dir(),
+        _parquet_dir(lambda f: f.drop(columns=["y"])),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, a column of another type in one file",
+        "column 'x' is int64 in part-1.parquet but double in part-0.parquet",
+        _on_dir(),
+        _parquet_dir(lambda f: f.assign(x=0)),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, `--time-column` missing from one file",
+        "dir: part-1.parquet has no column 'date'",
+        lambda p, a, t: points_args(t / "dir", t / "out", *MONTHLY, "--end", "2024-03"),
+        _parquet_dir(lambda f: f.drop(columns=["date"])),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, `--time-column` stored as text",
+        "a partitioned input is filtered by the reader, so the column must be stored as timestamps",
+        lambda p, a, t: points_args(t / "dir", t / "out", *MONTHLY, "--end", "2024-03"),
+        _parquet_dir(lambda f: f.assign(date=f["date"].astype(str)), both=True),
+    ),
+    Refusal(
+        "points --method online-paper",
+        "`--input` a directory",
+        "--method online-paper tests every time step in order, so it cannot count a partitioned",
+        _on_dir("--method", "online-paper"),
+        _parquet_dir(),
+    ),
     Refusal(
         "points, table",
         "`--evaluate` equal to `--out`",

@@ -491,12 +491,14 @@ def _lazy_batches(
 
     path = Path(opts["input"])
     time_col = opts.get("time_column")
+    partitioned.check_parquet(path, columns)
     if time_col is None:
         size = _positive(opts, "batch_size") or 10_000
         return partitioned.row_batches(path, columns, size, consumed, encode)
     if opts.get("start") is None or opts.get("end") is None:
         raise UsageError("--time-column needs public --start and --end (the first and last period)")
     dtype = partitioned.time_dtype(path, time_col)
+    partitioned.check_parquet(path, [time_col])
     every = opts.get("release_every")
     if every is None:
         if not pd.api.types.is_integer_dtype(dtype):

@@ -287,11 +287,15 @@ def merge_bytes(a: bytes, b: bytes) -> bytes:
     return merged.to_bytes()
 
 
-def _summarize_block(template: bytes, block: Any, threads: int) -> PrivHP:
-    """Task body: one partition (an array, a pandas frame or a list of points)."""
+def _summarize_block(template: bytes, block: Any, threads: int, index: int = 0) -> PrivHP:
+    """Task body: one partition (an array, a pandas frame or a list of points); a
+    refusal names the partition (row numbers are within it)."""
     batch = isinstance(block, np.ndarray) or hasattr(block, "to_numpy")
     items = [block] if batch else block
-    return summarize(template, items, threads=threads)
+    try:
+        return summarize(template, items, threads=threads)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
 
 
 def _partitions(data: object, dim: int) -> list[Delayed]:
@@ -348,7 +352,7 @@ def summary_graph(
     shared = dask.delayed(tmpl, pure=True)  # one graph key, shipped once per worker
     parts = _partitions(data, template.dim)
     summarize_block = dask.delayed(_summarize_block, pure=True)
-    level: list[Delayed] = [summarize_block(shared, p, threads) for p in parts]
+    level: list[Delayed] = [summarize_block(shared, p, threads, i) for i, p in enumerate(parts)]
     return _tree_reduce(level, _merge_many, shared, fan_in)
 
 

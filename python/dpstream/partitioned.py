@@ -22,6 +22,7 @@ still read one partition at a time.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import itertools
@@ -68,10 +69,26 @@ def connect(spec: str) -> tuple[Any, Any]:
         )
         return dist.Client(cluster), cluster
     try:
+        # Probed first: a Client that fails to connect stays Dask's default scheduler,
+        # and later computations in the process would wait for it forever.
+        asyncio.run(_probe(spec, dist))
         return dist.Client(spec, timeout="5s"), None
-    except (OSError, TimeoutError, ValueError) as e:
+    except ValueError as e:  # not an address
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(
+            f"--dask: {spec!r} is neither local:N nor a scheduler address such as "
+            f"tcp://host:8786 ({first})"
+        ) from None
+    except (OSError, TimeoutError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"--dask: cannot reach the scheduler at {spec!r} ({first})") from None
+
+
+async def _probe(address: str, dist: Any) -> None:
+    """Open and close one connection to the scheduler at ``address`` (5 s at most)."""
+    args = dist.Security().get_connection_args("client")
+    comm = await dist.comm.connect(address, timeout="5s", **args)
+    await comm.close()
 
 
 def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> Any:
@@ -91,10 +108,63 @@ def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> A
     try:
         frame = dd.read_parquet(str(path), columns=columns, filters=filters)
     except (ValueError, KeyError, OSError) as e:
-        raise InputError(f"{path}: cannot read it as Parquet with columns {columns} ({e})") from e
+        reason = " ".join(str(e).split())  # one line
+        raise InputError(
+            f"{path}: cannot read it as Parquet with columns {columns} ({reason})"
+        ) from None
     if columns is not None:
         _check_columns(path, frame, columns)
     return frame
+
+
+#: The file names Dask's Parquet reader takes from a directory.
+_PARQUET = (".parq", ".parquet", ".pq")
+
+
+def check_parquet(path: Path, columns: list[str]) -> None:
+    """Refuse, before anything is read, a Parquet input whose files do not all hold
+    ``columns`` with one type each (a CSV file is checked when it is read). Reads the
+    files' footers only."""
+    if not path.exists():
+        raise InputError(f"input {path} does not exist")
+    if path.is_file():
+        return
+    pads = _dask("pyarrow.dataset")
+    names = sorted(  # the files Dask reads: by extension, not hidden
+        str(p)
+        for p in path.rglob("*")
+        if p.suffix.lower() in _PARQUET
+        and p.is_file()
+        and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+    )
+    if not names:
+        raise InputError(f"{path}: no Parquet files (*.parquet, *.parq, *.pq) in it")
+    try:
+        data = pads.dataset(
+            names, format="parquet", partitioning="hive", partition_base_dir=str(path)
+        )
+        files = list(data.get_fragments())
+        first: dict[str, tuple[str, Any]] = {}
+        for f in files:
+            schema = f.physical_schema
+            name = Path(f.path).relative_to(path)
+            keys = pads.get_partition_keys(f.partition_expression)  # hive directories
+            for c in columns:
+                if c in keys:
+                    continue
+                if c not in schema.names:
+                    raise InputError(f"{path}: {name} has no column {c!r}; it has {schema.names}")
+                seen = first.setdefault(c, (str(name), schema.field(c).type))
+                if schema.field(c).type != seen[1]:
+                    raise InputError(
+                        f"{path}: column {c!r} is {schema.field(c).type} in {name} but "
+                        f"{seen[1]} in {seen[0]}; write every file with the same types"
+                    )
+    except (OSError, ValueError) as e:
+        if isinstance(e, InputError):
+            raise
+        reason = " ".join(str(e).split())  # one line
+        raise InputError(f"{path}: cannot read it as Parquet ({reason})") from None
 
 
 def _check_columns(path: Path, frame: Any, columns: list[str]) -> None:
