@@ -575,7 +575,8 @@ CASES: list[Case] = [
          "a batch array must have shape (n, 3), got (4, 2)",
          lambda t: t.step(_dask_points(np.zeros((4, 2), dtype=np.int64)))),
     Case("TabularStream", "a Dask bag", TypeError,
-         "a Dask batch must be a dask DataFrame or a dask Array, got Bag",
+         "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
+         "partitions, got Bag",
          lambda t: t.step(_dask_bag([1, 2]))),
     Case("TabularStream", "Dask deletions: more rows than the table holds", ValueError,
          "deleting 3 records from a table of 2",

@@ -207,3 +207,34 @@ def test_errors_are_one_line_with_exit_2(
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_a_single_file_checkpoint_resumes_on_a_parquet_directory(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, scheduler: str
+) -> None:
+    """A batch's digest is a multiset hash of its rows (``dpstream._digest``), the same
+    for one file and for a directory of the same rows: a pandas run's checkpoint
+    resumes on the directory (with and without --dask) and a directory run's on the
+    file, and the releases are those of an uninterrupted run."""
+    one, directory, domain = inputs
+    table = ["table", "--domain", str(domain), "--epsilon", "1", "--seed", "5", "--quiet"]
+
+    def run(src: Path, out: str, *extra: str) -> int:
+        ckpt = ["--checkpoint", str(tmp_path / f"{out}.ckpt")]
+        return main([*table, *extra, "--input", str(src), "--out", str(tmp_path / out), *ckpt])
+
+    months = [*MONTHS, "--end"]
+    assert run(one, "a", *months, "2024-01") == 0  # pandas, one file
+    assert run(directory, "a", *months, "2024-02", "--dask", scheduler) == 0  # cluster
+    assert run(one, "a", *months, "2024-03") == 0  # back to pandas
+    assert run(one, "ref", *months, "2024-03") == 0
+    assert len(same_files(tmp_path / "a", tmp_path / "ref")) == 3
+    # Batches of rows: the file holds the first three parts' rows, the directory all.
+    first = pd.concat([pd.read_parquet(p) for p in sorted(directory.iterdir())[:3]])
+    first.to_parquet(tmp_path / "first.parquet", index=False)
+    rows = ["--batch-size", "2500"]
+    assert run(tmp_path / "first.parquet", "b", *rows) == 0  # 2500, 2500, 2500, 1500
+    assert run(directory, "b", *rows) == 0  # resumed on the local scheduler: + 2500, 500
+    assert run(tmp_path / "first.parquet", "ref2", *rows) == 0
+    assert run(one, "ref2", *rows) == 0
+    assert len(same_files(tmp_path / "b", tmp_path / "ref2")) == 6

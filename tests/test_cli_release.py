@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -706,3 +707,42 @@ def test_fixed_memory_online_runs_and_its_cap_binds_the_checkpoint(
     assert main(again) == 2
     assert "--max-releases" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_format_2_checkpoint_is_upgraded_on_its_file(
+    pts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before issue 30's multiset digest (format 2) a checkpoint hashed the consumed
+    rows' bytes in input order. A pandas run's is checked with that hash on its file
+    and continues in format 3 (the releases of an uninterrupted run); a partitioned
+    run's (its digest depended on the partitions) is refused with a clear message."""
+    data = pd.read_csv(pts)
+    data.iloc[:2000].to_csv(tmp_path / "first.csv", index=False)
+    ckpt = tmp_path / "c"
+    first = points_args(tmp_path / "first.csv", tmp_path / "out", "--batch-size", "1000")
+    _ran([*first, "--checkpoint", str(ckpt), "--seed", "5"])
+    header, state, pending = runs._decode_checkpoint(ckpt)
+    consumed = data.iloc[:2000][["x", "y"]].to_numpy(dtype="<f8").tobytes()
+    header["input_sha256"] = hashlib.sha256(consumed).hexdigest()
+    old = runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    ckpt.write_bytes(old)
+    rest = points_args(pts, tmp_path / "out", "--batch-size", "1000", "--seed", "5")
+    _ran([*rest, "--checkpoint", str(ckpt)])
+    assert ckpt.read_bytes().startswith(runs._MAGIC)
+    _ran(points_args(pts, tmp_path / "ref", "--batch-size", "1000", "--seed", "5"))
+    assert listing(tmp_path / "out") == listing(tmp_path / "ref")
+    # A consumed row changed: the old hash says so.
+    header["input_sha256"] = hashlib.sha256(consumed[:-1] + b"\x01").hexdigest()
+    ckpt.write_bytes(
+        runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    )
+    capsys.readouterr()
+    assert main([*rest, "--checkpoint", str(ckpt)]) == 2
+    assert "the input changed: its rows in the first 2 batches" in error_line(capsys)
+    # A partitioned run's format-2 checkpoint.
+    header["options"]["input_digest"] = "partitions"
+    ckpt.write_bytes(
+        runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    )
+    assert main([*rest, "--checkpoint", str(ckpt)]) == 2
+    assert "whose digest of a partitioned input depended on its partitions" in error_line(capsys)
