@@ -238,3 +238,34 @@ def test_a_single_file_checkpoint_resumes_on_a_parquet_directory(
     assert run(tmp_path / "first.parquet", "ref2", *rows) == 0
     assert run(one, "ref2", *rows) == 0
     assert len(same_files(tmp_path / "b", tmp_path / "ref2")) == 6
+
+
+def test_each_partition_is_read_once_per_batch(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A batch's counts, row count and digest are computed in one pass: with monthly
+    batches over 4 files (rows of every month in every file), 3 × 4 partition reads,
+    whatever the model (before, the digest's pass read every partition again)."""
+    from dask.callbacks import Callback
+
+    _, directory, domain = inputs
+
+    class Reads(Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def _pretask(self, key: object, dsk: object, state: object) -> None:
+            name = key[0] if isinstance(key, tuple) else key
+            self.n += str(name).startswith("read_parquet")
+
+    months = [*MONTHS, "--end", "2024-03", "--seed", "1", "--input", str(directory)]
+    cases = {
+        "table": ["table", "--domain", str(domain), "--epsilon", "1", "--quiet"],
+        "online": ["points", *POINTS],
+        "fixed": ["points", *POINTS, "--memory", "2000000", "--expected-n", "50000"],
+    }
+    for name, argv in cases.items():
+        with Reads() as reads:
+            assert main([*argv, *months, "--out", str(tmp_path / name)]) == 0
+        assert reads.n == 3 * 4, name
