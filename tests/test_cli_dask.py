@@ -202,6 +202,13 @@ def test_errors_are_one_line_with_exit_2(
             "--dask: cannot reach the scheduler at 'tcp://127.0.0.1:9'",
         ),
     ]
+    booleans = frame(500, 4).assign(c=lambda f: f["c"] > 1)  # the domain has codes 0..3
+    write_dir(booleans, tmp_path / "bool", 2)
+    booleans.to_csv(tmp_path / "bool.csv", index=False)
+    for src in ("bool", "bool.csv"):  # partitioned and pandas: the same one line
+        argv = [*table, "--batch-size", "100", "--out", str(tmp_path / "b")]
+        argv[2] = str(tmp_path / src)
+        cases.append((argv, "column 'c' must hold integer codes, got bool"))
     for argv, message in cases:
         capsys.readouterr()
         assert main(argv) == 2

@@ -1141,7 +1141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except (ValueError, TypeError) as e:  # bad input: a value or a type (a bool column)
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
     _print_summary(summary)

@@ -177,9 +177,13 @@ def _rows(part: Any, start: int, stop: int) -> Any:
     return part.iloc[start:stop]
 
 
-def _partition_sums(part: Any, canonical: Callable[[Any], Any]) -> Any:
-    """Task body: :func:`dpstream._digest.row_sums` of a partition's canonical rows."""
-    return row_sums(canonical(part))
+def _partition_sums(part: Any, canonical: Callable[[Any], Any], index: int) -> Any:
+    """Task body: :func:`dpstream._digest.row_sums` of a partition's canonical rows (a
+    refusal names the partition, as the counting tasks do)."""
+    try:
+        return row_sums(canonical(part))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
 
 
 def _unit_points(part: Any, to_unit: Callable[[Any], Any]) -> Any:
@@ -212,7 +216,8 @@ class LazyBatch:
         from dpstream.distributed import gather_in_order
 
         task = _dask().delayed(_partition_sums, pure=True)
-        own = [] if self._sums is not None else [task(p, self._canonical) for p in self.parts]
+        parts = [] if self._sums is not None else self.parts
+        own = [task(p, self._canonical, i) for i, p in enumerate(parts)]
         results = gather_in_order([*own, *tasks])
         if own:
             self._sums = np.sum([next(results) for _ in own], axis=0, dtype=np.uint64)
