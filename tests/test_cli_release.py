@@ -221,6 +221,15 @@ def _before_policy(pts: Path, adult: Path, tmp: Path) -> None:
     (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, pending))
 
 
+def _format_2_partitioned(pts: Path, adult: Path, tmp: Path) -> None:
+    """The checkpoint of a partitioned run before issue 30's digest (format 2)."""
+    _ran(_online_ckpt(pts, adult, tmp))
+    header, state, pending = runs._decode_checkpoint(tmp / "c")
+    header["options"]["input_digest"] = "partitions"
+    data = runs._encode_checkpoint(header, state, pending)
+    (tmp / "c").write_bytes(runs._MAGIC_V2 + data[len(runs._MAGIC) :])
+
+
 def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     def prepare(pts: Path, adult: Path, tmp: Path) -> None:
         (tmp / "c").write_bytes(data)
@@ -429,6 +438,13 @@ REFUSALS = [
         "was written by an older dpstream that did not record the input it consumed",
         _online_ckpt,
         _write_checkpoint(b"DPSTREAM-RUN\x00\x01" + bytes(20)),
+    ),
+    Refusal(
+        "points, table",
+        "`--checkpoint` of a partitioned run from an older dpstream (format 2)",
+        "whose digest of a partitioned input depended on its partitions",
+        _online_ckpt,
+        _format_2_partitioned,
     ),
     Refusal(
         "table",
