@@ -545,7 +545,7 @@ def test_a_table_checkpoint_fingerprints_the_serialised_policy(
     ``[policy]`` table of the same fields resume each other; another field is refused."""
     ckpt = ["--checkpoint", str(tmp_path / "c"), "--seed", "1"]
     same = tmp_path / "same.toml"
-    same.write_text('[policy]\nname = "adaptive"\nrefit = "step"\n[policy.k]\ncalm = 2\n')
+    same.write_text('[policy]\nname = "adaptive"\nrefit = "step"\nscore = "l2"\nk = 2\n')
     other = tmp_path / "other.toml"
     other.write_text('[policy]\nremainder = "model"\n')
     assert main(table_args(adult, tmp_path / "out", *ckpt, "--policy", "adaptive")) == 0
