@@ -52,6 +52,7 @@ from dpstream.noise import discrete_laplace, permute_and_flip
 from dpstream.tabular import (
     Adaptive,
     AutoK,
+    AutoScore,
     Baseline,
     Domain,
     Measurement,
@@ -69,14 +70,14 @@ COMPETITORS = ("baseline", "offline ε/R")
 #: ``--ablate``: the default without one of its heuristics (the policy a user gets by
 #: switching it off), or with one of the opt-in ones (:data:`OPT_IN`).
 ABLATIONS: dict[str, Adaptive] = {
-    "auto score": Adaptive(score="l2"),
-    "auto k": Adaptive(k=2),
-    "taper": Adaptive(k=AutoK(taper=None)),
     "pooled remainder": Adaptive(remainder="model"),
+    "auto score": Adaptive(score=AutoScore()),
+    "auto k": Adaptive(k=AutoK(taper=None)),
+    "auto k with taper": Adaptive(k=AutoK()),
     "refit auto": Adaptive(refit="auto"),
 }
 #: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
-OPT_IN = frozenset({"refit auto"})
+OPT_IN = frozenset({"auto score", "auto k", "auto k with taper", "refit auto"})
 ORDERS = ("shuffled", "natural")
 
 
@@ -449,8 +450,9 @@ def ablate(args: argparse.Namespace) -> int:
             f"orders {', '.join(ORDERS)}, ε ∈ "
             f"{{{', '.join(f'{e:g}' for e in sorted({row['eps'] for row in rows}))}}}, "  # type: ignore[type-var]
             f"{len({row['seed'] for row in rows})} seeds; "
-            f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε); "
-            '"without" is the default with that one heuristic switched off.',
+            f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε). "
+            "Each heuristic is compared with the default: switched off if it is in the default, "
+            "switched on if it is opt-in.",
             "",
             ablation_table(rows),
         ]
