@@ -285,6 +285,11 @@ class ModelTree:
                 part[i] = part[p]
         self._depth = depth
         self._part = part
+        # per column: its part; per part: the cells of its nodes (the bound of :meth:`fits`)
+        self._column_part = [part[min(h)] for h in self._holders]
+        self._part_cells: dict[int, int] = {}
+        for i, p in enumerate(part):
+            self._part_cells[p] = self._part_cells.get(p, 0) + self._node_cells[i]
         self._cells_with: dict[Clique, int] = {}
         self._children: dict[Clique, ModelTree] = {}
 
@@ -303,6 +308,26 @@ class ModelTree:
                 out += self._exact_extra(*self._insertion(clique))
             self._cells_with[clique] = out
         return out
+
+    def fits(self, clique: Clique, limit: int) -> bool:
+        """Whether :meth:`cells_with` ``(clique)`` is at most ``limit``, the same answer,
+        found without the insertion search while a bound settles it.
+
+        The bound: :meth:`_insertion` picks the option of least added cells (every node
+        counted), and among its options is one that adds to each node it changes only
+        columns of the clique, on nodes of the parts that hold the clique's columns (a
+        node ``r`` of one of them gets the clique). Each such node grows at most
+        ``|clique|``-fold (``|clique|`` its cells), and dropping redundant nodes only
+        lowers the count, so ``cells_with ≤ cells + (|clique| − 1) · (cells of those
+        parts)``."""
+        known = self._cells_with.get(clique)
+        if known is not None:
+            return known <= limit
+        parts = {self._column_part[c] for c in clique}
+        grows = clique_cells(self.sizes, clique) - 1
+        if self.cells + grows * sum(self._part_cells[p] for p in parts) <= limit:
+            return True
+        return self.cells_with(clique) <= limit
 
     def added(self, clique: Sequence[int]) -> ModelTree:
         """The tree with ``clique`` inserted (itself if the clique lies in a node)."""
