@@ -16,6 +16,7 @@ natural logarithms; the loss is dimensionless.
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +44,14 @@ from dpstream.tabular.estimation import (
     sample_rows,
 )
 
+try:  # the kernels numpy.einsum runs on a contraction path (numpy ≥ 2.4)
+    _einsumfunc: Any = importlib.import_module("numpy._core.einsumfunc")
+except ImportError:  # pragma: no cover - numpy 1.x
+    _einsumfunc = None
+#: ``None`` on older numpy, where ``np.einsum`` plans each call.
+_bmm_einsum: Any = getattr(_einsumfunc, "bmm_einsum", None)
+_c_einsum: Any = getattr(_einsumfunc, "c_einsum", None)
+
 #: Default bound on the cells of one junction-tree clique (80 MB of float64).
 MAX_CLIQUE_CELLS = 10**7
 
@@ -67,7 +76,7 @@ class JunctionTree:
     order: tuple[int, ...]
     separators: tuple[Clique, ...]
 
-    @property
+    @functools.cached_property
     def children(self) -> tuple[tuple[int, ...], ...]:
         kids: list[list[int]] = [[] for _ in self.nodes]
         for i in self.order[1:]:
@@ -516,11 +525,21 @@ def _model_nodes(
 
 def _expand(table: FloatArray, cols: Clique, target: Clique, sizes: tuple[int, ...]) -> FloatArray:
     """``table`` over ``cols`` reshaped to broadcast against a table over ``target``."""
+    return table.reshape(_expand_shape(cols, target, sizes))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _expand_shape(cols: Clique, target: Clique, sizes: tuple[int, ...]) -> tuple[int, ...]:
     inside = set(cols)
-    return table.reshape([sizes[c] if c in inside else 1 for c in target])
+    return tuple(sizes[c] if c in inside else 1 for c in target)
 
 
 def _axes_not_in(cols: Clique, keep: Iterable[int]) -> tuple[int, ...]:
+    return _axes_outside(cols, keep if isinstance(keep, tuple) else tuple(keep))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _axes_outside(cols: Clique, keep: tuple[int, ...]) -> tuple[int, ...]:
     k = set(keep)
     return tuple(i for i, c in enumerate(cols) if c not in k)
 
@@ -535,17 +554,27 @@ def _sum_out(table: FloatArray, axes: tuple[int, ...]) -> FloatArray:
     """
     if not axes:
         return table
-    kept = tuple(i for i in range(table.ndim) if i not in axes)
-    shape = tuple(table.shape[i] for i in kept)
+    order, flat, axis, shape = _sum_plan(table.shape, axes)
+    moved = table if order is None else table.transpose(order)
+    out: FloatArray = np.ascontiguousarray(moved).reshape(flat).sum(axis=axis).reshape(shape)
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _sum_plan(
+    dims: tuple[int, ...], axes: tuple[int, ...]
+) -> tuple[tuple[int, ...] | None, tuple[int, int], int, tuple[int, ...]]:
+    """How :func:`_sum_out` reduces a table of shape ``dims`` over ``axes``: the transpose
+    (``None``: none), the 2-D shape, the axis summed and the result's shape."""
+    kept = tuple(i for i in range(len(dims)) if i not in axes)
+    shape = tuple(dims[i] for i in kept)
     n_kept = math.prod(shape)
-    n_reduced = table.size // n_kept if n_kept else 0
+    n_reduced = math.prod(dims) // n_kept if n_kept else 0
     if n_reduced >= n_kept:
         order, axis, flat = kept + axes, 1, (n_kept, n_reduced)
     else:
         order, axis, flat = axes + kept, 0, (n_reduced, n_kept)
-    moved = table if order == tuple(range(table.ndim)) else table.transpose(order)
-    out: FloatArray = np.ascontiguousarray(moved).reshape(flat).sum(axis=axis).reshape(shape)
-    return out
+    return (None if order == tuple(range(len(dims))) else order), flat, axis, shape
 
 
 def _marginalize(table: FloatArray, cols: Clique, keep: Iterable[int]) -> FloatArray:
@@ -572,23 +601,46 @@ def _product(
     than over the last one (often income, 2 categories), 2–3 times faster on the nodes
     of a stream even with the final copy.
     """
-    shape = clique_shape(sizes, node)
     if not factors:
-        return np.ones(shape)
-    layout = tuple(sorted(node, key=lambda col: (sizes[col], col)))
-    table = np.empty([sizes[col] for col in layout])
-    for k, (c, f) in enumerate(factors):
-        inner = [col for col in layout if col in c]
-        f = f.reshape(clique_shape(sizes, c)).transpose([c.index(col) for col in inner])
-        f = f.reshape([sizes[col] if col in c else 1 for col in layout])
+        return np.ones(clique_shape(sizes, node))
+    layout, steps, back = _product_plan(node, tuple(c for c, _ in factors), sizes)
+    table = np.empty(layout)
+    for k, ((_, f), (shape, perm, spread)) in enumerate(zip(factors, steps, strict=True)):
+        f = f.reshape(shape).transpose(perm).reshape(spread)
         if k == 0:
             table[...] = f
         else:
             table *= f
-    if layout == node:
+    if back is None:
         return table
-    out: FloatArray = np.ascontiguousarray(table.transpose([layout.index(col) for col in node]))
+    out: FloatArray = np.ascontiguousarray(table.transpose(back))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _product_plan(
+    node: Clique, cliques: tuple[Clique, ...], sizes: tuple[int, ...]
+) -> tuple[
+    tuple[int, ...],
+    tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...],
+    tuple[int, ...] | None,
+]:
+    """:func:`_product`'s layout: the table's shape (the node's columns by increasing
+    size), per factor its shape, transpose and broadcast shape, and the transpose back
+    (``None``: the layout is the node's order)."""
+    layout = tuple(sorted(node, key=lambda col: (sizes[col], col)))
+    steps = []
+    for c in cliques:
+        inner = [col for col in layout if col in c]
+        steps.append(
+            (
+                clique_shape(sizes, c),
+                tuple(c.index(col) for col in inner),
+                tuple(sizes[col] if col in c else 1 for col in layout),
+            )
+        )
+    back = None if layout == node else tuple(layout.index(col) for col in node)
+    return tuple(sizes[col] for col in layout), tuple(steps), back
 
 
 def _node_factors(
@@ -767,6 +819,10 @@ def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Cliqu
     return None if best is None else best[1]
 
 
+#: Cells of the probability tables a model keeps of the marginals asked of it (32 MB).
+_CACHED_CELLS = 1 << 22
+
+
 class GraphicalModel:
     """A fitted graphical model: ``total · P_θ`` with ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))``.
 
@@ -839,6 +895,10 @@ class GraphicalModel:
         # node i's table conditioned on its separator with neighbour j, by (i, j): the
         # factors of _eliminate, computed once per model (a stream asks many marginals)
         self._conditionals: dict[tuple[int, int], FloatArray] = {}
+        # probability tables of cliques asked before (a stream asks every workload's, and
+        # the one-way tables of their columns over and over), up to _CACHED_CELLS in all
+        self._probabilities: dict[Clique, FloatArray] = {}
+        self._cached_cells = 0
         self.iterations = 0
         self.losses: tuple[float, ...] = ()
         self.step_scale = 1.0
@@ -901,7 +961,17 @@ class GraphicalModel:
     def _probability(self, cl: Clique) -> FloatArray:
         """Probability table of ``cl`` (axes in column order): read off a node, the product
         of its parts' tables when its columns lie in independent parts of the tree (joined
-        only by empty separators), else by :meth:`_eliminate`."""
+        only by empty separators), else by :meth:`_eliminate`. Not to be written to: it
+        may be a node's table or a cached one."""
+        out = self._probabilities.get(cl)
+        if out is None:
+            out = self._compute_probability(cl)
+            if self._cached_cells + out.size <= _CACHED_CELLS:
+                self._probabilities[cl] = out
+                self._cached_cells += out.size
+        return out
+
+    def _compute_probability(self, cl: Clique) -> FloatArray:
         node = _smallest_containing(self._jt, self._sizes, cl)
         if node is not None:
             return np.asarray(_marginalize(self._probs[node], self._jt.nodes[node], cl))
@@ -1099,7 +1169,15 @@ def _contract(
     Raises ValueError if an intermediate of numpy's greedy contraction path would
     exceed ``max_cells`` cells.
     """
-    labels, out, path = _contraction_plan(tuple(f for f, _ in factors), target, sizes, max_cells)
+    labels, out, path, steps = _contraction_plan(
+        tuple(f for f, _ in factors), target, sizes, max_cells
+    )
+    if steps is not None:  # numpy.einsum's own loop over its cached contraction list
+        ops = [t for _, t in factors]
+        for inds, eq in steps:
+            taken = [ops.pop(k) for k in inds]
+            ops.append(_bmm_einsum(eq, *taken) if len(taken) == 2 else _c_einsum(eq, *taken))
+        return ops[0]
     args: list[Any] = []
     for (_, t), lab in zip(factors, labels, strict=True):
         args += [t, list(lab)]
@@ -1107,12 +1185,19 @@ def _contract(
     return result
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 14)
 def _contraction_plan(
     cliques: tuple[Clique, ...], target: Clique, sizes: tuple[int, ...], max_cells: int
-) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], list[Any]]:
-    """Labels, output labels and the checked greedy einsum path (cached: a stream asks
-    the same marginals of the same structure many times)."""
+) -> tuple[
+    tuple[tuple[int, ...], ...],
+    tuple[int, ...],
+    list[Any],
+    tuple[tuple[tuple[int, ...], str], ...] | None,
+]:
+    """Labels, output labels, the checked greedy einsum path and, where numpy exposes the
+    kernels its einsum runs (numpy ≥ 2.4), einsum's contraction list for that path, so
+    that :func:`_contract` skips its planning (cached: a stream asks the same marginals
+    of the same structure many times)."""
     cols = sorted({c for f in cliques for c in f} | set(target))
     if len(cols) > 52:
         raise ValueError(f"this marginal involves {len(cols)} columns; at most 52 are supported")
@@ -1141,7 +1226,13 @@ def _contraction_plan(
                 f"this marginal needs a contraction over columns {tuple(sorted(what))} with "
                 f"{n} cells (max_clique_cells={max_cells}); ask for a smaller clique"
             )
-    return labels, out, path
+    steps = None
+    if _bmm_einsum is not None and _c_einsum is not None:
+        plan: Any = np.einsum_path  # einsum's own call: (operands, contraction list)
+        _, contractions = plan(*args, list(out), optimize=path, einsum_call=True)
+        if all(len(c) == 3 for c in contractions):  # (operands, equation, remaining)
+            steps = tuple((tuple(int(k) for k in c[0]), str(c[1])) for c in contractions)
+    return labels, out, path, steps
 
 
 def _sample_conditional(
