@@ -294,13 +294,16 @@ class ModelTree:
                 part[i] = part[p]
         self._depth = depth
         self._part = part
-        # per column: its part; per part: the cells of its nodes (the bound of :meth:`fits`)
-        self._column_part = [part[min(h)] for h in self._holders]
+        # per column: its first holder and its part; per part: the cells of its nodes
+        self._first = [min(h) for h in self._holders]
+        self._column_part = [part[i] for i in self._first]
         self._part_cells: dict[int, int] = {}
         for i, p in enumerate(part):
             self._part_cells[p] = self._part_cells.get(p, 0) + self._node_cells[i]
         self._cells_with: dict[Clique, int] = {}
         self._children: dict[Clique, ModelTree] = {}
+        self._paths: dict[tuple[int, int], list[int]] = {}
+        self._node_sets = [frozenset(n) for n in tree.nodes]
 
     def covers(self, clique: Clique) -> bool:
         """Whether ``clique`` lies inside one node."""
@@ -358,7 +361,14 @@ class ModelTree:
         return out
 
     def _path(self, a: int, b: int) -> list[int]:
-        """Nodes on the tree path from node ``a`` to node ``b``, both included."""
+        """Nodes on the tree path from node ``a`` to node ``b``, both included (cached; not
+        to be written to)."""
+        out = self._paths.get((a, b))
+        if out is None:
+            out = self._paths[(a, b)] = self._walk(a, b)
+        return out
+
+    def _walk(self, a: int, b: int) -> list[int]:
         parent, depth = self.tree.parent, self._depth
         head: list[int] = []
         tail: list[int] = []
@@ -382,7 +392,7 @@ class ModelTree:
         edges: set[int] = set()
         parent = self.tree.parent
         for a, b in itertools.combinations(cols, 2):
-            path = self._path(min(holders[a]), min(holders[b]))
+            path = self._path(self._first[a], self._first[b])
             both = [i for i in path if i in holders[a] and i in holders[b]]
             if both:
                 nodes.add(both[0])
@@ -404,7 +414,7 @@ class ModelTree:
             held = self._holders[c]
             if r in held:
                 continue
-            path = self._path(r, min(held))
+            path = self._path(r, self._first[c])
             if len(path) > 1 and path[1] == avoid:
                 continue
             for i in path:
@@ -415,22 +425,26 @@ class ModelTree:
 
     def _extra(self, grow: Mapping[int, set[int]], new: Clique | None = None) -> int:
         """Cells added by ``grow`` and the ``new`` node, counting every node (none dropped)."""
-        added = sum(
-            self._node_cells[i] * (math.prod(self.sizes[c] for c in cols) - 1)
-            for i, cols in grow.items()
-        )
-        return added + (clique_cells(self.sizes, new) if new is not None else 0)
+        sizes, cells = self.sizes, self._node_cells
+        added = 0
+        for i, cols in grow.items():
+            factor = 1
+            for c in cols:
+                factor *= sizes[c]
+            added += cells[i] * (factor - 1)
+        return added + (clique_cells(sizes, new) if new is not None else 0)
 
     def _exact_extra(self, grow: Mapping[int, set[int]], new: Clique | None) -> int:
         """Cells added by an insertion once the nodes it makes redundant are dropped (a
         node inside a changed one, or the later of two equal ones, as :func:`_maximal`)."""
-        changed = {i: set(self.tree.nodes[i]) | cols for i, cols in grow.items()}
+        sets = self._node_sets
+        changed = {i: sets[i] | cols for i, cols in grow.items()}
         if new is not None:
-            changed[len(self.tree.nodes)] = set(new)
+            changed[len(self.tree.nodes)] = frozenset(new)
         near = {j for n in changed.values() for c in n for j in self._holders[c]}
         dropped = 0
         for j in near | set(changed):
-            nj = changed.get(j) or set(self.tree.nodes[j])
+            nj = changed.get(j) or sets[j]
             if any(i != j and nj <= ni and (nj != ni or i < j) for i, ni in changed.items()):
                 dropped += clique_cells(self.sizes, tuple(nj))
         return self._extra(grow, new) - dropped
@@ -443,7 +457,7 @@ class ModelTree:
         least added cells (every node counted) wins, then the first in that order."""
         parts: dict[int, list[int]] = {}
         for c in clique:
-            parts.setdefault(self._part[min(self._holders[c])], []).append(c)
+            parts.setdefault(self._column_part[c], []).append(c)
         targets = {k: self._targets(cols) for k, cols in parts.items()}
         # each part's columns gathered in the cheapest of its nodes, for the other parts
         gathered: dict[int, dict[int, set[int]]] = {}
@@ -819,7 +833,8 @@ def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Cliqu
     return None if best is None else best[1]
 
 
-#: Cells of the probability tables a model keeps of the marginals asked of it (32 MB).
+#: Cells of the probability tables and elimination messages a model keeps of the
+#: marginals asked of it (32 MB).
 _CACHED_CELLS = 1 << 22
 
 
@@ -898,6 +913,9 @@ class GraphicalModel:
         # probability tables of cliques asked before (a stream asks every workload's, and
         # the one-way tables of their columns over and over), up to _CACHED_CELLS in all
         self._probabilities: dict[Clique, FloatArray] = {}
+        # messages of variable elimination (:meth:`_eliminate`), by what determines them
+        self._message_ids: dict[tuple[int, int, Clique, tuple[int, ...]], int] = {}
+        self._messages: dict[int, FloatArray] = {}
         self._cached_cells = 0
         self.iterations = 0
         self.losses: tuple[float, ...] = ()
@@ -1014,8 +1032,11 @@ class GraphicalModel:
         # Eliminate leaf-first along the subtree: a node's message to its parent keeps
         # only the separator and the target columns seen so far, so intermediates stay
         # near (separator × target) cells; one global einsum path can blow up instead.
+        # A message is kept under what determines it (node, parent, scope and the
+        # messages it was made of), so targets that share a column reuse its messages.
         want = set(target)
         messages: dict[int, list[tuple[Clique, FloatArray]]] = {i: [] for i, _ in plan}
+        made_of: dict[int, list[int]] = {i: [] for i, _ in plan}
         for i in _leaves_first(plan):
             ops = [factors[i], *messages[i]]
             involved = set().union(*(set(c) for c, _ in ops))
@@ -1024,10 +1045,20 @@ class GraphicalModel:
             if p >= 0:
                 keep |= involved & set(jt.nodes[p])
             scope = tuple(sorted(keep))
-            table = _contract(ops, scope, sizes, self._max_cells)
             if p < 0:
-                return table
+                return _contract(ops, scope, sizes, self._max_cells)
+            key = (i, p, scope, tuple(made_of[i]))
+            ident = self._message_ids.get(key)
+            table = self._messages.get(ident) if ident is not None else None
+            if table is None:
+                table = _contract(ops, scope, sizes, self._max_cells)
+                if ident is None:
+                    ident = self._message_ids[key] = len(self._message_ids)
+                if self._cached_cells + table.size <= _CACHED_CELLS:
+                    self._messages[ident] = table
+                    self._cached_cells += table.size
             messages[p].append((scope, table))
+            made_of[p].append(ident)
         raise AssertionError("an elimination plan has a root")  # pragma: no cover
 
     def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
