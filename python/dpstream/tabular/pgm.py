@@ -1048,16 +1048,14 @@ class GraphicalModel:
             if p < 0:
                 return _contract(ops, scope, sizes, self._max_cells)
             key = (i, p, scope, tuple(made_of[i]))
-            ident = self._message_ids.get(key)
-            table = self._messages.get(ident) if ident is not None else None
-            if table is None:
-                table = _contract(ops, scope, sizes, self._max_cells)
-                if ident is None:
-                    ident = self._message_ids[key] = len(self._message_ids)
-                if self._cached_cells + table.size <= _CACHED_CELLS:
-                    self._messages[ident] = table
-                    self._cached_cells += table.size
-            messages[p].append((scope, table))
+            ident = self._message_ids.setdefault(key, len(self._message_ids))
+            kept = self._messages.get(ident)
+            if kept is None:
+                kept = _contract(ops, scope, sizes, self._max_cells)
+                if self._cached_cells + kept.size <= _CACHED_CELLS:
+                    self._messages[ident] = kept
+                    self._cached_cells += kept.size
+            messages[p].append((scope, kept))
             made_of[p].append(ident)
         raise AssertionError("an elimination plan has a root")  # pragma: no cover
 
