@@ -443,10 +443,13 @@ class ModelTree:
             changed[len(self.tree.nodes)] = frozenset(new)
         near = {j for n in changed.values() for c in n for j in self._holders[c]}
         dropped = 0
-        for j in near | set(changed):
+        pairs = list(changed.items())
+        for j in near | changed.keys():
             nj = changed.get(j) or sets[j]
-            if any(i != j and nj <= ni and (nj != ni or i < j) for i, ni in changed.items()):
-                dropped += clique_cells(self.sizes, tuple(nj))
+            for i, ni in pairs:
+                if i != j and nj <= ni and (nj != ni or i < j):
+                    dropped += clique_cells(self.sizes, tuple(nj))
+                    break
         return self._extra(grow, new) - dropped
 
     def _insertion(self, clique: Clique) -> tuple[dict[int, set[int]], Clique | None]:
@@ -459,17 +462,19 @@ class ModelTree:
         for c in clique:
             parts.setdefault(self._column_part[c], []).append(c)
         targets = {k: self._targets(cols) for k, cols in parts.items()}
+        # each part's columns brought to each of its target nodes (read, never written)
+        to_node = {k: {r: self._grow(cols, r) for r in targets[k][0]} for k, cols in parts.items()}
         # each part's columns gathered in the cheapest of its nodes, for the other parts
         gathered: dict[int, dict[int, set[int]]] = {}
-        for k, cols in parts.items():
-            grows = [self._grow(cols, r) for r in targets[k][0]]
-            gathered[k] = min(grows, key=self._extra)
+        if len(parts) > 1:
+            for k in parts:
+                gathered[k] = min(to_node[k].values(), key=self._extra)
         options: list[_Option] = []
         for k, cols in parts.items():
             rest = {i: g for j, gs in gathered.items() if j != k for i, g in gs.items()}
             others = {c for c in clique if c not in cols}
             for r in targets[k][0]:
-                grow = {**rest, **self._grow(cols, r)}
+                grow = {**rest, **to_node[k][r]}
                 if others:
                     grow[r] = grow.get(r, set()) | others
                 options.append((self._extra(grow), (0, r), grow, None))
@@ -1075,9 +1080,11 @@ class GraphicalModel:
         n = check_sample_size(n)
         rounded = check_sample_method(method) == "round"
         jt, sizes = self._jt, self._sizes
-        out = np.zeros((n, len(sizes)), dtype=np.int64)
         if n == 0:
-            return out
+            return np.zeros((n, len(sizes)), dtype=np.int64)
+        # column-major while the columns are drawn one block at a time (contiguous reads
+        # and writes of a column), row-major when returned
+        out = np.zeros((n, len(sizes)), dtype=np.int64, order="F")
         for i in jt.order:
             node = jt.nodes[i]
             sep = jt.separators[i]
@@ -1107,7 +1114,7 @@ class GraphicalModel:
                 out[:, c] = v
         if rounded:
             out = out[rng.permutation(n)]
-        return out
+        return np.ascontiguousarray(out)
 
 
 class _TreeIndex(NamedTuple):
