@@ -211,7 +211,7 @@ def render(
         "- Seconds per step: the whole `step` call, on a shared 2-core machine (other jobs "
         "ran: compare within a column). Before: the same script with the Python sources of "
         f"commit {before_commit} and the same data generator, from the folder given to "
-        "`--before` (run just before this one unless its own JSON says otherwise).",
+        "`--before` (a separate run, at its own time and load).",
         "- Model cells: the cells of the model's junction tree at the end (bound: "
         "`max_model_cells` = 200,000); workloads measured: those selected at least once. "
         "A workload can be measured when its insertion keeps the tree within the bound; an "
