@@ -68,6 +68,27 @@ def test_insertions_build_junction_trees_and_count_their_cells(seed: int) -> Non
 
 
 @pytest.mark.parametrize("seed", range(12))
+def test_fits_answers_as_the_insertion_count_does(seed: int) -> None:
+    """``ModelTree.fits`` settles most candidates by a bound, without the insertion search:
+    at a limit one cell below a clique's insertion count it must refuse it, at the count
+    accept it (a fresh tree each time, so no cached count answers instead)."""
+    rng = random.Random(200 + seed)
+    d = rng.randint(4, 16)
+    sizes = tuple(rng.randint(1, 6) for _ in range(d))
+    tree = pgm.ModelTree(sizes)
+    for c in random_cliques(rng, d, rng.randint(0, 3 * d)):
+        tree = tree.added(c)
+    settled = 0
+    for c in random_cliques(rng, d, 40):
+        cells = tree.cells_with(c)
+        for limit in (cells - 1, cells, tree.cells * clique_cells(sizes, c)):
+            fresh = pgm.ModelTree(sizes, tree.tree)
+            assert fresh.fits(c, limit) == (cells <= limit), (c, limit)
+            settled += not fresh._cells_with
+    assert settled > 0  # the bound answered some without the search
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_the_fit_keeps_a_tree_no_larger_than_the_checked_chain(seed: int) -> None:
     """Select-step style: start from a fitted model's tree, admit cliques while the chain
     says they fit, fit: the model's tree is within the bound, and within the chain."""

@@ -191,6 +191,39 @@ def test_the_l2_score_prefers_the_workload_the_model_gets_wrong() -> None:
     assert abs(s[0]) < 15
 
 
+@pytest.mark.parametrize("per_cell", [False, True])
+def test_the_l2_scores_of_many_workloads_are_those_of_each_alone(per_cell: bool) -> None:
+    """Workloads are scored in groups of one size: the same bits as one at a time, in the
+    caller's order, whatever the mix of sizes and dtypes."""
+    g = np.random.default_rng(7)
+    batches, shifts, models = [], [], []
+    for n in range(60):
+        cells = int(g.choice([1, 4, 36, 216]))
+        x = g.poisson(g.uniform(0, 80), cells)
+        batches.append(x if n % 3 else x.astype(np.float64))
+        m = g.exponential(g.uniform(0.1, 50), cells) * (n % 7 != 0)  # some all zero
+        models.append(m)
+        shifts.append(m - g.exponential(5, cells))
+    kw = {"rows": 900, "table_rows": 4000, "noise_stddev": 17.3, "per_cell": per_cell}
+    together = excess_l2_scores(batches, shifts, models, **kw)  # type: ignore[arg-type]
+    alone = [excess_l2_scores([x], [c], [m], **kw)[0]  # type: ignore[arg-type]
+             for x, c, m in zip(batches, shifts, models, strict=True)]  # fmt: skip
+    assert together.tolist() == alone
+
+
+def test_the_l2_scores_report_the_first_workloads_problem() -> None:
+    kw = {"rows": 1, "table_rows": 1, "noise_stddev": 1.0}
+    big, half, nan = np.array([2.0**28]), np.array([0.5, 1.0]), np.array([np.nan])
+    with pytest.raises(ValueError, match="out of range"):
+        excess_l2_scores([big, half], [np.zeros(1), np.zeros(2)], [np.ones(1), np.ones(2)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="integer counts"):
+        excess_l2_scores([half, big], [np.zeros(2), np.zeros(1)], [np.ones(2), np.ones(1)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not finite"):
+        excess_l2_scores([np.zeros(1), big], [nan, np.zeros(1)], [np.ones(1)] * 2, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="differ"):
+        excess_l2_scores([np.zeros(2)], [np.zeros(1)], [np.ones(2)], **kw)  # type: ignore[arg-type]
+
+
 def test_the_l2_score_refuses_what_it_cannot_compute_exactly() -> None:
     kw = {"rows": 1, "table_rows": 1, "noise_stddev": 1.0}
     with pytest.raises(ValueError, match="integer counts"):
