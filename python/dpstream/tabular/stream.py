@@ -64,6 +64,7 @@ from dpstream._params import RealLike, exact_fraction
 from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
+from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import (
@@ -88,6 +89,7 @@ from dpstream.tabular.policy import (
     expected_batch,
     k_levels,
     note_margins,
+    staleness_bonus,
     step_k,
     to_dict,
     uses_drift_test,
@@ -235,9 +237,16 @@ class TabularStream(WorkloadMeasurements):
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         self._public_sizes = bool(public_sizes)
+        covered = len(covered_columns(cliques)) if adaptive and adaptive.coverage else 0
         self._budgets = {
             k: self.budget(
-                self._epsilon, k, cliques, domain, score=self._score, public_sizes=public_sizes
+                self._epsilon,
+                k,
+                cliques,
+                domain,
+                score=self._score,
+                public_sizes=public_sizes,
+                coverage_columns=covered,
             )
             for k in levels
         }
@@ -258,6 +267,17 @@ class TabularStream(WorkloadMeasurements):
             self._size_counter = Counter(
                 counter, self._budget.size, 1, horizon=horizon, rng=self._rng
             )
+        # Adaptive(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
+        self._coverage: Coverage | None = None
+        if covered:
+            self._coverage = Coverage(
+                counter,
+                self._budget.coverage_counter_epsilon,
+                cliques,
+                domain.sizes,
+                horizon,
+                self._rng,
+            )
         self._t = 0
         # The released size |f_t| (public) and the exact size, kept only to refuse deleting
         # more records than the table holds (never released; sensitive like the counters).
@@ -277,6 +297,8 @@ class TabularStream(WorkloadMeasurements):
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
         self._last_selected: list[int] = []
+        # Public: the step at which each workload was last selected (−1: never).
+        self._last_step = np.full(len(cliques), -1, dtype=np.int64)
         # Public (tests of releases): the running share of steps whose first measurement
         # drifted.
         self._drift_rate = 0.0
@@ -413,6 +435,8 @@ class TabularStream(WorkloadMeasurements):
         undo = checkpoint.undo_point(self)
         try:
             size, rows = self._next_size(n_ins - n_dels, n_ins + n_dels, not counts.has_deletions)
+            if self._coverage is not None:
+                self._coverage.step(diff)
             if self._baseline:
                 self._step_baseline(diff, size - self._size)
             else:
@@ -537,6 +561,7 @@ class TabularStream(WorkloadMeasurements):
         table_rows: int,
         drifting: bool = False,
         budget: Budget | None = None,
+        drift_share: float = 0.0,
     ) -> int | None:
         """Permute-and-flip (:func:`~dpstream.tabular.selection.select`) over the workloads
         not yet taken at this step that fit ``model`` with this step's selections ``order``;
@@ -552,6 +577,16 @@ class TabularStream(WorkloadMeasurements):
         ]
         if not candidates:
             return None
+        per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
+        bonus = staleness_bonus(
+            self._policy,
+            self._t,
+            self._last_step[candidates],
+            self._cells[candidates],
+            rows,
+            drift_share,
+            per_cell,
+        )
         pick = select(
             self._score,
             [batch[i] for i in candidates],
@@ -562,6 +597,7 @@ class TabularStream(WorkloadMeasurements):
             budget=self._budget if budget is None else budget,
             drifting=drifting,
             rng=self._rng,
+            bonus=bonus,
         )
         return candidates[pick]
 
@@ -579,7 +615,10 @@ class TabularStream(WorkloadMeasurements):
         k = step_k(policy, self._t, len(self._workloads), drift_rate)
         budget = self._budgets[k]
         cache: dict[int, npt.NDArray[np.float64]] = {}
-        margins: Margins = {}
+        # Coverage: the batch's released margins of the drifted columns rake every
+        # expected batch of this step (and the drift test's).
+        covered = self._covered_margins(size)
+        margins: Margins = {c: (list(e), list(v)) for c, (e, v) in covered.items()}
 
         def model_marginals(i: int) -> npt.NDArray[np.float64]:
             if i not in cache:
@@ -604,7 +643,17 @@ class TabularStream(WorkloadMeasurements):
                 and drift_rate > policy.score.drift_share
             )
             j = self._select(
-                diff, base, model_marginals, taken, order, model, rows, size, drifting, budget
+                diff,
+                base,
+                model_marginals,
+                taken,
+                order,
+                model,
+                rows,
+                size,
+                drifting,
+                budget,
+                drift_rate,
             )
             if j is None:  # no workload fits max_model_cells any more: the step ends here
                 break
@@ -623,7 +672,8 @@ class TabularStream(WorkloadMeasurements):
                 increment = after - before
                 if test and n_taken == 0:
                     assert isinstance(policy, Adaptive)
-                    expected = self._prior(j, size) - base[j]  # the model's batch of this size
+                    # the model's batch of this size (raked to the coverage margins, if any)
+                    expected = self._raked_prior(j, size, base[j], covered) - base[j]
                     variance = increment_variance(counter)
                     if self._size_counter is not None:
                         size_var = increment_variance(self._size_counter)
@@ -658,11 +708,24 @@ class TabularStream(WorkloadMeasurements):
             if i not in taken:
                 self._remainder[i] = self._synthetic_marginals[i] - self._release(i)[0]
 
+    def _covered_margins(self, size: int) -> Margins:
+        """Coverage: the batch's released one-way margins of the columns that drifted from
+        the model (:meth:`~dpstream.tabular.coverage.Coverage.batch_margins`); else none."""
+        if self._coverage is None or self._model is None or self._size <= 0:
+            return {}
+        model, policy = self._model, self._policy
+        assert isinstance(policy, Adaptive)
+        z = policy.drift_z
+        return self._coverage.batch_margins(
+            lambda c: model.marginal((c,)), size - self._size, model.total, z
+        )
+
     # ------------------------------------------------------------------ Algorithm 2
 
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
+        self._last_step[order] = self._t
 
     def _step_baseline(self, diff: list[npt.NDArray[np.float64]], n: int) -> None:
         if n == 0:
