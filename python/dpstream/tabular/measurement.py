@@ -156,3 +156,15 @@ class WorkloadMeasurements:
             return prior
         shape = tuple(self._domain.sizes[c] for c in self._workloads[i])
         return raked_prior(prior, base, self._workloads[i], shape, margins)
+
+    def _covered_margins(self, size: int) -> Margins:
+        """Coverage: the batch's released one-way margins of the columns that drifted from
+        the model (:meth:`~dpstream.tabular.coverage.Coverage.batch_margins`); else none."""
+        if self._coverage is None or self._model is None or self._size <= 0:
+            return {}
+        model, policy = self._model, self._policy
+        assert isinstance(policy, Adaptive)
+        z = policy.drift_z
+        return self._coverage.batch_margins(
+            lambda c: model.marginal((c,)), size - self._size, model.total, z
+        )

@@ -51,19 +51,17 @@ Why each heuristic, and the measurements behind the defaults: ``docs/tabular.md`
 
 from __future__ import annotations
 
-import math
 import numbers
-from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from dpstream import noise
 from dpstream._params import RealLike, exact_fraction
 from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
+from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
@@ -94,13 +92,13 @@ from dpstream.tabular.policy import (
     to_dict,
     uses_drift_test,
 )
+from dpstream.tabular.public_values import PublicValues
 from dpstream.tabular.selection import (
     CELL_LIMIT,
     SIZE_SHARE,
     Budget,
     ScoreKind,
     select,
-    split_budget,
 )
 from dpstream.tabular.workloads import Clique, all_workloads
 
@@ -117,7 +115,7 @@ def _int(value: object, name: str, minimum: int) -> int:
     return int(value)
 
 
-class TabularStream(WorkloadMeasurements):
+class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     """ε-DP synthetic tables for a stream of categorical records.
 
     Default guarantee: ε-DP for one record added to or removed from the stream, the
@@ -302,89 +300,6 @@ class TabularStream(WorkloadMeasurements):
         # Public (tests of releases): the running share of steps whose first measurement
         # drifted.
         self._drift_rate = 0.0
-
-    # ------------------------------------------------------------------ public values
-
-    #: The split of ε for ``k`` selections per step (exact):
-    #: :func:`~dpstream.tabular.selection.split_budget`.
-    budget = staticmethod(split_budget)
-
-    @property
-    def budgets(self) -> dict[int, Budget]:
-        """The split of ε for each ``k`` a step may make; every step spends exactly ``ε``."""
-        return dict(self._budgets)
-
-    @property
-    def policy(self) -> Policy:
-        """The policy (public)."""
-        return self._policy
-
-    @property
-    def domain(self) -> Domain:
-        """The public schema."""
-        return self._domain
-
-    @property
-    def epsilon(self) -> Fraction:
-        """ε of the whole stream."""
-        return self._epsilon
-
-    @property
-    def workloads(self) -> list[Clique]:
-        """The workloads (sorted column-index tuples), in selection order."""
-        return list(self._workloads)
-
-    @property
-    def t(self) -> int:
-        """Steps taken (public)."""
-        return self._t
-
-    @property
-    def size(self) -> int:
-        """The table's size ``|f_t|`` as released (rows of each release; inside ε), or the
-        exact size with ``public_sizes=True``."""
-        return self._size
-
-    @property
-    def public_sizes(self) -> bool:
-        """Whether the batch sizes are public and exact (one record's values replaced)."""
-        return self._public_sizes
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise generator is seeded: reproducible, **not private**."""
-        return self._rng.seeded
-
-    @property
-    def last_selected(self) -> list[Clique]:
-        """The workloads selected and measured at the last step, in selection order
-        (outputs of permute-and-flip, inside ε; empty before the first step)."""
-        return [self._workloads[i] for i in self._last_selected]
-
-    @property
-    def selection_counts(self) -> dict[Clique, int]:
-        """How many steps have selected each workload so far (public)."""
-        return {w: int(n) for w, n in zip(self._workloads, self._selections, strict=True)}
-
-    @property
-    def epsilon_spent(self) -> Fraction:
-        """ε spent: the stream's ε from the first step on, 0 before."""
-        return self._epsilon if self._t > 0 else Fraction(0)
-
-    @property
-    def epsilon_remaining(self) -> Fraction:
-        """ε not yet spent (ε before the first step, 0 after)."""
-        return self._epsilon - self.epsilon_spent
-
-    def __repr__(self) -> str:
-        text = (
-            f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
-            f"workloads={len(self._workloads)}, policy={self._policy!r}, "
-            f"estimator={self._estimator!r}, t={self._t})"
-        )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
 
     # ------------------------------------------------------------------ the stream
 
@@ -708,53 +623,12 @@ class TabularStream(WorkloadMeasurements):
             if i not in taken:
                 self._remainder[i] = self._synthetic_marginals[i] - self._release(i)[0]
 
-    def _covered_margins(self, size: int) -> Margins:
-        """Coverage: the batch's released one-way margins of the columns that drifted from
-        the model (:meth:`~dpstream.tabular.coverage.Coverage.batch_margins`); else none."""
-        if self._coverage is None or self._model is None or self._size <= 0:
-            return {}
-        model, policy = self._model, self._policy
-        assert isinstance(policy, Adaptive)
-        z = policy.drift_z
-        return self._coverage.batch_margins(
-            lambda c: model.marginal((c,)), size - self._size, model.total, z
-        )
-
     # ------------------------------------------------------------------ Algorithm 2
 
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
         self._last_step[order] = self._t
-
-    def _step_baseline(self, diff: list[npt.NDArray[np.float64]], n: int) -> None:
-        if n == 0:
-            self._record([])
-            return
-        scale = self._budget.laplace_scale
-        taken: set[int] = set()
-        measurements: list[Measurement] = []
-        model: MarginalModel | None = None
-        stddev = math.sqrt(2) * float(scale)
-
-        def model_marginals(i: int) -> npt.NDArray[np.float64]:
-            if model is None:
-                return np.full(int(self._cells[i]), n / float(self._cells[i]))
-            return model.marginal(self._workloads[i])
-
-        order: list[int] = []
-        for _ in range(self._k):
-            j = self._select(diff, None, model_marginals, taken, order, None, n, n)
-            if j is None:  # no workload fits max_model_cells any more: the step ends here
-                break
-            taken.add(j)
-            order.append(j)
-            z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
-            measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
-            model = self._fit(measurements, float(n), None)
-        assert model is not None
-        self._baseline_rows.append(model.sample(n, self._sample_rng, method=self._sampling))
-        self._record(order)
 
     def _check_workload(self, w: object) -> Clique:
         if not isinstance(w, tuple) or not w:
