@@ -356,7 +356,7 @@ def read(path: Path) -> list[Outcome]:
     return list(out.values())
 
 
-def write(outcomes: list[Outcome], out: Path, command: str) -> None:
+def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = False) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -370,7 +370,8 @@ def write(outcomes: list[Outcome], out: Path, command: str) -> None:
                 )
     text = "\n".join(summary(outcomes, command)) + "\n"
     (out / "summary.md").write_text(text)
-    print(text)
+    if not quiet:
+        print(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -413,20 +414,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in range(a.first_seed, a.first_seed + seeds)
     ]
     command = " ".join(["benches/bench_tabular_drift.py", *(argv or sys.argv[1:])])
+    earlier = [o for path in a.merge for o in read(path)]
+    outcomes: list[Outcome] = []
+
+    def report(final: bool) -> None:
+        # Written after every finished job, so that a run stopped early keeps its results.
+        here = {(o.job.stream, o.job.variant, o.job.epsilon, o.job.seed) for o in outcomes}
+        rest = [o for o in earlier if (o.job.stream, o.job.variant, o.job.epsilon, o.job.seed)
+                not in here]  # fmt: skip
+        write(outcomes + rest, a.out, command, quiet=not final)
+
     runner: Callable[[Job], Outcome] = run
     if a.jobs > 1:
         with ProcessPoolExecutor(a.jobs) as ex:
-            outcomes = list(ex.map(runner, jobs))
-    else:
-        outcomes = [runner(j) for j in jobs]
-    here = {(o.job.stream, o.job.variant, o.job.epsilon, o.job.seed) for o in outcomes}
-    for path in a.merge:
-        for o in read(path):
-            key = (o.job.stream, o.job.variant, o.job.epsilon, o.job.seed)
-            if key not in here:
+            for o in ex.map(runner, jobs):
                 outcomes.append(o)
-                here.add(key)
-    write(outcomes, a.out, command)
+                report(False)
+    else:
+        for j in jobs:
+            outcomes.append(runner(j))
+            report(False)
+    report(True)
     return 0
 
 
