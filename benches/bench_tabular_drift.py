@@ -315,15 +315,25 @@ def summary(outcomes: list[Outcome], command: str) -> list[str]:
             + f"{np.mean([o.seconds for o in os_]):.0f} |"
         )
     lines += ["", "Ratio of the ordered stream's final AvgWE (MaxWE) to its shuffled twin's:", ""]
-    lines += ["| ordered | variant | ε | AvgWE ratio | MaxWE ratio |", "|---|---|---|---|---|"]
+    lines += [
+        "| ordered | variant | ε | AvgWE ratio | MaxWE ratio | AvgWE ratio to the default's "
+        "shuffled |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def final(os_: list[Outcome], metric: str) -> float:
+        return float(np.mean([getattr(o, metric)[-1] for o in os_]))
+
     for ordered, shuffled in PAIRS:
         for (stream, variant, eps), os_ in sorted(groups.items()):
             twin = groups.get((shuffled, variant, eps))
             if stream != ordered or not twin:
                 continue
-            ra = np.mean([o.avg_we[-1] for o in os_]) / np.mean([o.avg_we[-1] for o in twin])
-            rm = np.mean([o.max_we[-1] for o in os_]) / np.mean([o.max_we[-1] for o in twin])
-            lines.append(f"| {ordered} | {variant} | {eps:g} | {ra:.2f} | {rm:.2f} |")
+            ra = final(os_, "avg_we") / final(twin, "avg_we")
+            rm = final(os_, "max_we") / final(twin, "max_we")
+            base = groups.get((shuffled, "default", eps))
+            rd = f"{final(os_, 'avg_we') / final(base, 'avg_we'):.2f}" if base else "–"
+            lines.append(f"| {ordered} | {variant} | {eps:g} | {ra:.2f} | {rm:.2f} | {rd} |")
     return lines
 
 
