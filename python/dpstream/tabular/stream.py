@@ -38,6 +38,10 @@ table to the previous one; insertions only.
   from public values; a workload then has one counter per ``k``, fed only at the steps
   with that ``k``. A step whose later selections find no workload within
   ``max_model_cells`` ends early (a public rule) and spends less.
+* ``Adaptive(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
+  of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
+  ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` adds a public bonus to the scores
+  (no ε; sensitivities unchanged).
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
