@@ -168,6 +168,7 @@ def render(
     command: str,
     wall: float,
     before: dict[int, dict[str, object]] | None = None,
+    before_commit: str = "a46e0bb",
 ) -> str:
     lines = [
         SECTION_TITLE,
@@ -209,9 +210,8 @@ def render(
         "",
         "- Seconds per step: the whole `step` call, on a shared 2-core machine (other jobs "
         "ran: compare within a column). Before: the same script with the Python sources of "
-        "the code before issue 31 (a greedy triangulation per candidate workload; commit "
-        "a46e0bb) and the same data generator, from the folder given to `--before` (an "
-        "earlier run, at its own time and load).",
+        f"commit {before_commit} and the same data generator, from the folder given to "
+        "`--before` (a separate run, at its own time and load).",
         "- Model cells: the cells of the model's junction tree at the end (bound: "
         "`max_model_cells` = 200,000); workloads measured: those selected at least once. "
         "A workload can be measured when its insertion keeps the tree within the bound; an "
@@ -262,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a folder of this script's per-setting JSON from earlier code, shown alongside",
     )
+    parser.add_argument(
+        "--before-commit",
+        default="a46e0bb",
+        help="the commit whose sources made the --before folder (named in the note)",
+    )
     parser.add_argument("--one", nargs=3, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -286,7 +291,13 @@ def main(argv: list[str] | None = None) -> int:
     for d in QUICK_AGREEMENT_COLUMNS if args.quick else AGREEMENT_COLUMNS:
         agreements[d] = {**agreement(d, models), "models": models}
     command = ".venv/bin/python benches/bench_highdim.py" + " ".join(
-        ["", *(["--quick"] if args.quick else []), *(["--full"] if args.full else [])]
+        [
+            "",
+            *(["--quick"] if args.quick else []),
+            *(["--full"] if args.full else []),
+            *([f"--columns {args.columns}"] if args.columns else []),
+            *([f"--steps {args.steps}"] if args.steps else []),
+        ]
     )
     before = None
     if args.before is not None:
@@ -295,8 +306,11 @@ def main(argv: list[str] | None = None) -> int:
             path = args.before / f"columns-{d}-steps-{steps}.json"
             if path.exists():
                 before[d] = json.loads(path.read_text())
-        command += f" --before {args.before}"
-    section = render(results, agreements, command.rstrip(), time.perf_counter() - start, before)
+        command += f" --before {args.before} --before-commit {args.before_commit}"
+    section = render(
+        results, agreements, command.rstrip(), time.perf_counter() - start, before,
+        args.before_commit,
+    )  # fmt: skip
     publish(section, SECTION_TITLE, args.results, args.no_write)
     return 0
 

@@ -645,13 +645,13 @@ def grid(args: argparse.Namespace) -> list[tuple[str, int, float, int, int]]:
                     for r in (10, 100, 1000):
                         out.append((stream, d, eps, r, 200_000))
         return out
-    if args.sweep:
+    if args.sweep or args.sweep_r1000:
         return [
             (stream, d, eps, r, 100_000)
             for stream, (_, dims) in STREAMS.items()
             for d in dims
             for eps in (0.5, 1.0, 2.0)
-            for r in (10, 100)
+            for r in ((1000,) if args.sweep_r1000 else (10, 100))
         ]
     out = [(s, 2, 1.0, r, 100_000) for s in STREAMS for r in (10, 100)]
     out += [(s, d, 1.0, 100, 100_000) for s in ("blobs", "drift") for d in (1, 3)]
@@ -669,6 +669,11 @@ def main(argv: list[str] | None = None) -> int:
         help="every stream, d, ε ∈ {0.5, 1, 2} and R ∈ {10, 100} at n = 100,000 (the targets' "
         "grid without R = 1000; about an hour)",
     )
+    p.add_argument(
+        "--sweep-r1000",
+        action="store_true",
+        help="the same grid at R = 1000 only (n = 100,000; the R >= 100 target's largest R)",
+    )
     p.add_argument("--seeds", type=int, default=None, help="repetitions (default 5; quick 2)")
     p.add_argument("--out", type=Path, default=HERE / "out" / "online_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
@@ -678,7 +683,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     settings = grid(args)
     start = time.perf_counter()
-    methods = SWEEP_METHODS if args.sweep or args.full else METHODS
+    sweeping = args.sweep or args.sweep_r1000 or args.full
+    methods = SWEEP_METHODS if sweeping else METHODS
     for j, (stream, d, eps, r, n) in enumerate(settings, start=1):
         for seed in range(seeds):
             rows += run_setting(stream, d, eps, r, n, seed, methods)
@@ -693,7 +699,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     table, records = summarise(rows)
     (args.out / "online_compare_settings.md").write_text(table + "\n")
-    if args.sweep or args.full:
+    if sweeping:
         return _write_sweep(args, records, len(settings), seeds, time.perf_counter() - start)
     speed_line = speed(20_000, 10, 1) if args.quick else speed()
     fixed_table = fixed_memory_table(rows)
@@ -747,7 +753,7 @@ def _write_sweep(
 ) -> int:
     """The sweep's section of RESULTS.md: the targets' table; the per-setting table stays in
     ``--out`` (``online_compare_settings.md``)."""
-    mode = "--full" if args.full else "--sweep"
+    mode = "--full" if args.full else "--sweep-r1000" if args.sweep_r1000 else "--sweep"
     body = "\n".join(
         [
             f"{settings} settings × {seeds} seeds, {seconds:.0f} s on this machine; range-query "

@@ -5,7 +5,8 @@ stream, which is not one of ``bench_online_compare.py``'s: 3 anisotropic Gaussia
 0.02 × 0.06) over a 20% uniform background, d = 2, ε = 1, n = 60,000, R ∈ {10, 100}, seeds
 900-902. The sweep rebuilt the extension with each value (the constants are compile-time) and
 ran this script; it prints the mean range-query error (relative to uniform points) of the
-default and of the one-release floor, over the evaluated releases. The values tried and the
+default and of the one-release floor, over the evaluated releases, and the log-log slope of each
+against t (the seeds' mean error per release). The values tried and the
 results are in ``docs/online.md``. Any value keeps the privacy guarantee (both are public).
 
     .venv/bin/python benches/tune_online_epochs.py [label]
@@ -40,11 +41,17 @@ def main(label: str = "") -> None:
         rows = []
         for seed in range(3):
             rows += bench.run_setting("tuning", 2, 1.0, r, 60_000, seed, ("default", "floor"))
-        per: dict[str, list[float]] = {}
+        per: dict[str, dict[int, list[float]]] = {}
         for row in rows:
             if not str(row["method"]).endswith("(time)"):
-                per.setdefault(str(row["method"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
-        out.append(f"R={r} default {np.mean(per['default']):.4f} floor {np.mean(per['floor']):.4f}")
+                at = per.setdefault(str(row["method"]), {})
+                at.setdefault(int(row["t"]), []).append(float(row["range_rel"]))  # type: ignore[call-overload, arg-type]
+        summary = []
+        for method in ("default", "floor"):
+            ts = sorted(per[method])
+            errs = [float(np.mean(per[method][t])) for t in ts]
+            summary.append(f"{method} {np.mean(errs):.4f} (slope {bench.slope(ts, errs):.2f})")
+        out.append(f"R={r} " + " ".join(summary))
     print(label, " | ".join(out))
 
 

@@ -14,8 +14,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import dpstream
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from scipy import special, stats
 
@@ -266,3 +269,23 @@ def clopper_pearson_upper(k: np.ndarray | int, n: int, a: float) -> np.ndarray:
 def binomial_pvalue(k: int, n: int, p: float) -> float:
     """Exact two-sided binomial p-value (scipy.stats.binomtest)."""
     return float(stats.binomtest(int(k), int(n), p).pvalue)
+
+
+def seeded_checkpoint_loads(
+    obj: Any, decode: Callable[..., Any], name: str, path: Path
+) -> list[Any]:
+    """Check that ``obj``'s seeded checkpoint is refused without ``allow_seeded=True`` by
+    ``decode`` (a ``from_bytes``) and by :func:`dpstream.load` (issue 28), and return the
+    objects both load with the opt-in, each still marked NOT PRIVATE and saving the same
+    bytes."""
+    data = obj.to_bytes()
+    with pytest.raises(ValueError, match=rf"seeded {name} .*NOT PRIVATE.*allow_seeded=True"):
+        decode(data)
+    dpstream.save(obj, path)
+    with pytest.raises(ValueError, match="allow_seeded=True"):
+        dpstream.load(path)
+    loaded = [decode(data, allow_seeded=True), dpstream.load(path, allow_seeded=True)]
+    for x in loaded:
+        assert "NOT PRIVATE" in repr(x)
+        assert x.to_bytes() == data
+    return loaded

@@ -152,6 +152,20 @@ def follow_online(s: OnlineSynthesizer) -> object:
     return state, s.release().tobytes(), s.release(3).tobytes()
 
 
+def make_online_paper() -> OnlineSynthesizer:
+    s = OnlineSynthesizer(1, 2, method="paper", rng=Rng(seed=1))
+    s.update(PTS)
+    return s
+
+
+def make_online_memory() -> OnlineSynthesizer:
+    s = OnlineSynthesizer.for_memory(
+        1, 2, memory_bytes=2**20, expected_n=1000, max_releases=4, rng=Rng(seed=1)
+    )
+    s.update(PTS)
+    return s
+
+
 DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no"]})
 
 
@@ -209,6 +223,8 @@ FAMILIES: dict[str, tuple[Callable[[], Any], Callable[[Any], object]]] = {
     "SparseCounter": (make_sparse, follow_scalar),
     "InhomogeneousSparseCounter": (make_inhomogeneous, follow_scalar),
     "OnlineSynthesizer": (make_online, follow_online),
+    "OnlineSynthesizer (paper)": (make_online_paper, follow_online),
+    "OnlineSynthesizer (for_memory)": (make_online_memory, follow_online),
     "TabularStream": (make_table, follow_table),
     "TabularStream (at its horizon)": (make_bounded_table, follow_state),
     "noise (rng)": (make_rng, follow_rng),
@@ -487,6 +503,31 @@ CASES: list[Case] = [
          lambda _: OnlineSynthesizer.for_memory(
              1, 2, memory_bytes=10, expected_n=1000, max_releases=4),
          after=NO_OBJECT),
+    # ---- online synthesizer: Dask input (issue 30), counted on the workers
+    Case("OnlineSynthesizer", "Dask array: a point outside [0, 1] (found on a worker)",
+         ValueError, "partition 1: points[0, 1] = 1.5 is outside [0, 1]",
+         lambda s: s.update(_dask_points([[0.1, 0.2], [0.5, 1.5]]))),
+    Case("OnlineSynthesizer", "Dask array: NaN (found on a worker)", ValueError,
+         "partition 0: points[0, 1] is NaN",
+         lambda s: s.update(_dask_points([[0.1, np.nan], [0.5, 0.5]]))),
+    Case("OnlineSynthesizer", "Dask array of strings", TypeError,
+         "partition 0: points must be a numeric array, got dtype <U1",
+         lambda s: s.update(_dask_points([["a", "b"]]))),
+    Case("OnlineSynthesizer", "Dask array: 3 columns for dim 2", ValueError,
+         "points must have 2 columns (the template's dim), got 3",
+         lambda s: s.update(_dask_points(np.zeros((3, 3))))),
+    Case("OnlineSynthesizer", "Dask DataFrame with 3 columns for dim 2", ValueError,
+         "the dataframe must have 2 columns (the template's dim), got 3: select them first",
+         lambda s: s.update(_ddf({"x": [0.1], "y": [0.2], "z": [0.3]}))),
+    Case("OnlineSynthesizer (for_memory)", "Dask array: a point outside [0, 1] (found on a worker)",
+         ValueError, "partition 1: points[0, 1] = 1.5 is outside [0, 1]",
+         lambda s: s.update(_dask_points([[0.1, 0.2], [0.5, 1.5]]))),
+    Case("OnlineSynthesizer (for_memory)", "merge_summary of another template's summary",
+         ValueError, "the summary was not counted by a copy of this synthesizer's template",
+         lambda s: s.merge_summary(PrivHP(1, 2, k=4, width=8, depth=5))),
+    Case("OnlineSynthesizer (paper)", "Dask input", ValueError,
+         "method='paper' tests every time step in order, so its counting cannot be split",
+         lambda s: s.update(_dask_points([[0.1, 0.2]]))),
     # ---- tabular stream
     Case("TabularStream", "unknown category", ValueError,
          "column 'color' has unknown category 'purple' in row 0",
@@ -517,6 +558,36 @@ CASES: list[Case] = [
     Case("TabularStream", "deleting more rows than the table holds", ValueError,
          "deleting 3 records from a table of 2",
          lambda t: t.step(deletions=np.zeros((3, 3), dtype=np.int64))),
+    # ---- tabular stream: Dask batches (issue 30); columns and dtypes checked on the client
+    Case("TabularStream", "Dask batch: missing column", ValueError,
+         "batch columns do not match the domain: missing ['ok']",
+         lambda t: t.step(_ddf({"color": ["red", "blue"], "size": [0, 1]}))),
+    Case("TabularStream", "Dask batch: bool codes", TypeError,
+         "column 'size' must hold integer codes, got bool",
+         lambda t: t.step(_ddf({"color": ["red"] * 2, "size": [True, False], "ok": ["no"] * 2}))),
+    Case("TabularStream", "Dask batch: unknown category (found on a worker)", ValueError,
+         "partition 1: column 'color' has unknown category 'purple' in row 0",
+         lambda t: t.step(_ddf({"color": ["red", "purple"], "size": [0, 1], "ok": ["no"] * 2}))),
+    Case("TabularStream", "Dask batch: code out of range (found on a worker)", ValueError,
+         "partition 1: column 'size' has code 5 in row 0; codes must be in 0..1",
+         lambda t: t.step(_ddf({"color": ["red"] * 2, "size": [0, 5], "ok": ["no"] * 2}))),
+    Case("TabularStream", "Dask array of codes with the wrong shape", ValueError,
+         "a batch array must have shape (n, 3), got (4, 2)",
+         lambda t: t.step(_dask_points(np.zeros((4, 2), dtype=np.int64)))),
+    Case("TabularStream", "a Dask bag", TypeError,
+         "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
+         "partitions, got Bag",
+         lambda t: t.step(_dask_bag([1, 2]))),
+    Case("TabularStream", "Dask deletions: more rows than the table holds", ValueError,
+         "deleting 3 records from a table of 2",
+         lambda t: t.step(
+             deletions=_ddf({"color": ["red"] * 3, "size": [0] * 3, "ok": ["no"] * 3}))),
+    Case("TabularStream", "BatchMarginals of another domain", ValueError,
+         "these marginals were counted for other workloads or another domain than the stream's",
+         lambda t: t.step(_marginals(Domain({"color": 3, "size": 3, "ok": 2}), t.workloads))),
+    Case("TabularStream", "BatchMarginals and deletions", ValueError,
+         "precomputed BatchMarginals hold the deletions too: pass deletions=None",
+         lambda t: t.step(_marginals(DOMAIN, t.workloads), deletions=np.zeros((1, 3), int))),
     Case("TabularStream (at its horizon)", "a step past the counters' horizon", ValueError,
          "the stream has reached its horizon of 1 steps",
          lambda t: t.step(np.array([[1, 1, 1]]))),
@@ -639,6 +710,29 @@ if np.dtype(np.longdouble).itemsize > 8:  # x86-64: float128
 def _frame(columns: dict[str, list[Any]]) -> Any:
     pd = pytest.importorskip("pandas")
     return pd.DataFrame(columns)
+
+
+def _ddf(columns: dict[str, list[Any]]) -> Any:
+    """A Dask DataFrame of one row per partition (so the second row is partition 1)."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = _frame(columns)
+    return dd.from_pandas(frame, npartitions=len(frame), sort=False)
+
+
+def _dask_points(points: Any) -> Any:
+    """A Dask array of one row per block (Dask's local scheduler: no cluster needed)."""
+    da = pytest.importorskip("dask.array")
+    return da.from_array(np.asarray(points), chunks=(1, -1))
+
+
+def _dask_bag(items: list[Any]) -> Any:
+    return pytest.importorskip("dask.bag").from_sequence(items)
+
+
+def _marginals(domain: Domain, workloads: Any) -> Any:
+    from dpstream.tabular.marginals import BatchMarginals
+
+    return BatchMarginals.of(domain, workloads, np.zeros((1, 3), dtype=np.int64))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -858,7 +952,15 @@ def test_valid_states_load() -> None:
 # ------------------------------------------------------- seeded checkpoints, the ε ledger
 
 #: Classes whose bytes record seeded noise: loading those needs ``allow_seeded=True``.
-SEEDED_KINDS = {"OnlineSynthesizer", "Counter", "CountSketch", "TabularStream"}
+SEEDED_KINDS = {
+    "OnlineSynthesizer",
+    "Counter",
+    "SparseCounter",
+    "InhomogeneousSparseCounter",
+    "TreeGenerator",
+    "CountSketch",
+    "TabularStream",
+}
 SEEDED_MESSAGE = "NOT PRIVATE; pass allow_seeded=True to load it anyway"
 
 
@@ -897,6 +999,13 @@ class LoadCase:
 LOAD_CASES = [
     LoadCase("Counter", "seeded checkpoint, no allow_seeded=True", ValueError,
              "these bytes hold a seeded Counter", lambda: STATES["Counter"]),
+    LoadCase("SparseCounter", "seeded checkpoint, no allow_seeded=True", ValueError,
+             "these bytes hold a seeded SparseCounter", lambda: STATES["SparseCounter"]),
+    LoadCase("InhomogeneousSparseCounter", "seeded checkpoint, no allow_seeded=True",
+             ValueError, "these bytes hold a seeded InhomogeneousSparseCounter",
+             lambda: STATES["InhomogeneousSparseCounter"]),
+    LoadCase("TreeGenerator", "release with seeded noise, no allow_seeded=True", ValueError,
+             "these bytes hold a seeded TreeGenerator", lambda: STATES["TreeGenerator"]),
     LoadCase("OnlineSynthesizer", "seeded checkpoint, no allow_seeded=True", ValueError,
              "these bytes hold a seeded OnlineSynthesizer",
              lambda: STATES["OnlineSynthesizer"]),

@@ -22,12 +22,19 @@ def test_tails_count_each_side_in_its_favoured_direction() -> None:
     assert all(np.isnan(r[3]) and r[4] < 0 for r in rows)  # no ratio from empty tails
 
 
-def test_command_line_on_a_tiny_run() -> None:
+@pytest.mark.parametrize(
+    ("method", "header"),
+    [
+        ("epochs", "## online epochs: level-6 pair: pair loss 1.0000"),
+        ("privhp", "## online privhp (for_memory): level-8 pair: pair loss 1.1716"),
+    ],
+)
+def test_command_line_on_a_tiny_run(method: str, header: str) -> None:
     out = subprocess.run(
         [
             sys.executable,
             str(BENCHES / "diag_audit_tails.py"),
-            "epochs",
+            method,
             "--runs",
             "50",
             "--max-cut",
@@ -37,7 +44,7 @@ def test_command_line_on_a_tiny_run() -> None:
         capture_output=True,
         text=True,
     ).stdout
-    assert out.startswith("## online epochs: level-6 pair: pair loss 1.0000")
+    assert out.startswith(header)
     assert "| D >= 1 |" in out and "| D <= -1 |" in out
 
 

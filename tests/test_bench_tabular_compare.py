@@ -45,14 +45,15 @@ def test_quick_ablation_reports_each_heuristic(tmp_path: Path) -> None:
     done = subprocess.run(
         [
             sys.executable, str(SCRIPT), "--quick", "--datasets", "adult", "--ablate",
-            "refit auto,taper", "--out", str(tmp_path),
+            "refit auto,pooled remainder", "--out", str(tmp_path),
         ],
         capture_output=True,
         text=True,
         check=True,
     )  # fmt: skip
-    assert "| refit auto | adult | 2 |" in done.stdout and "| taper | adult | 2 |" in done.stdout
+    assert "| refit auto | no | adult | 2 |" in done.stdout
+    assert "| pooled remainder | yes | adult | 2 |" in done.stdout
     with open(tmp_path / "tabular_ablation.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["order"] for r in rows} == {"shuffled", "natural"}
-    assert {r["method"] for r in rows} == {"default", "refit auto", "taper"}
+    assert {r["method"] for r in rows} == {"default", "refit auto", "pooled remainder"}

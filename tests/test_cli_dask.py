@@ -202,8 +202,77 @@ def test_errors_are_one_line_with_exit_2(
             "--dask: cannot reach the scheduler at 'tcp://127.0.0.1:9'",
         ),
     ]
+    booleans = frame(500, 4).assign(c=lambda f: f["c"] > 1)  # the domain has codes 0..3
+    write_dir(booleans, tmp_path / "bool", 2)
+    booleans.to_csv(tmp_path / "bool.csv", index=False)
+    for src in ("bool", "bool.csv"):  # partitioned and pandas: the same one line
+        argv = [*table, "--batch-size", "100", "--out", str(tmp_path / "b")]
+        argv[2] = str(tmp_path / src)
+        cases.append((argv, "column 'c' must hold integer codes, got bool"))
     for argv, message in cases:
         capsys.readouterr()
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_a_single_file_checkpoint_resumes_on_a_parquet_directory(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, scheduler: str
+) -> None:
+    """A batch's digest is a multiset hash of its rows (``dpstream._digest``), the same
+    for one file and for a directory of the same rows: a pandas run's checkpoint
+    resumes on the directory (with and without --dask) and a directory run's on the
+    file, and the releases are those of an uninterrupted run."""
+    one, directory, domain = inputs
+    table = ["table", "--domain", str(domain), "--epsilon", "1", "--seed", "5", "--quiet"]
+
+    def run(src: Path, out: str, *extra: str) -> int:
+        ckpt = ["--checkpoint", str(tmp_path / f"{out}.ckpt")]
+        return main([*table, *extra, "--input", str(src), "--out", str(tmp_path / out), *ckpt])
+
+    months = [*MONTHS, "--end"]
+    assert run(one, "a", *months, "2024-01") == 0  # pandas, one file
+    assert run(directory, "a", *months, "2024-02", "--dask", scheduler) == 0  # cluster
+    assert run(one, "a", *months, "2024-03") == 0  # back to pandas
+    assert run(one, "ref", *months, "2024-03") == 0
+    assert len(same_files(tmp_path / "a", tmp_path / "ref")) == 3
+    # Batches of rows: the file holds the first three parts' rows, the directory all.
+    first = pd.concat([pd.read_parquet(p) for p in sorted(directory.iterdir())[:3]])
+    first.to_parquet(tmp_path / "first.parquet", index=False)
+    rows = ["--batch-size", "2500"]
+    assert run(tmp_path / "first.parquet", "b", *rows) == 0  # 2500, 2500, 2500, 1500
+    assert run(directory, "b", *rows) == 0  # resumed on the local scheduler: + 2500, 500
+    assert run(tmp_path / "first.parquet", "ref2", *rows) == 0
+    assert run(one, "ref2", *rows) == 0
+    assert len(same_files(tmp_path / "b", tmp_path / "ref2")) == 6
+
+
+def test_each_partition_is_read_once_per_batch(
+    inputs: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A batch's counts, row count and digest are computed in one pass: with monthly
+    batches over 4 files (rows of every month in every file), 3 × 4 partition reads,
+    whatever the model (before, the digest's pass read every partition again)."""
+    from dask.callbacks import Callback
+
+    _, directory, domain = inputs
+
+    class Reads(Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def _pretask(self, key: object, dsk: object, state: object) -> None:
+            name = key[0] if isinstance(key, tuple) else key
+            self.n += str(name).startswith("read_parquet")
+
+    months = [*MONTHS, "--end", "2024-03", "--seed", "1", "--input", str(directory)]
+    cases = {
+        "table": ["table", "--domain", str(domain), "--epsilon", "1", "--quiet"],
+        "online": ["points", *POINTS],
+        "fixed": ["points", *POINTS, "--memory", "2000000", "--expected-n", "50000"],
+    }
+    for name, argv in cases.items():
+        with Reads() as reads:
+            assert main([*argv, *months, "--out", str(tmp_path / name)]) == 0
+        assert reads.n == 3 * 4, name

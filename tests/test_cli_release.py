@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -220,6 +221,15 @@ def _before_policy(pts: Path, adult: Path, tmp: Path) -> None:
     (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, pending))
 
 
+def _format_2_partitioned(pts: Path, adult: Path, tmp: Path) -> None:
+    """The checkpoint of a partitioned run before issue 30's digest (format 2)."""
+    _ran(_online_ckpt(pts, adult, tmp))
+    header, state, pending = runs._decode_checkpoint(tmp / "c")
+    header["options"]["input_digest"] = "partitions"
+    data = runs._encode_checkpoint(header, state, pending)
+    (tmp / "c").write_bytes(runs._MAGIC_V2 + data[len(runs._MAGIC) :])
+
+
 def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     def prepare(pts: Path, adult: Path, tmp: Path) -> None:
         (tmp / "c").write_bytes(data)
@@ -227,7 +237,109 @@ def _write_checkpoint(data: bytes) -> Callable[[Path, Path, Path], None]:
     return prepare
 
 
+def _parquet_dir(
+    edit: Callable[[pd.DataFrame], pd.DataFrame] = lambda f: f, both: bool = False
+) -> Callable[..., None]:
+    """``tmp/dir``: the points in two Parquet files, the second one (or both) edited."""
+
+    def prepare(pts: Path, _: Path, tmp: Path) -> None:
+        pytest.importorskip("dask.dataframe")
+        pytest.importorskip("pyarrow")
+        (tmp / "dir").mkdir()
+        frame = pd.read_csv(pts, parse_dates=["date"])
+        first = edit(frame.iloc[:1500]) if both else frame.iloc[:1500]
+        first.to_parquet(tmp / "dir" / "part-0.parquet", index=False)
+        edit(frame.iloc[1500:]).to_parquet(tmp / "dir" / "part-1.parquet", index=False)
+
+    return prepare
+
+
+def _on_dir(*extra: str) -> Callable[[Path, Path, Path], list[str]]:
+    return lambda p, a, t: points_args(t / "dir", t / "out", "--batch-size", "1000", *extra)
+
+
+def _not_parquet(pts: Path, a: Path, tmp: Path) -> None:
+    _parquet_dir()(pts, a, tmp)
+    (tmp / "dir" / "part-2.parquet").write_text("x,y\n0.5,0.5\n")
+
+
+def _dask_present(*_: Path) -> None:
+    pytest.importorskip("dask.distributed")
+
+
+MONTHLY = ["--time-column", "date", "--release-every", "month", "--start", "2024-01"]
+
 REFUSALS = [
+    Refusal(
+        "points, table",
+        "`--dask`, a scheduler that cannot be reached",
+        "--dask: cannot reach the scheduler at 'tcp://127.0.0.1:9'",
+        lambda p, a, t: table_args(a, t / "out", "--dask", "tcp://127.0.0.1:9"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--dask`, not an address",
+        "--dask: 'nonsense' is neither local:N nor a scheduler address such as tcp://host:8786",
+        lambda p, a, t: points_args(p, t / "out", "--dask", "nonsense"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--dask local:0`",
+        "--dask local:N needs a positive number of workers, got 'local:0'",
+        lambda p, a, t: points_args(p, t / "out", "--dask", "local:0"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory without Parquet files",
+        "no Parquet files (*.parquet, *.parq, *.pq) in it",
+        lambda p, a, t: points_args(t, t / "out"),
+        _dask_present,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory with a broken Parquet file",
+        "cannot read it as Parquet (",
+        _on_dir(),
+        _not_parquet,
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, one file without a column used",
+        "dir: part-1.parquet has no column 'y'; it has ['x', 'date']",
+        _on_dir(),
+        _parquet_dir(lambda f: f.drop(columns=["y"])),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, a column of another type in one file",
+        "column 'x' is int64 in part-1.parquet but double in part-0.parquet",
+        _on_dir(),
+        _parquet_dir(lambda f: f.assign(x=0)),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, `--time-column` missing from one file",
+        "dir: part-1.parquet has no column 'date'",
+        lambda p, a, t: points_args(t / "dir", t / "out", *MONTHLY, "--end", "2024-03"),
+        _parquet_dir(lambda f: f.drop(columns=["date"])),
+    ),
+    Refusal(
+        "points, table",
+        "`--input` a directory, `--time-column` stored as text",
+        "a partitioned input is filtered by the reader, so the column must be stored as timestamps",
+        lambda p, a, t: points_args(t / "dir", t / "out", *MONTHLY, "--end", "2024-03"),
+        _parquet_dir(lambda f: f.assign(date=f["date"].astype(str)), both=True),
+    ),
+    Refusal(
+        "points --method online-paper",
+        "`--input` a directory",
+        "--method online-paper tests every time step in order, so it cannot count a partitioned",
+        _on_dir("--method", "online-paper"),
+        _parquet_dir(),
+    ),
     Refusal(
         "points, table",
         "`--evaluate` equal to `--out`",
@@ -328,6 +440,13 @@ REFUSALS = [
         _write_checkpoint(b"DPSTREAM-RUN\x00\x01" + bytes(20)),
     ),
     Refusal(
+        "points, table",
+        "`--checkpoint` of a partitioned run from an older dpstream (format 2)",
+        "whose digest of a partitioned input depended on its partitions",
+        _online_ckpt,
+        _format_2_partitioned,
+    ),
+    Refusal(
         "table",
         "`--checkpoint` of a run from before `--policy`",
         "was made before --policy replaced --table-method, --score, --remainder and",
@@ -426,7 +545,7 @@ def test_a_table_checkpoint_fingerprints_the_serialised_policy(
     ``[policy]`` table of the same fields resume each other; another field is refused."""
     ckpt = ["--checkpoint", str(tmp_path / "c"), "--seed", "1"]
     same = tmp_path / "same.toml"
-    same.write_text('[policy]\nname = "adaptive"\nrefit = "step"\n[policy.k]\ncalm = 2\n')
+    same.write_text('[policy]\nname = "adaptive"\nrefit = "step"\nscore = "l2"\nk = 2\n')
     other = tmp_path / "other.toml"
     other.write_text('[policy]\nremainder = "model"\n')
     assert main(table_args(adult, tmp_path / "out", *ckpt, "--policy", "adaptive")) == 0
@@ -604,3 +723,42 @@ def test_fixed_memory_online_runs_and_its_cap_binds_the_checkpoint(
     assert main(again) == 2
     assert "--max-releases" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_format_2_checkpoint_is_upgraded_on_its_file(
+    pts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before issue 30's multiset digest (format 2) a checkpoint hashed the consumed
+    rows' bytes in input order. A pandas run's is checked with that hash on its file
+    and continues in format 3 (the releases of an uninterrupted run); a partitioned
+    run's (its digest depended on the partitions) is refused with a clear message."""
+    data = pd.read_csv(pts)
+    data.iloc[:2000].to_csv(tmp_path / "first.csv", index=False)
+    ckpt = tmp_path / "c"
+    first = points_args(tmp_path / "first.csv", tmp_path / "out", "--batch-size", "1000")
+    _ran([*first, "--checkpoint", str(ckpt), "--seed", "5"])
+    header, state, pending = runs._decode_checkpoint(ckpt)
+    consumed = data.iloc[:2000][["x", "y"]].to_numpy(dtype="<f8").tobytes()
+    header["input_sha256"] = hashlib.sha256(consumed).hexdigest()
+    old = runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    ckpt.write_bytes(old)
+    rest = points_args(pts, tmp_path / "out", "--batch-size", "1000", "--seed", "5")
+    _ran([*rest, "--checkpoint", str(ckpt)])
+    assert ckpt.read_bytes().startswith(runs._MAGIC)
+    _ran(points_args(pts, tmp_path / "ref", "--batch-size", "1000", "--seed", "5"))
+    assert listing(tmp_path / "out") == listing(tmp_path / "ref")
+    # A consumed row changed: the old hash says so.
+    header["input_sha256"] = hashlib.sha256(consumed[:-1] + b"\x01").hexdigest()
+    ckpt.write_bytes(
+        runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    )
+    capsys.readouterr()
+    assert main([*rest, "--checkpoint", str(ckpt)]) == 2
+    assert "the input changed: its rows in the first 2 batches" in error_line(capsys)
+    # A partitioned run's format-2 checkpoint.
+    header["options"]["input_digest"] = "partitions"
+    ckpt.write_bytes(
+        runs._MAGIC_V2 + runs._encode_checkpoint(header, state, pending)[len(runs._MAGIC) :]
+    )
+    assert main([*rest, "--checkpoint", str(ckpt)]) == 2
+    assert "whose digest of a partitioned input depended on its partitions" in error_line(capsys)

@@ -19,6 +19,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from conftest import seeded_checkpoint_loads
 from dpstream import Rng
 from dpstream.counters import KINDS, Counter, InhomogeneousSparseCounter, SparseCounter
 
@@ -83,7 +84,7 @@ def test_sparse_counter_continues_exactly_after_load(at: int) -> None:
     first = SparseCounter(1, 300, rng=rng)
     head = first.run(xs[:at])
     data = first.to_bytes()
-    loaded = SparseCounter.from_bytes(data, rng=rng)
+    loaded = SparseCounter.from_bytes(data, rng=rng, allow_seeded=True)
     assert loaded.to_bytes() == data
     assert (loaded.epsilon, loaded.horizon, loaded.threshold, loaded.time) == (
         first.epsilon,
@@ -112,7 +113,7 @@ def test_inhomogeneous_counter_continues_exactly_after_load(schedule: str, at: i
     first = inhomogeneous(schedule, rng)
     head = first.run(xs[:at])
     data = first.to_bytes()
-    loaded = InhomogeneousSparseCounter.from_bytes(data, rng=rng)
+    loaded = InhomogeneousSparseCounter.from_bytes(data, rng=rng, allow_seeded=True)
     assert loaded.to_bytes() == data
     assert (loaded.time_epsilon, loaded.start_level, loaded.first_time, loaded.level) == (
         first.time_epsilon,
@@ -145,20 +146,18 @@ def test_save_and_load_files(tmp_path: Path, index: int) -> None:
     c = all_counters()[index]
     path = tmp_path / "counter.dps"
     dpstream.save(c, path)
-    if isinstance(c, Counter):
-        # The counter's bytes record its seeded noise: loading needs the opt-in.
-        with pytest.raises(ValueError, match="seeded Counter"):
-            dpstream.load(path)
+    # Every counter's bytes record its seeded noise: loading needs the opt-in.
+    with pytest.raises(ValueError, match=f"seeded {type(c).__name__} "):
+        dpstream.load(path)
     loaded = dpstream.load(path, allow_seeded=True)
     assert type(loaded) is type(c)
     assert loaded.to_bytes() == c.to_bytes()
     assert loaded.time == c.time
     np.testing.assert_array_equal(loaded.release, c.release)
-    # No generator was stored: the loaded counter draws from a fresh OS key. A
-    # Counter stays marked seeded (its noise so far is reproducible); the sparse
-    # counters' bytes do not record it.
-    assert loaded.seeded is isinstance(c, Counter)
-    assert ("NOT PRIVATE" in repr(loaded)) is isinstance(c, Counter)
+    # No generator was stored: the loaded counter draws from a fresh OS key, and
+    # stays marked seeded (its noise so far is reproducible).
+    assert loaded.seeded
+    assert "NOT PRIVATE" in repr(loaded)
     before = loaded.time
     if isinstance(loaded, Counter):
         loaded.step([1, -1])
@@ -172,7 +171,7 @@ def test_corrupted_truncated_and_foreign_bytes_are_refused(index: int) -> None:
     c = all_counters()[index]
     cls = type(c)
     data = c.to_bytes()
-    opt_in = {"allow_seeded": True} if cls is Counter else {}
+    opt_in = {"allow_seeded": True}  # every sample is seeded
     for i in range(len(data)):
         bad = bytearray(data)
         bad[i] ^= 0x20
@@ -218,10 +217,11 @@ def test_loaded_counter_without_rng_is_private_and_independent() -> None:
 
 
 def _as_version_1(data: bytes) -> bytes:
-    """A version-2 Counter encoding rewritten as version 1 (no flags byte), as
-    dpstream wrote it before the seeded flag."""
+    """A version-2 encoding of a counter (or a TreeGenerator) rewritten as version 1
+    (no flags byte), as dpstream wrote it before the seeded flag."""
+    kind = struct.unpack("<H", data[10:12])[0]
     payload = data[21:-4]  # header (20 bytes), then the flags byte
-    body = data[:8] + struct.pack("<HHQ", 1, 5, len(payload)) + payload
+    body = data[:8] + struct.pack("<HHQ", 1, kind, len(payload)) + payload
     return body + struct.pack("<I", zlib.crc32(body))
 
 
@@ -233,20 +233,12 @@ def test_a_seeded_counter_stays_seeded_after_a_save(kind: str, tmp_path: Path) -
     c = make(kind, 2, rng=Rng(seed=11))
     c.run(increments(2)[:9])
     data = c.to_bytes()
-    with pytest.raises(ValueError, match=r"seeded Counter .*NOT PRIVATE.*allow_seeded=True"):
-        Counter.from_bytes(data)
-    path = tmp_path / "c.dps"
-    dpstream.save(c, path)
-    with pytest.raises(ValueError, match="allow_seeded=True"):
-        dpstream.load(path)
-    for loaded in (
-        Counter.from_bytes(data, allow_seeded=True),  # a fresh OS generator
-        Counter.from_bytes(data, rng=Rng(), allow_seeded=True),
-        dpstream.load(path, allow_seeded=True),
-    ):
-        assert loaded.seeded
-        assert "NOT PRIVATE" in repr(loaded)
-        assert loaded.to_bytes() == data  # saved again, still marked
+    loaded = seeded_checkpoint_loads(c, Counter.from_bytes, "Counter", tmp_path / "c.dps")
+    loaded.append(Counter.from_bytes(data, rng=Rng(), allow_seeded=True))
+    for x in loaded:  # with a fresh OS generator, or another one: still marked
+        assert x.seeded
+        assert "NOT PRIVATE" in repr(x)
+        assert x.to_bytes() == data  # saved again, still marked
     # A private counter needs no opt-in and stays private.
     p = make(kind, 2)
     p.run(increments(2)[:9])
@@ -267,3 +259,39 @@ def test_a_counter_saved_before_the_seeded_flag_loads() -> None:
     assert not loaded.seeded
     assert loaded.time == 9
     np.testing.assert_array_equal(loaded.release, c.release)
+
+
+def _sparse(cls_name: str, rng: Rng | None) -> SparseCounter | InhomogeneousSparseCounter:
+    if cls_name == "SparseCounter":
+        return SparseCounter(Fraction(1, 3), 100, rng=rng)
+    return inhomogeneous("table", rng if rng is not None else Rng())
+
+
+@pytest.mark.parametrize("cls_name", ["SparseCounter", "InhomogeneousSparseCounter"])
+def test_a_seeded_sparse_counter_stays_seeded_after_a_save(cls_name: str, tmp_path: Path) -> None:
+    """Issue 28: the sparse counters' bytes did not record the seeded bit (a loaded
+    seeded counter said nothing of NOT PRIVATE). Now they do, loading one needs the
+    opt-in, and bytes saved before the flag (version 1) load as not seeded and
+    continue exactly."""
+    c = _sparse(cls_name, Rng(seed=12))
+    xs = values(80, seed=3)
+    c.run(xs[:50])
+    cls = type(c)
+    for loaded in seeded_checkpoint_loads(c, cls.from_bytes, cls_name, tmp_path / "c.dps"):
+        assert loaded.seeded
+    # A private counter needs no opt-in and stays private.
+    p = _sparse(cls_name, None)
+    p.run(xs[:50])
+    back = cls.from_bytes(p.to_bytes())
+    assert not back.seeded and "NOT PRIVATE" not in repr(back)
+    # Version 1 (before the flag): loads without the opt-in, as not seeded, and
+    # continues exactly with the same generator state.
+    rng = Rng(seed=4)
+    d = _sparse(cls_name, rng)
+    d.run(xs[:50])
+    v1 = _as_version_1(d.to_bytes())
+    assert not cls.from_bytes(v1).seeded
+    old = cls.from_bytes(v1, rng=Rng._from_checkpoint_state(rng._checkpoint_state()))
+    assert old.seeded  # it draws from a seeded generator from now on
+    assert old.to_bytes() == d.to_bytes()
+    np.testing.assert_array_equal(old.run(xs[50:]), d.run(xs[50:]))

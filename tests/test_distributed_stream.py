@@ -122,7 +122,7 @@ def test_bad_dask_batches_are_refused_like_pandas_and_change_nothing(client) -> 
         s.step(BatchMarginals.of(DOMAIN, s.workloads, frame), deletions=frame)
     with pytest.raises(ValueError, match="other workloads"):
         s.step(BatchMarginals.of(DOMAIN, s.workloads[:3], frame))
-    with pytest.raises(TypeError, match="dask DataFrame or a dask Array"):
+    with pytest.raises(TypeError, match="a dask DataFrame, a dask Array or a list of dask"):
         distributed.batch_marginals(dask.delayed(frame), DOMAIN, s.workloads)
     assert s.to_bytes() == before
 

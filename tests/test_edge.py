@@ -67,8 +67,12 @@ def test_edge_release_loads_in_python(
     assert f"{N_POINTS} points" in result.stderr
     assert "NOT PRIVATE" in result.stderr, "a seeded run must say it is not private"
     assert not (tmp_path / "gen.dpst.tmp").exists()
-    g = dpstream.load(out)
+    # The file records the seeded noise: loading it needs the opt-in.
+    with pytest.raises(ValueError, match="seeded TreeGenerator"):
+        dpstream.load(out)
+    g = dpstream.load(out, allow_seeded=True)
     assert isinstance(g, TreeGenerator)
+    assert g.noise_seeded
     assert g.dim == 2
     s = g.sample(5000, rng=Rng(seed=1))
     assert s.shape == (5000, 2) and ((s >= 0) & (s <= 1)).all()
@@ -106,6 +110,8 @@ def test_unseeded_runs_differ(edge_binary: Path, points: np.ndarray, tmp_path: P
         assert result.returncode == 0, result.stderr
         assert "NOT PRIVATE" not in result.stderr
     assert a.read_bytes() != b.read_bytes()
+    # Rust records the unseeded noise: Python loads the file without the opt-in.
+    assert not dpstream.load(a).noise_seeded
 
 
 GOOD = ["0.1,0.2", "0.3,0.4"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import struct
 import zlib
 from fractions import Fraction
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from conftest import ALPHA, assert_chi_square, merge_small_categories
+from conftest import ALPHA, assert_chi_square, merge_small_categories, seeded_checkpoint_loads
 from dpstream import PrivHP, Rng, TreeGenerator, metrics, partition
 from hypothesis import given
 from hypothesis import strategies as st
@@ -103,6 +104,35 @@ def test_release_with_a_seeded_rng_says_not_private() -> None:
     assert "NOT PRIVATE" in repr(p)
     assert "NOT PRIVATE" in repr(g)
     assert "NOT PRIVATE" in repr(p.release())  # the same (seeded) release again
+
+
+def test_a_seeded_release_stays_seeded_after_a_save(tmp_path: Path) -> None:
+    """Issue 28: a TreeGenerator's bytes did not record that its noise was seeded (a
+    loaded seeded release said nothing of NOT PRIVATE). Now they do, loading one needs
+    the opt-in, and bytes saved before the flag (version 1) load as not seeded."""
+    p = PrivHP(1, 2, **BASE)
+    p.update(uniform(100, 2, 0))
+    g = p.release(rng=Rng(seed=1))
+    assert g.noise_seeded
+    data = g.to_bytes()
+    for loaded in seeded_checkpoint_loads(
+        g, TreeGenerator.from_bytes, "TreeGenerator", tmp_path / "g.dpst"
+    ):
+        assert loaded.noise_seeded
+    # A private release needs no opt-in and stays private.
+    q = PrivHP(1, 2, **BASE)
+    q.update(uniform(100, 2, 0))
+    private = q.release()
+    back = TreeGenerator.from_bytes(private.to_bytes())
+    assert not back.noise_seeded and "NOT PRIVATE" not in repr(back)
+    assert back.to_bytes() == private.to_bytes()
+    # Version 1: the header's version 1 and no flags byte (as dpstream wrote it before).
+    payload = data[21:-4]
+    body = data[:8] + struct.pack("<HHQ", 1, 1, len(payload)) + payload
+    old = TreeGenerator.from_bytes(body + struct.pack("<I", zlib.crc32(body)))
+    assert not old.noise_seeded
+    for a, b in zip(old.cells(), g.cells(), strict=True):
+        assert np.array_equal(a, b)
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,7 +450,8 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
     _, g = released(uniform(3000, 3, 5), k=8, width=32, depth=9)
     data = g.to_bytes()
     assert data[:8] == b"DPSTREAM"
-    back = TreeGenerator.from_bytes(data)
+    back = TreeGenerator.from_bytes(data, allow_seeded=True)  # `released` seeds the noise
+    assert back.noise_seeded
     assert back.to_bytes() == data
     assert (back.dim, back.n_leaves, back.depth, back.total) == (
         g.dim,
@@ -433,7 +464,7 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
     assert np.array_equal(back.sample(100, rng=Rng(seed=3)), g.sample(100, rng=Rng(seed=3)))
     path = tmp_path / "gen.dpst"
     dpstream.save(g, path)
-    loaded = dpstream.load(path)
+    loaded = dpstream.load(path, allow_seeded=True)
     assert isinstance(loaded, TreeGenerator)
     assert loaded.to_bytes() == data
     assert path.read_bytes() == data
@@ -460,9 +491,9 @@ def test_corrupted_generator_bytes_raise(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="invalid dpstream state"):
             dpstream.load(path)
     newer = bytearray(data[:-4])
-    newer[8] = 2  # format version 2
+    newer[8] = 3  # format version 3
     path.write_bytes(bytes(newer) + zlib.crc32(bytes(newer)).to_bytes(4, "little"))
-    with pytest.raises(ValueError, match="format version 2"):
+    with pytest.raises(ValueError, match="format version 3"):
         dpstream.load(path)
     sketch = dpstream.sketch.CountMinSketch(1, 4, rng=Rng(seed=1)).to_bytes()
     with pytest.raises(ValueError, match="expected a TreeGenerator, found a Sketch"):
@@ -478,7 +509,9 @@ def test_valid_checksums_over_bad_generator_payloads_never_crash(edits) -> None:
         data[20 + pos % (len(data) - 20)] = value
     body = bytes(data)
     try:
-        g = TreeGenerator.from_bytes(body + zlib.crc32(body).to_bytes(4, "little"))
+        g = TreeGenerator.from_bytes(
+            body + zlib.crc32(body).to_bytes(4, "little"), allow_seeded=True
+        )
     except ValueError:
         return
     s = g.sample(50, rng=Rng(seed=1))

@@ -53,7 +53,7 @@ def test_the_coverage_share_is_taken_first_and_the_split_sums_to_epsilon(
     )
     assert s._coverage is not None
     counter = s._coverage.counter
-    assert counter.epsilon == s.budgets[3].coverage_counter_epsilon and counter.dim == 8
+    assert counter.epsilon == s._budget.coverage_counter_epsilon and counter.dim == 8
     assert all(v.coverage == eps / 10 for v in s.budgets.values())
     assert TabularStream(DOMAIN, eps)._coverage is None
     with pytest.raises(ValueError, match="coverage_columns must be at least 0"):

@@ -604,3 +604,28 @@ def test_marginal_of_distant_columns_is_eliminated_leaf_first():
         rest = tuple(c for c in range(6) if c not in target)
         want = joint.sum(axis=rest).reshape(-1)
         np.testing.assert_allclose(model.marginal(target), want, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.skipif(pgm._bmm_einsum is None, reason="numpy < 2.4 plans each einsum")
+def test_contractions_replay_numpys_einsum_bit_for_bit():
+    """``_contract`` runs numpy.einsum's own kernels on its cached contraction list: the
+    same bits as ``np.einsum`` with the same path, on factors of two to four operands."""
+    g = np.random.default_rng(8)
+    sizes = (2, 3, 4, 5, 6, 3, 2)
+    for _ in range(40):
+        factors = []
+        for _ in range(int(g.integers(1, 5))):
+            cols = tuple(sorted(g.choice(7, size=int(g.integers(1, 4)), replace=False).tolist()))
+            factors.append((cols, g.random([sizes[c] for c in cols])))
+        seen = sorted({c for f, _ in factors for c in f})
+        target = tuple(sorted(g.choice(seen, size=min(2, len(seen)), replace=False).tolist()))
+        got = pgm._contract(factors, target, sizes, 10**6)
+        labels, out, path, steps = pgm._contraction_plan(
+            tuple(f for f, _ in factors), target, sizes, 10**6
+        )
+        assert steps is not None
+        args = []
+        for (_, t), lab in zip(factors, labels, strict=True):
+            args += [t, list(lab)]
+        want = np.einsum(*args, list(out), optimize=path)
+        assert got.shape == want.shape and np.array_equal(got, want)

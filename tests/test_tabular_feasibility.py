@@ -19,6 +19,8 @@ import pytest
 from dpstream import streams
 from dpstream.tabular import (
     Adaptive,
+    AutoK,
+    AutoScore,
     Baseline,
     Domain,
     GraphicalModel,
@@ -66,6 +68,27 @@ def test_insertions_build_junction_trees_and_count_their_cells(seed: int) -> Non
 
 
 @pytest.mark.parametrize("seed", range(12))
+def test_fits_answers_as_the_insertion_count_does(seed: int) -> None:
+    """``ModelTree.fits`` settles most candidates by a bound, without the insertion search:
+    at a limit one cell below a clique's insertion count it must refuse it, at the count
+    accept it (a fresh tree each time, so no cached count answers instead)."""
+    rng = random.Random(200 + seed)
+    d = rng.randint(4, 16)
+    sizes = tuple(rng.randint(1, 6) for _ in range(d))
+    tree = pgm.ModelTree(sizes)
+    for c in random_cliques(rng, d, rng.randint(0, 3 * d)):
+        tree = tree.added(c)
+    settled = 0
+    for c in random_cliques(rng, d, 40):
+        cells = tree.cells_with(c)
+        for limit in (cells - 1, cells, tree.cells * clique_cells(sizes, c)):
+            fresh = pgm.ModelTree(sizes, tree.tree)
+            assert fresh.fits(c, limit) == (cells <= limit), (c, limit)
+            settled += not fresh._cells_with
+    assert settled > 0  # the bound answered some without the search
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_the_fit_keeps_a_tree_no_larger_than_the_checked_chain(seed: int) -> None:
     """Select-step style: start from a fitted model's tree, admit cliques while the chain
     says they fit, fit: the model's tree is within the bound, and within the chain."""
@@ -110,13 +133,14 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: Selections of seeded streams by the code before ModelTree (commit a46e0bb: a greedy
 #: triangulation per candidate), data ``streams.latent_class(rows·steps, d, values=v,
 #: seed=11)``, ``Rng(seed=3)``, ε = 1 (that code's calibration: ``public_sizes=True`` at
-#: 2ε now; its default refit, ``"auto"``, is pinned). The "cap" fixtures reject candidates
-#: at most steps.
-AUTO = Adaptive(refit="auto")
+#: 2ε now; its default policy, ``Adaptive(score=AutoScore(), k=AutoK(), refit="auto")``, is
+#: pinned). The "cap" fixtures reject candidates at most steps.
+AUTO = Adaptive(score=AutoScore(), k=AutoK(), refit="auto")
+OLD_SELECTION = Adaptive(score=AutoScore(), k=AutoK(), refit="selection")
 FIXTURES = {
     "default-10": (10, 6, 6, {"policy": AUTO}),
     "cap-8": (8, 10, 4, {"max_model_cells": 700, "policy": AUTO}),
-    "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "policy": Adaptive(refit="selection")}),
+    "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "policy": OLD_SELECTION}),
     "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
     "three-way-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": AUTO}),
 }
@@ -156,7 +180,7 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
     s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      policy=Adaptive(refit="auto"), public_sizes=True, iters=10,
+                      policy=AUTO, public_sizes=True, iters=10,
                       rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:

@@ -78,7 +78,8 @@ def test_policies_are_frozen_and_compare_by_value() -> None:
     p = Adaptive()
     with pytest.raises(AttributeError):
         p.refit = "step"  # type: ignore[misc]
-    assert p == Adaptive(score=AutoScore(), k=AutoK(), remainder=Pooled())
+    assert p == Adaptive(score="l2", k=2, remainder=Pooled())
+    assert p != Adaptive(score=AutoScore()) and p != Adaptive(k=AutoK())
     assert p != Adaptive(remainder="model")
     assert hash(p) == hash(Adaptive())
 
@@ -104,8 +105,9 @@ def test_the_serialised_policy_round_trips_through_json(policy: Any) -> None:
 
 def test_the_config_form_takes_words_for_defaults() -> None:
     assert from_dict("adaptive") == Adaptive()
-    assert from_dict({"name": "adaptive", "k": "auto", "remainder": "pooled"}) == Adaptive()
-    assert from_dict({"name": "adaptive", "score": "auto"}) == Adaptive()
+    assert from_dict({"name": "adaptive", "k": 2, "remainder": "pooled"}) == Adaptive()
+    assert from_dict({"name": "adaptive", "k": "auto"}) == Adaptive(k=AutoK())
+    assert from_dict({"name": "adaptive", "score": "auto"}) == Adaptive(score=AutoScore())
     got = from_dict({"name": "adaptive", "k": {"calm": 1, "taper": False}})
     assert got == Adaptive(k=AutoK(calm=1, taper=None))
     assert from_dict({"name": "paper", "k": 4}) == Paper(k=4)
@@ -122,8 +124,9 @@ def test_the_config_form_takes_words_for_defaults() -> None:
 
 
 def test_the_k_schedule() -> None:
-    auto = Adaptive()
+    auto = Adaptive(k=AutoK())
     w = 10  # workloads
+    assert step_k(Adaptive(), 0, w, 0.9) == step_k(Adaptive(), 99, w, 0.0) == 2  # the default
     assert step_k(auto, 0, w, 0.0) == 2  # calm
     assert step_k(auto, 0, w, 0.21) == 3  # drifting
     assert step_k(auto, 3 * w, w, 0.05) == 1  # late and quiet: the taper

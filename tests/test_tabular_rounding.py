@@ -436,3 +436,18 @@ def test_bad_method_is_refused(kind, method):
     with pytest.raises(ValueError, match="'iid', 'round'"):
         models[kind].sample(0, np.random.default_rng(0), method=method)
     assert SAMPLE_METHODS == ("iid", "round")
+
+
+def test_groups_are_counted_as_numpy_unique_finds_them() -> None:
+    """round_rows groups rows by counting rather than sorting: the same cells, inverse
+    and counts (values and dtypes) as ``np.unique``."""
+    from dpstream.tabular.estimation import _groups_of
+
+    g = np.random.default_rng(1)
+    for n in (1, 7, 1000):
+        for high in (1, 3, 70_000):
+            x = g.integers(0, high, n)
+            got = _groups_of(x)
+            want = np.unique(x, return_inverse=True, return_counts=True)
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype and np.array_equal(a, b)

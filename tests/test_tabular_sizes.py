@@ -328,3 +328,20 @@ def test_a_step_that_fails_later_is_rolled_back(
     for t in range(1, 4):
         assert a.step(data[100 * t : 100 * (t + 1)]).equals(b.step(data[100 * t : 100 * (t + 1)]))
     assert a.to_bytes() == b.to_bytes()
+
+
+def test_batch_histograms_are_the_marginal_counts_of_each_workload() -> None:
+    """count_codes counts the 2-way workloads of one first column together: the same
+    int64 histograms as one workload at a time, whatever the mix of workloads."""
+    from dpstream.tabular import marginal_counts
+    from dpstream.tabular.marginals import count_codes
+
+    g = np.random.default_rng(4)
+    sizes = (3, 1, 5, 2, 7, 4)
+    for n in (0, 1, 500):
+        codes = np.stack([g.integers(0, s, n) for s in sizes], axis=1).astype(np.int64)
+        workloads = [(0, 2), (1, 4), (0, 5), (2,), (1, 3, 5), (3, 4), (0, 1), (2, 3, 4, 5)]
+        got = count_codes(codes, sizes, workloads)
+        for w, h in zip(workloads, got, strict=True):
+            assert h.dtype == np.int64
+            np.testing.assert_array_equal(h, marginal_counts(codes, sizes, w))

@@ -13,6 +13,7 @@ import pytest
 from dpstream.tabular import (
     Adaptive,
     AutoK,
+    AutoScore,
     Baseline,
     Domain,
     Paper,
@@ -188,6 +189,39 @@ def test_the_l2_score_prefers_the_workload_the_model_gets_wrong() -> None:
     assert s[1] > s[0] + 50
     # A right model scores about zero: the sampling floor is subtracted.
     assert abs(s[0]) < 15
+
+
+@pytest.mark.parametrize("per_cell", [False, True])
+def test_the_l2_scores_of_many_workloads_are_those_of_each_alone(per_cell: bool) -> None:
+    """Workloads are scored in groups of one size: the same bits as one at a time, in the
+    caller's order, whatever the mix of sizes and dtypes."""
+    g = np.random.default_rng(7)
+    batches, shifts, models = [], [], []
+    for n in range(60):
+        cells = int(g.choice([1, 4, 36, 216]))
+        x = g.poisson(g.uniform(0, 80), cells)
+        batches.append(x if n % 3 else x.astype(np.float64))
+        m = g.exponential(g.uniform(0.1, 50), cells) * (n % 7 != 0)  # some all zero
+        models.append(m)
+        shifts.append(m - g.exponential(5, cells))
+    kw = {"rows": 900, "table_rows": 4000, "noise_stddev": 17.3, "per_cell": per_cell}
+    together = excess_l2_scores(batches, shifts, models, **kw)  # type: ignore[arg-type]
+    alone = [excess_l2_scores([x], [c], [m], **kw)[0]  # type: ignore[arg-type]
+             for x, c, m in zip(batches, shifts, models, strict=True)]  # fmt: skip
+    assert together.tolist() == alone
+
+
+def test_the_l2_scores_report_the_first_workloads_problem() -> None:
+    kw = {"rows": 1, "table_rows": 1, "noise_stddev": 1.0}
+    big, half, nan = np.array([2.0**28]), np.array([0.5, 1.0]), np.array([np.nan])
+    with pytest.raises(ValueError, match="out of range"):
+        excess_l2_scores([big, half], [np.zeros(1), np.zeros(2)], [np.ones(1), np.ones(2)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="integer counts"):
+        excess_l2_scores([half, big], [np.zeros(2), np.zeros(1)], [np.ones(2), np.ones(1)], **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not finite"):
+        excess_l2_scores([np.zeros(1), big], [nan, np.zeros(1)], [np.ones(1)] * 2, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="differ"):
+        excess_l2_scores([np.zeros(2)], [np.zeros(1)], [np.ones(2)], **kw)  # type: ignore[arg-type]
 
 
 def test_the_l2_score_refuses_what_it_cannot_compute_exactly() -> None:
@@ -940,7 +974,8 @@ def test_the_auto_score_is_per_cell_only_while_the_stream_drifts(
     out = {}
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
         calls.clear()
-        s = TabularStream(d, 4, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
+        policy = Adaptive(score=AutoScore(), k=2)
+        s = TabularStream(d, 4, policy=policy, iters=10, rng=dpstream.Rng(seed=5))
         for t in range(15):
             s.step(data[t * 200 : (t + 1) * 200])
         # The per-cell score always goes with its sensitivity, the "l2" one with 1.
@@ -982,7 +1017,8 @@ def test_auto_k_selects_calm_k_workloads_per_calm_step_and_drift_k_while_driftin
         levels = (TAPER_K, *levels)
     for name, data in (("shuffled", shuffled), ("sorted", ordered)):
         k = AutoK(taper=Taper() if schedule == "taper" else None)
-        s = TabularStream(d, eps, policy=Adaptive(k=k), iters=10, rng=dpstream.Rng(seed=7))
+        policy = Adaptive(score=AutoScore(), k=k)
+        s = TabularStream(d, eps, policy=policy, iters=10, rng=dpstream.Rng(seed=7))
         assert s.budgets == {k: TabularStream.budget(eps, k, s.workloads, d) for k in levels}
         late = TAPER_STEPS * len(s.workloads)
         ks[name] = []
@@ -1059,7 +1095,8 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
 
     def make(schedule: str) -> TabularStream:
         k = AutoK(taper=Taper() if schedule == "taper" else None)
-        return TabularStream(d, 4, policy=Adaptive(k=k), iters=10, rng=dpstream.Rng(seed=8))
+        policy = Adaptive(score=AutoScore(), k=k)
+        return TabularStream(d, 4, policy=policy, iters=10, rng=dpstream.Rng(seed=8))
 
     a, b = make("taper"), make("taper")
     late = TAPER_STEPS * len(a.workloads)
@@ -1068,7 +1105,7 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
         b.step(rows[200 * t : 200 * (t + 1)])
     # Before the taper: its counters not yet made.
     b = TabularStream.from_bytes(b.to_bytes(), allow_seeded=True)
-    assert b.policy == Adaptive() and b.budgets == a.budgets
+    assert b.policy == Adaptive(score=AutoScore(), k=AutoK()) and b.budgets == a.budgets
     for t in range(late - 2, late + 3):
         assert a.step(rows[200 * t : 200 * (t + 1)]).equals(b.step(rows[200 * t : 200 * (t + 1)]))
     assert len(b.last_selected) == TAPER_K
@@ -1082,7 +1119,8 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
     for t in range(late + 1):
         f.step(rows[200 * t : 200 * (t + 1)])
     old = state_without_option(f, "k_schedule")
-    assert old.policy == Adaptive(k=AutoK(taper=None)) and old.budgets == f.budgets
+    assert old.policy == Adaptive(score=AutoScore(), k=AutoK(taper=None))
+    assert old.budgets == f.budgets
     batch = rows[200 * (late + 1) : 200 * (late + 2)]
     assert np.array_equal(old.step(batch).to_numpy(), f.step(batch).to_numpy())
 
@@ -1091,7 +1129,7 @@ def test_k_is_capped_at_the_number_of_workloads() -> None:
     d = small()
     # AutoK with fewer workloads than its drifting k: at most all of them per step (and the
     # default taper's k at late calm steps).
-    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)])
+    s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], policy=Adaptive(k=AutoK()))
     assert sorted(s.budgets) == [TAPER_K, 2]
     s = TabularStream(d, 1, workloads=[(0, 1), (2, 3)], policy=Adaptive(k=AutoK(taper=None)))
     assert sorted(s.budgets) == [2]

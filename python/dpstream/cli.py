@@ -44,7 +44,7 @@ import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -116,7 +116,7 @@ _NOT_FINGERPRINTED = frozenset(
         "checkpoint_every",
         "quiet",
         "evaluate",  # evaluation goes elsewhere and changes no release
-        "dask",  # where the counting runs changes no release (input_digest records the mode)
+        "dask",  # where the counting runs changes no release, nor the input's digest
         "plot",
     }
 )
@@ -480,7 +480,7 @@ def _partitioned(opts: dict[str, Any]) -> bool:
 
 
 def _lazy_batches(
-    opts: dict[str, Any], columns: list[str], encode: Callable[[Any], bytes], consumed: list[int]
+    opts: dict[str, Any], columns: list[str], canonical: Callable[[Any], Any], consumed: list[int]
 ) -> list[tuple[str, Any]]:
     """:func:`_batches` for a partitioned input: the same public schedule, each batch a
     :class:`dpstream.partitioned.LazyBatch` (periods read with a filter pushed down to
@@ -491,12 +491,14 @@ def _lazy_batches(
 
     path = Path(opts["input"])
     time_col = opts.get("time_column")
+    partitioned.check_parquet(path, columns)
     if time_col is None:
         size = _positive(opts, "batch_size") or 10_000
-        return partitioned.row_batches(path, columns, size, consumed, encode)
+        return partitioned.row_batches(path, columns, size, consumed, canonical)
     if opts.get("start") is None or opts.get("end") is None:
         raise UsageError("--time-column needs public --start and --end (the first and last period)")
     dtype = partitioned.time_dtype(path, time_col)
+    partitioned.check_parquet(path, [time_col])
     every = opts.get("release_every")
     if every is None:
         if not pd.api.types.is_integer_dtype(dtype):
@@ -518,32 +520,46 @@ def _lazy_batches(
         bounds = [
             (str(p), _timestamp(p.start_time, tz), _timestamp((p + 1).start_time, tz)) for p in span
         ]
-    return partitioned.periods(path, columns, time_col, bounds, encode)
+    return partitioned.periods(path, columns, time_col, bounds, canonical)
 
 
 def _timestamp(t: Any, tz: Any) -> Any:
     return t if tz is None else t.tz_localize(tz)
 
 
+class _Input(NamedTuple):
+    """The labelled batches of a run and how the run digests them."""
+
+    batches: list[tuple[str, Any]]
+    digest: Callable[[Any], bytes]  # a batch's digest (:mod:`dpstream._digest`)
+    legacy: Callable[[Any], bytes] | None  # its bytes in order (format-2 checkpoints)
+
+
 def _input_batches(
-    opts: dict[str, Any], columns: list[str] | None, encode: Callable[[Any], bytes]
-) -> tuple[list[tuple[str, Any]], Callable[[Any], bytes]]:
-    """The labelled batches of the run and the bytes the run digests for each batch
-    (a partitioned input: its partitions' digests, computed on the cluster)."""
+    opts: dict[str, Any], columns: list[str] | None, canonical: Callable[[Any], Any]
+) -> _Input:
+    """The labelled batches of the run and their digests: of ``canonical(rows)``, the
+    ``(n, d)`` int64 or float64 values the model consumes, as a multiset, so that a
+    single file and a partitioned input of the same rows have the same digests (a
+    partitioned batch's is computed on the cluster, with its counts)."""
+    from dpstream._digest import digest, row_sums
     from dpstream.io import read_table
     from dpstream.partitioned import LazyBatch
     from dpstream.runs import consumed_sizes
 
+    def batch_digest(rows: Any) -> bytes:
+        return rows.digest() if isinstance(rows, LazyBatch) else digest(row_sums(canonical(rows)))
+
+    def row_bytes(rows: Any) -> bytes:
+        return np.ascontiguousarray(canonical(rows)).tobytes()
+
     consumed = consumed_sizes(opts.get("checkpoint"))
     if not _partitioned(opts):
-        return _batches(read_table(opts["input"], columns), opts, consumed), encode
+        batches = _batches(read_table(opts["input"], columns), opts, consumed)
+        return _Input(batches, batch_digest, row_bytes)
     if columns is None:
         raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
-
-    def digest(rows: Any) -> bytes:
-        return rows.digest() if isinstance(rows, LazyBatch) else encode(rows)
-
-    return _lazy_batches(opts, columns, encode, consumed), digest
+    return _Input(_lazy_batches(opts, columns, canonical, consumed), batch_digest, None)
 
 
 def _progress(opts: dict[str, Any]) -> Any:
@@ -605,14 +621,15 @@ class _OnlinePoints:
     def update(self, rows: Any) -> None:
         from dpstream.partitioned import LazyBatch
 
-        if isinstance(rows, LazyBatch):  # counted on the cluster, scaled there
-            x = rows.points(self.columns, self.bounds.to_unit)
-            if hasattr(self.inner, "empty_copy"):  # PrivHP: a summary on its hash keys
-                from dpstream.distributed import build_privhp
+        if isinstance(rows, LazyBatch):  # scaled and counted on the cluster, in one pass
+            from dpstream.distributed import summary_graph, update_online
 
-                self.inner.merge(build_privhp(x, self.inner.empty_copy()))
+            x = rows.points(self.bounds.to_unit)
+            if hasattr(self.inner, "empty_copy"):  # PrivHP: a summary on its hash keys
+                (summary,) = rows.gather([summary_graph(x, self.inner.empty_copy())])
+                self.inner.merge(summary)
             else:
-                self.inner.update(x)
+                update_online(self.inner, x, gather=rows.gather)
             return
         x = rows[self.columns].to_numpy(dtype=np.float64)
         self.inner.update(self.bounds.to_unit(x).reshape(-1, len(self.columns)))
@@ -649,14 +666,13 @@ class _PrivHPPoints(_OnlinePoints):
         return pd.DataFrame(self.bounds.from_unit(gen.sample(n, rng=rng)), columns=self.columns)
 
 
-def _point_bytes(columns: list[str]) -> Callable[[Any], bytes]:
-    """Canonical bytes of the points the model consumes: float64, little-endian, row-major."""
+def _point_values(columns: list[str]) -> Callable[[Any], Any]:
+    """The points the model consumes, ``(n, d)`` float64 little-endian (canonical)."""
 
-    def encode(rows: Any) -> bytes:
-        x = rows[columns].to_numpy(dtype=np.float64)
-        return np.ascontiguousarray(x, dtype="<f8").tobytes()
+    def values(rows: Any) -> Any:
+        return np.ascontiguousarray(rows[columns].to_numpy(dtype=np.float64), dtype="<f8")
 
-    return encode
+    return values
 
 
 def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
@@ -682,13 +698,12 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             "--method online-paper tests every time step in order, so it cannot count a "
             "partitioned input (--dask or a Parquet directory); use --method online"
         )
-    labelled, row_bytes = _input_batches(opts, columns, _point_bytes(columns))
+    run_input = _input_batches(opts, columns, _point_values(columns))
+    labelled = run_input.batches
     rng = _rng(opts)
     # Points runs fingerprinted the table options --policy replaced (at their defaults):
     # kept, so that their checkpoints resume.
     run_options = {**_RETIRED_TABLE_OPTIONS, **_run_options(opts, eps)}
-    if _partitioned(opts):
-        run_options["input_digest"] = "partitions"
     if method in ("online", "online-paper"):
         if opts.get("memory") is not None or opts.get("expected_n") is not None:
             # The cap is part of the run: a checkpoint made with another number of
@@ -745,7 +760,8 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
         options=run_options,
-        row_bytes=row_bytes,
+        batch_digest=run_input.digest,
+        legacy_row_bytes=run_input.legacy,
         checkpoint=checkpoint,
         checkpoint_every=_positive(opts, "checkpoint_every") or 1,
         progress=_progress(opts),
@@ -901,16 +917,15 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     _refuse_old_table_checkpoint(checkpoint)
     names = list(domain.names)
 
-    def row_bytes(rows: Any) -> bytes:
-        """Canonical bytes of the records: their codes, int64 little-endian, row-major."""
-        codes = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
-        return np.ascontiguousarray(codes, dtype="<i8").tobytes()
+    def codes(rows: Any) -> Any:
+        """The records as the model consumes them: codes, int64 little-endian (canonical)."""
+        out = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
+        return np.ascontiguousarray(out, dtype="<i8")
 
-    labelled, digest = _input_batches(opts, names if _partitioned(opts) else None, row_bytes)
+    run_input = _input_batches(opts, names if _partitioned(opts) else None, codes)
+    labelled = run_input.batches
     # The fingerprint holds the serialised policy (every field), not the option's form.
     run_options = {**_run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
-    if _partitioned(opts):
-        run_options["input_digest"] = "partitions"
     try:
         stream = TabularStream(
             domain,
@@ -929,6 +944,15 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             self.last: Any = None
 
         def update(self, rows: Any) -> None:
+            from dpstream.partitioned import LazyBatch
+
+            if isinstance(rows, LazyBatch):  # counted on the cluster, in one pass
+                from dpstream.distributed import marginals_graph, marginals_of
+
+                workloads = self.s.workloads
+                (counted,) = rows.gather([marginals_graph(rows.parts, domain, workloads)])
+                self.last = self.s.step(marginals_of(domain, workloads, counted))
+                return
             self.last = self.s.step(rows[names] if len(rows) else None)
 
         def release(self) -> Any:
@@ -948,7 +972,8 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         out_dir=Path(opts["out"]),
         suffix="." + opts["format"],
         options=run_options,
-        row_bytes=digest,
+        batch_digest=run_input.digest,
+        legacy_row_bytes=run_input.legacy,
         checkpoint=checkpoint,
         checkpoint_every=_positive(opts, "checkpoint_every") or 1,
         progress=_progress(opts),
@@ -1116,7 +1141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:
+    except (ValueError, TypeError) as e:  # bad input: a value or a type (a bool column)
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
     _print_summary(summary)

@@ -58,15 +58,15 @@ that are mostly zero:
   synthesizer, equations (4.1) and (5.1), as exact rationals rounded down.
 
 Checkpoints: every counter has ``to_bytes()`` and ``from_bytes(data, *,
-rng=None)`` (and works with :func:`dpstream.save` / :func:`dpstream.load`), a
+rng=None, allow_seeded=False)`` (and works with :func:`dpstream.save` / :func:`dpstream.load`), a
 versioned, checksummed encoding made by the Rust core. The bytes hold the
 **exact** running sums, so they are as sensitive as the raw data: keep them
 private. No generator is stored (a counter draws from a generator, it does
 not own one); a loaded counter draws from ``rng``, or from a fresh OS-seeded
 generator when ``rng`` is ``None``. With the same generator state, a loaded
-counter continues exactly as the saved one would have. A :class:`Counter`'s
-bytes also record whether its noise was seeded: loading such a checkpoint
-needs ``allow_seeded=True``, and the loaded counter stays marked NOT PRIVATE.
+counter continues exactly as the saved one would have. Every counter's bytes
+also record whether its noise was seeded: loading such a checkpoint needs
+``allow_seeded=True``, and the loaded counter stays marked NOT PRIVATE.
 """
 
 from __future__ import annotations
@@ -201,9 +201,8 @@ class _NoisyStream:
 
         **Sensitive**: the bytes hold the exact running sums (and, for the
         sparse counters, the exact counts and noisy thresholds): protect them
-        like the raw data. The generator is not part of them; a
-        :class:`Counter`'s bytes record whether its noise was seeded (see
-        :meth:`Counter.from_bytes`).
+        like the raw data. The generator is not part of them; the bytes
+        record whether the noise was seeded (see :meth:`Counter.from_bytes`).
         """
         return bytes(self._inner.to_bytes())
 
@@ -516,16 +515,24 @@ class SparseCounter(_ScalarStream):
 
     @classmethod
     def from_bytes(
-        cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None
+        cls,
+        data: bytes | bytearray | memoryview,
+        *,
+        rng: Rng | None = None,
+        allow_seeded: bool = False,
     ) -> SparseCounter:
-        """Load a counter saved by :meth:`to_bytes`; the generator as in :meth:`Counter.from_bytes`.
+        """Load a counter saved by :meth:`to_bytes`; the generator and the seeded
+        flag as in :meth:`Counter.from_bytes` (a seeded checkpoint needs
+        ``allow_seeded=True``; one saved before the flag was recorded loads as
+        not seeded).
 
         Raises:
             TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
             ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version.
+                or of a newer format version; or they hold a seeded counter
+                and ``allow_seeded`` is false.
         """
-        inner = _core.SparseCounter.from_bytes(_data(data), core_rng(rng))
+        inner = _core.SparseCounter.from_bytes(_data(data), core_rng(rng), bool(allow_seeded))
         obj = cls.__new__(cls)
         obj._inner = inner
         obj._epsilon = Fraction(*inner.epsilon())
@@ -621,9 +628,16 @@ class InhomogeneousSparseCounter(_ScalarStream):
 
     @classmethod
     def from_bytes(
-        cls, data: bytes | bytearray | memoryview, *, rng: Rng | None = None
+        cls,
+        data: bytes | bytearray | memoryview,
+        *,
+        rng: Rng | None = None,
+        allow_seeded: bool = False,
     ) -> InhomogeneousSparseCounter:
-        """Load a counter saved by :meth:`to_bytes`; the generator as in :meth:`Counter.from_bytes`.
+        """Load a counter saved by :meth:`to_bytes`; the generator and the seeded
+        flag as in :meth:`Counter.from_bytes` (a seeded checkpoint needs
+        ``allow_seeded=True``; one saved before the flag was recorded loads as
+        not seeded).
 
         The schedule (a table of level epsilons, or the online synthesizer's)
         is part of the bytes.
@@ -631,9 +645,12 @@ class InhomogeneousSparseCounter(_ScalarStream):
         Raises:
             TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
             ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version.
+                or of a newer format version; or they hold a seeded counter
+                and ``allow_seeded`` is false.
         """
-        inner = _core.InhomogeneousSparseCounter.from_bytes(_data(data), core_rng(rng))
+        inner = _core.InhomogeneousSparseCounter.from_bytes(
+            _data(data), core_rng(rng), bool(allow_seeded)
+        )
         obj = cls.__new__(cls)
         obj._inner = inner
         obj._time_epsilon = Fraction(*inner.time_epsilon())

@@ -147,7 +147,7 @@ first or count them all before feeding, as :func:`update_online` does on Dask.)
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -169,6 +169,7 @@ __all__ = [
     "build_privhp",
     "cell_counts",
     "count_records",
+    "gather_in_order",
     "marginals_graph",
     "marginals_of",
     "merge_bytes",
@@ -287,11 +288,15 @@ def merge_bytes(a: bytes, b: bytes) -> bytes:
     return merged.to_bytes()
 
 
-def _summarize_block(template: bytes, block: Any, threads: int) -> PrivHP:
-    """Task body: one partition (an array, a pandas frame or a list of points)."""
+def _summarize_block(template: bytes, block: Any, threads: int, index: int = 0) -> PrivHP:
+    """Task body: one partition (an array, a pandas frame or a list of points); a
+    refusal names the partition (row numbers are within it)."""
     batch = isinstance(block, np.ndarray) or hasattr(block, "to_numpy")
     items = [block] if batch else block
-    return summarize(template, items, threads=threads)
+    try:
+        return summarize(template, items, threads=threads)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
 
 
 def _partitions(data: object, dim: int) -> list[Delayed]:
@@ -348,7 +353,7 @@ def summary_graph(
     shared = dask.delayed(tmpl, pure=True)  # one graph key, shipped once per worker
     parts = _partitions(data, template.dim)
     summarize_block = dask.delayed(_summarize_block, pure=True)
-    level: list[Delayed] = [summarize_block(shared, p, threads) for p in parts]
+    level: list[Delayed] = [summarize_block(shared, p, threads, i) for i, p in enumerate(parts)]
     return _tree_reduce(level, _merge_many, shared, fan_in)
 
 
@@ -442,9 +447,12 @@ def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) ->
 
 def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
     """Refuse, on the client and before any task runs, a collection whose columns or
-    dtypes a pandas batch would be refused for (same errors); its partitions."""
+    dtypes a pandas batch would be refused for (same errors); its partitions. A list
+    of ``dask.delayed`` partitions has no metadata: it is checked on the workers."""
     dd = _dask("dask.dataframe")
     da = _dask("dask.array")
+    if isinstance(data, list) and all(_is_dask(p) for p in data):
+        return data
     if isinstance(data, dd.DataFrame):
         domain.encode(data._meta)  # the empty frame with the collection's columns and dtypes
         return list(data.to_delayed())
@@ -455,7 +463,8 @@ def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
         domain.encode(np.zeros((1, d), dtype=data.dtype))  # the dtype check
         return list(data.rechunk({1: -1}).to_delayed().ravel())
     raise TypeError(
-        f"a Dask batch must be a dask DataFrame or a dask Array, got {type(data).__name__}"
+        "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
+        f"partitions, got {type(data).__name__}"
     )
 
 
@@ -466,7 +475,8 @@ def marginals_graph(
     *,
     split_every: int = 8,
 ) -> Delayed:
-    """The lazy computation behind :func:`batch_marginals` for one collection: a
+    """The lazy computation behind :func:`batch_marginals` for one collection (or a
+    list of ``dask.delayed`` partitions): a
     ``dask.delayed`` object computing ``(rows, counts)`` (counts as
     :func:`dpstream.tabular.marginals.count_codes` returns them), summed by a tree
     reduction of ``split_every`` inputs per task. Exact: sensitive."""
@@ -570,8 +580,9 @@ def _block_array(block: Any) -> Any:
     return block if isinstance(block, np.ndarray) else np.asarray(list(block))
 
 
-def _gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
-    """Compute every task, then yield the results one by one.
+def gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
+    """Compute every task in one submission (shared inputs are computed once), then
+    yield the results one by one.
 
     On a ``dask.distributed`` client the results stay on the workers until their
     turn (the client holds one at a time) and every task has finished without error
@@ -594,7 +605,12 @@ def _gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
 
 
 def update_online(
-    synth: OnlineSynthesizer, data: object, *, split_every: int = 8, threads: int = 1
+    synth: OnlineSynthesizer,
+    data: object,
+    *,
+    split_every: int = 8,
+    threads: int = 1,
+    gather: Callable[[list[Delayed]], Iterator[Any]] = gather_in_order,
 ) -> None:
     """Feed a Dask collection of points to ``synth`` as one :meth:`~OnlineSynthesizer.update`.
 
@@ -621,6 +637,9 @@ def update_online(
             of points, or a list of ``dask.delayed`` partitions.
         split_every: summaries merged per reduction task (``"privhp"``).
         threads: counting threads per task (``"privhp"``; 1 or 2).
+        gather: computes the counting tasks and yields their results in order, all or
+            nothing (:func:`gather_in_order`; ``LazyBatch.gather`` of the command line
+            computes a batch's digest in the same pass).
 
     Raises:
         ValueError, TypeError: a point outside ``[0,1]^d``, NaN, a wrong shape or dtype
@@ -636,11 +655,12 @@ def update_online(
         )
     if synth.method == "privhp":
         template = synth.summary_template()
-        summary = build_privhp(data, template, split_every=split_every, threads=threads)
+        graph = summary_graph(data, template, split_every=split_every, threads=threads)
+        (summary,) = gather([graph])
         synth.merge_summary(summary)
         return
     dask = _dask()
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
-    for cells, counts in _gather_in_order(tasks):
+    for cells, counts in gather(tasks):
         synth.update_counts(cells, counts)

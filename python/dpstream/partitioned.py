@@ -5,16 +5,14 @@ A run over a partitioned input cuts its batches exactly as over a pandas frame
 (:func:`dpstream.cli._batches`): by the public calendar periods of ``--time-column``
 (each period read with a **filter pushed down to the Parquet reader**, so row groups
 outside it are skipped) or by ``--batch-size`` rows in input order (partition slices).
-Every batch is a :class:`LazyBatch`: the models count it on the cluster
-(:meth:`dpstream.tabular.TabularStream.step`, :meth:`dpstream.OnlineSynthesizer.update`)
-and the run engine reads its row count and a digest of its rows, both computed on the
-cluster. The client holds counts, digests and models, never the records.
+Every batch is a :class:`LazyBatch`: the models count it on the cluster with tasks
+built on its partitions, and :meth:`LazyBatch.gather` computes them together with the
+batch's row count and digest, so each partition is read once per batch. The client
+holds counts, digests and models, never the records.
 
-Digest of a batch (for checkpoints): the SHA-256 of each partition's canonical bytes
-(the bytes the pandas run hashes), concatenated in partition order. It depends on how
-the input is partitioned (its files and row groups), which does not change when files
-are appended; a checkpoint made with ``--dask`` resumes with ``--dask``
-(``input_digest = "partitions"`` is in the run's options).
+Digest of a batch (for checkpoints): :mod:`dpstream._digest`, a multiset hash of its
+rows whose partitions' sums add up. It is the digest a pandas run computes from one
+file of the same rows, so checkpoints resume across the two (and across ``--dask``).
 
 Without ``--dask`` the same graphs run on Dask's local threaded scheduler: the input is
 still read one partition at a time.
@@ -22,14 +20,16 @@ still read one partition at a time.
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import importlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from dpstream._digest import digest, row_sums
 
 __all__ = ["LazyBatch", "connect", "periods", "read", "row_batches"]
 
@@ -68,10 +68,26 @@ def connect(spec: str) -> tuple[Any, Any]:
         )
         return dist.Client(cluster), cluster
     try:
+        # Probed first: a Client that fails to connect stays Dask's default scheduler,
+        # and later computations in the process would wait for it forever.
+        asyncio.run(_probe(spec, dist))
         return dist.Client(spec, timeout="5s"), None
-    except (OSError, TimeoutError, ValueError) as e:
+    except ValueError as e:  # not an address
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(
+            f"--dask: {spec!r} is neither local:N nor a scheduler address such as "
+            f"tcp://host:8786 ({first})"
+        ) from None
+    except (OSError, TimeoutError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"--dask: cannot reach the scheduler at {spec!r} ({first})") from None
+
+
+async def _probe(address: str, dist: Any) -> None:
+    """Open and close one connection to the scheduler at ``address`` (5 s at most)."""
+    args = dist.Security().get_connection_args("client")
+    comm = await dist.comm.connect(address, timeout="5s", **args)
+    await comm.close()
 
 
 def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> Any:
@@ -91,10 +107,63 @@ def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> A
     try:
         frame = dd.read_parquet(str(path), columns=columns, filters=filters)
     except (ValueError, KeyError, OSError) as e:
-        raise InputError(f"{path}: cannot read it as Parquet with columns {columns} ({e})") from e
+        reason = " ".join(str(e).split())  # one line
+        raise InputError(
+            f"{path}: cannot read it as Parquet with columns {columns} ({reason})"
+        ) from None
     if columns is not None:
         _check_columns(path, frame, columns)
     return frame
+
+
+#: The file names Dask's Parquet reader takes from a directory.
+_PARQUET = (".parq", ".parquet", ".pq")
+
+
+def check_parquet(path: Path, columns: list[str]) -> None:
+    """Refuse, before anything is read, a Parquet input whose files do not all hold
+    ``columns`` with one type each (a CSV file is checked when it is read). Reads the
+    files' footers only."""
+    if not path.exists():
+        raise InputError(f"input {path} does not exist")
+    if path.is_file():
+        return
+    pads = _dask("pyarrow.dataset")
+    names = sorted(  # the files Dask reads: by extension, not hidden
+        str(p)
+        for p in path.rglob("*")
+        if p.suffix.lower() in _PARQUET
+        and p.is_file()
+        and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+    )
+    if not names:
+        raise InputError(f"{path}: no Parquet files (*.parquet, *.parq, *.pq) in it")
+    try:
+        data = pads.dataset(
+            names, format="parquet", partitioning="hive", partition_base_dir=str(path)
+        )
+        files = list(data.get_fragments())
+        first: dict[str, tuple[str, Any]] = {}
+        for f in files:
+            schema = f.physical_schema
+            name = Path(f.path).relative_to(path)
+            keys = pads.get_partition_keys(f.partition_expression)  # hive directories
+            for c in columns:
+                if c in keys:
+                    continue
+                if c not in schema.names:
+                    raise InputError(f"{path}: {name} has no column {c!r}; it has {schema.names}")
+                seen = first.setdefault(c, (str(name), schema.field(c).type))
+                if schema.field(c).type != seen[1]:
+                    raise InputError(
+                        f"{path}: column {c!r} is {schema.field(c).type} in {name} but "
+                        f"{seen[1]} in {seen[0]}; write every file with the same types"
+                    )
+    except (OSError, ValueError) as e:
+        if isinstance(e, InputError):
+            raise
+        reason = " ".join(str(e).split())  # one line
+        raise InputError(f"{path}: cannot read it as Parquet ({reason})") from None
 
 
 def _check_columns(path: Path, frame: Any, columns: list[str]) -> None:
@@ -108,42 +177,71 @@ def _rows(part: Any, start: int, stop: int) -> Any:
     return part.iloc[start:stop]
 
 
-def _partition_digest(part: Any, encode: Callable[[Any], bytes]) -> tuple[int, bytes]:
-    return len(part), hashlib.sha256(encode(part)).digest()
+def _partition_sums(part: Any, canonical: Callable[[Any], Any], index: int) -> Any:
+    """Task body: :func:`dpstream._digest.row_sums` of a partition's canonical rows (a
+    refusal names the partition, as the counting tasks do)."""
+    try:
+        return row_sums(canonical(part))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"partition {index}: {e}") from None
+
+
+def _unit_points(part: Any, to_unit: Callable[[Any], Any]) -> Any:
+    """Task body: a partition's points as float64, scaled to the unit cube."""
+    return to_unit(part.to_numpy(dtype=np.float64))
 
 
 class LazyBatch:
-    """One time step's rows as a Dask DataFrame; the row count and the digest are
-    computed on the cluster (once, together) when the run engine asks for them."""
+    """One time step's rows as a Dask DataFrame. The models count it on the cluster
+    with tasks built on :attr:`parts` and computed by :meth:`gather`, which computes
+    the batch's row count and digest in the same pass: each partition is read once."""
 
-    def __init__(self, frame: Any, encode: Callable[[Any], bytes]) -> None:
+    def __init__(self, frame: Any, canonical: Callable[[Any], Any]) -> None:
         self.frame = frame
-        self._encode = encode
-        self._summary: tuple[int, bytes] | None = None
+        self._canonical = canonical
+        self._parts: list[Any] | None = None
+        self._sums: Any = None
 
-    def _computed(self) -> tuple[int, bytes]:
-        if self._summary is None:
-            dask = _dask()
-            task = dask.delayed(_partition_digest, pure=True)
-            parts = dask.compute(*[task(p, self._encode) for p in self.frame.to_delayed()])
-            self._summary = (sum(n for n, _ in parts), b"".join(d for _, d in parts))
-        return self._summary
+    @property
+    def parts(self) -> list[Any]:
+        """The batch's partitions, as ``dask.delayed`` pandas frames."""
+        if self._parts is None:
+            self._parts = list(self.frame.to_delayed())
+        return self._parts
+
+    def gather(self, tasks: list[Any]) -> Iterator[Any]:
+        """Compute ``tasks`` (built on :attr:`parts`) with the batch's row count and
+        digest, in one submission, and yield the tasks' results in order: all or
+        nothing (:func:`dpstream.distributed.gather_in_order`)."""
+        from dpstream.distributed import gather_in_order
+
+        task = _dask().delayed(_partition_sums, pure=True)
+        parts = [] if self._sums is not None else self.parts
+        own = [task(p, self._canonical, i) for i, p in enumerate(parts)]
+        results = gather_in_order([*own, *tasks])
+        if own:
+            self._sums = np.sum([next(results) for _ in own], axis=0, dtype=np.uint64)
+        yield from results
+
+    def _computed(self) -> Any:
+        if self._sums is None:
+            for _ in self.gather([]):
+                pass
+        return self._sums
 
     def __len__(self) -> int:
-        return self._computed()[0]
+        return int(self._computed()[0])
 
     def digest(self) -> bytes:
-        """The batch's bytes for the run's SHA-256: its partitions' digests."""
-        return self._computed()[1]
+        """The batch's digest for the run (:mod:`dpstream._digest`), as a pandas run
+        computes it from the same rows in one file."""
+        return digest(self._computed())
 
-    def __getitem__(self, columns: Any) -> Any:
-        return self.frame[columns]
-
-    def points(self, columns: list[str], to_unit: Callable[[Any], Any]) -> Any:
-        """The batch's points scaled to the unit cube, as a Dask array (scaled on the
-        workers with the public bounds)."""
-        arr = self.frame[columns].to_dask_array().astype(np.float64)
-        return arr.map_blocks(to_unit, dtype=np.float64)
+    def points(self, to_unit: Callable[[Any], Any]) -> list[Any]:
+        """The batch's points scaled to the unit cube with the public bounds, one
+        ``dask.delayed`` float64 array per partition (for :meth:`gather`)."""
+        task = _dask().delayed(_unit_points, pure=True)
+        return [task(p, to_unit) for p in self.parts]
 
     def sample(self, fraction: float, seed: int) -> Any:
         """A Bernoulli sample of the rows at rate ``fraction`` (drawn on the workers,
@@ -158,7 +256,7 @@ def periods(
     columns: list[str],
     time_column: str,
     bounds: list[tuple[str, Any, Any]],
-    encode: Callable[[Any], bytes],
+    canonical: Callable[[Any], Any],
 ) -> list[tuple[str, LazyBatch]]:
     """One batch per public period ``(label, low, high)``: the rows with
     ``low <= time < high``, read with that filter pushed down to the reader."""
@@ -168,7 +266,7 @@ def periods(
         frame = read(path, [*columns, time_column], filters)
         if not str(path).lower().endswith(".parquet") and path.is_file():
             frame = frame[(frame[time_column] >= low) & (frame[time_column] < high)]
-        out.append((label, LazyBatch(frame[columns], encode)))
+        out.append((label, LazyBatch(frame[columns], canonical)))
     return out
 
 
@@ -185,7 +283,7 @@ def row_batches(
     columns: list[str],
     size: int,
     consumed: list[int],
-    encode: Callable[[Any], bytes],
+    canonical: Callable[[Any], Any],
 ) -> list[tuple[str, LazyBatch]]:
     """Batches of ``size`` rows in input order (after the ``consumed`` sizes of a
     checkpoint, cut as before), as slices of the input's partitions."""
@@ -210,5 +308,5 @@ def row_batches(
             if lo < hi:
                 pieces.append(take(parts[i], int(lo - starts[i]), int(hi - starts[i])))
         batch = dd.from_delayed(pieces, meta=frame._meta)
-        out.append((str(len(out) + 1), LazyBatch(batch, encode)))
+        out.append((str(len(out) + 1), LazyBatch(batch, canonical)))
     return out

@@ -34,8 +34,9 @@ def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
     reproducible, **not private**) is refused unless ``allow_seeded=True``;
     loaded, the object stays marked seeded (its ``repr`` says NOT PRIVATE).
     This covers :class:`~dpstream.OnlineSynthesizer`,
-    :class:`~dpstream.tabular.TabularStream`, :class:`~dpstream.counters.Counter`
-    and sketches released with seeded noise.
+    :class:`~dpstream.tabular.TabularStream`, every counter of
+    :mod:`dpstream.counters`, and sketches and :class:`~dpstream.TreeGenerator`
+    releases made with seeded noise.
 
     Raises:
         ValueError: the file is truncated, corrupted, of an unknown kind or of
@@ -51,7 +52,7 @@ def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
     if kind == "TreeGenerator":
         from dpstream.privhp import TreeGenerator
 
-        return TreeGenerator.from_bytes(data)
+        return TreeGenerator.from_bytes(data, allow_seeded=allow_seeded)
     if kind == "Sketch":
         from dpstream.sketch import _load_sketch
 
@@ -75,9 +76,9 @@ def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
     if kind in ("SparseCounter", "InhomogeneousSparseCounter"):
         from dpstream import counters
 
-        # Likewise (their bytes do not record whether the noise was seeded).
+        # Likewise.
         cls = getattr(counters, kind)
-        return cls.from_bytes(data)
+        return cls.from_bytes(data, allow_seeded=allow_seeded)
     raise ValueError(f"cannot load objects of kind {kind}")
 
 

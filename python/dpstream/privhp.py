@@ -55,16 +55,23 @@ class TreeGenerator:
 
     Everything done with it is post-processing of an ε-DP release and spends
     no further privacy: sampling, listing cells, saving. Sampling randomness is
-    not privacy noise (a seeded ``rng`` only makes samples reproducible).
+    not privacy noise (a seeded ``rng`` only makes samples reproducible). A
+    release whose *privacy noise* was seeded is not private: it says so
+    (:attr:`noise_seeded`), and its bytes record it.
     """
 
-    __slots__ = ("_inner", "_noise_seeded")
+    __slots__ = ("_inner",)
 
-    def __init__(self, inner: _core.TreeGenerator, *, noise_seeded: bool = False) -> None:
+    def __init__(self, inner: _core.TreeGenerator) -> None:
         if not isinstance(inner, _core.TreeGenerator):
             raise TypeError("TreeGenerator objects come from PrivHP.release() or load()")
         self._inner = inner
-        self._noise_seeded = noise_seeded
+
+    @property
+    def noise_seeded(self) -> bool:
+        """True if the release's privacy noise came from a seeded generator:
+        reproducible, **not private**."""
+        return bool(self._inner.noise_seeded)
 
     @property
     def dim(self) -> int:
@@ -101,16 +108,26 @@ class TreeGenerator:
         return int(self._inner.memory_bytes())
 
     def to_bytes(self) -> bytes:
-        """Versioned, checksummed encoding; readable by Rust and Python."""
+        """Versioned, checksummed encoding, readable by Rust and Python; it
+        records whether the release's noise was seeded."""
         return bytes(self._inner.to_bytes())
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> TreeGenerator:
-        """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data."""
-        return cls(_core.TreeGenerator.from_bytes(bytes(data)))
+    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> TreeGenerator:
+        """Decode :meth:`to_bytes` output.
+
+        A release made with seeded noise is **not private** and is refused
+        unless ``allow_seeded=True``; loaded, it stays :attr:`noise_seeded`.
+        A generator saved before the flag was recorded loads as not seeded.
+
+        Raises:
+            ValueError: corrupt or foreign data, or a seeded release and
+                ``allow_seeded`` is false.
+        """
+        return cls(_core.TreeGenerator.from_bytes(bytes(data), bool(allow_seeded)))
 
     def __repr__(self) -> str:
-        seeded = "  # seeded noise: NOT PRIVATE" if self._noise_seeded else ""
+        seeded = "  # seeded noise: NOT PRIVATE" if self.noise_seeded else ""
         return f"TreeGenerator(dim={self.dim}, leaves={self.n_leaves}, depth={self.depth}){seeded}"
 
 
@@ -329,7 +346,7 @@ class PrivHP:
         """
         if not self.released:
             self._noise_seeded = rng is not None and rng.seeded
-        return TreeGenerator(self._inner.release(core_rng(rng)), noise_seeded=self._noise_seeded)
+        return TreeGenerator(self._inner.release(core_rng(rng)))
 
     generator = release
 

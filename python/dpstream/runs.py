@@ -11,9 +11,10 @@ killed run resumable with the same command, and a finished run continuable
 when rows are appended to its input:
 
 * the model's state, the sizes of the batches consumed, a SHA-256 digest of
-  the rows consumed (their canonical bytes, as ``row_bytes`` encodes them)
-  and the names of the releases written are saved atomically (temp file,
-  fsync, rename);
+  the rows consumed (of each batch's ``batch_digest``: a digest of its rows as a
+  multiset, :mod:`dpstream._digest`, so that it does not depend on how the input is
+  stored or partitioned) and the names of the releases written are saved
+  atomically (temp file, fsync, rename);
 * a release is saved *inside* the checkpoint (as the bytes of its file)
   before its file is written, so a crash between the two re-writes the same
   bytes on resume: a release is computed once and never recomputed with new
@@ -23,10 +24,10 @@ when rows are appended to its input:
 * the checkpoint stores the run's options; a run with other options is
   refused, naming the options that differ;
 * on resume the consumed prefix of the new input is hashed again: if it
-  differs (a row changed, removed or inserted among the consumed ones), the
-  run is refused. Rows after the consumed prefix continue the stream, which
-  is the normal periodic rerun on a grown input; the model keeps its state
-  at the end of a run for this;
+  differs (a row changed, removed or inserted among the consumed ones, or
+  moved to another batch), the run is refused. Rows after the consumed
+  prefix continue the stream, which is the normal periodic rerun on a grown
+  input; the model keeps its state at the end of a run for this;
 * a one-shot model (``one_shot=True``: PrivHP, released once at the end)
   cannot continue after its release: rows appended to a finished one-shot
   run are refused, never counted by a fresh model that would overwrite the
@@ -54,7 +55,10 @@ from dpstream.io import table_bytes
 
 __all__ = ["Batch", "Model", "RunResult", "consumed_sizes", "run_stream"]
 
-_MAGIC = b"DPSTREAM-RUN\x00\x02"
+_MAGIC = b"DPSTREAM-RUN\x00\x03"
+#: Format 2 hashed the rows' canonical bytes in input order (a partitioned run: its
+#: partitions' SHA-256s); format 3 hashes each batch as a multiset.
+_MAGIC_V2 = b"DPSTREAM-RUN\x00\x02"
 _MAGIC_V1 = b"DPSTREAM-RUN\x00\x01"
 
 
@@ -101,7 +105,11 @@ def _encode_checkpoint(header: dict[str, Any], state: bytes, pending: bytes) -> 
 
 
 def _decode_checkpoint(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
+    """``(header, state, pending)``; a format-2 header has ``"format": 2``."""
     data = path.read_bytes()
+    version = 3
+    if data.startswith(_MAGIC_V2):
+        data, version = _MAGIC + data[len(_MAGIC_V2) :], 2
     if data.startswith(_MAGIC_V1):
         raise ValueError(
             f"checkpoint {path} was written by an older dpstream that did not record the "
@@ -121,6 +129,7 @@ def _decode_checkpoint(path: Path) -> tuple[dict[str, Any], bytes, bytes]:
         if pos + m > len(data):
             raise ValueError("truncated")
         _check_header(header)
+        header["format"] = version
         return header, data[pos : pos + m], data[pos + m :]
     except (struct.error, json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"corrupt run checkpoint {path}: {e}") from None
@@ -174,6 +183,25 @@ def _option_changes(saved: dict[str, Any], now: dict[str, Any]) -> str:
     return "; ".join(diffs)
 
 
+def _legacy_digest(
+    checkpoint: Path, header: dict[str, Any], legacy_row_bytes: Callable[[Any], bytes] | None
+) -> Any:
+    """The SHA-256 a format-2 checkpoint's ``input_sha256`` continues (``None`` for
+    format 3); refuses the format-2 checkpoints this run cannot check."""
+    if header["format"] == 3:
+        return None
+    if header["options"].get("input_digest") == "partitions" or legacy_row_bytes is None:
+        raise ValueError(
+            f"checkpoint {checkpoint} was written by an older dpstream whose digest of a "
+            "partitioned input depended on its partitions; finish that run with the older "
+            "version, or remove the checkpoint to start over"
+            if header["options"].get("input_digest") == "partitions"
+            else f"checkpoint {checkpoint} was written by an older dpstream from a single-file "
+            "input; resume it once on that file (without --dask) to upgrade it"
+        )
+    return hashlib.sha256()
+
+
 def run_stream(
     batches: Sequence[Batch],
     model: Model,
@@ -182,23 +210,28 @@ def run_stream(
     out_dir: Path,
     suffix: str,
     options: dict[str, Any],
-    row_bytes: Callable[[Any], bytes],
+    batch_digest: Callable[[Any], bytes],
     checkpoint: Path | None = None,
     checkpoint_every: int = 1,
     progress: Callable[[Iterator[int], int], Iterator[int]] | None = None,
     one_shot: bool = False,
+    legacy_row_bytes: Callable[[Any], bytes] | None = None,
 ) -> RunResult:
     """Drive ``model`` over ``batches``; see the module docs for the guarantees.
 
     Args:
         options: the run's options, JSON-serialisable (every option that affects
             the releases); a checkpoint made with other options is refused.
-        row_bytes: the canonical bytes of a batch's rows, as the model consumes
-            them. It must be row by row (the bytes of two batches are the bytes of
-            their concatenation), so that the digest of the consumed prefix does not
-            depend on where batches were cut.
+        batch_digest: a digest of a batch's rows as the model consumes them, as a
+            multiset (:func:`dpstream._digest.row_sums` of their canonical values),
+            so that it depends neither on the rows' order within the batch nor on
+            how the input is stored (one file, many files, partitions). Called after
+            the batch's update (a partitioned batch computes it in the same pass).
         one_shot: the model releases once, at the last batch, and cannot be saved
             or updated afterwards.
+        legacy_row_bytes: the canonical bytes of a batch's rows in input order,
+            which a format-2 checkpoint hashed; given, such a checkpoint is checked
+            with them and continues in format 3. ``None``: it is refused.
 
     Raises:
         ValueError: a corrupt or foreign checkpoint, other options, a changed
@@ -213,6 +246,7 @@ def run_stream(
     closed = False
     if checkpoint is not None and checkpoint.exists():
         header, state, pending = _decode_checkpoint(checkpoint)
+        legacy = _legacy_digest(checkpoint, header, legacy_row_bytes)
         if header["options"] != options:
             raise ValueError(
                 f"checkpoint {checkpoint} was made by a run with different options "
@@ -228,9 +262,12 @@ def run_stream(
                 f"but this run has only {len(batches)}: the schedule or the input shrank"
             )
         for b in batches[:start]:
-            digest.update(row_bytes(b.rows))
+            digest.update(batch_digest(b.rows))
+            if legacy is not None:
+                legacy.update(legacy_row_bytes(b.rows))  # type: ignore[misc]
         now = [len(b.rows) for b in batches[:start]]
-        if now != sizes or digest.hexdigest() != header["input_sha256"]:
+        check = digest if legacy is None else legacy
+        if now != sizes or check.hexdigest() != header["input_sha256"]:
             raise ValueError(
                 f"the input changed: its rows in the first {start} batches (through {last}) "
                 f"differ from those checkpoint {checkpoint} consumed; appended rows continue "
@@ -279,9 +316,8 @@ def run_stream(
         indices = progress(indices, len(batches) - start)
     for i in indices:
         batch = batches[i]
-        canonical = row_bytes(batch.rows)
         model.update(batch.rows)
-        digest.update(canonical)
+        digest.update(batch_digest(batch.rows))
         sizes.append(len(batch.rows))
         done = i + 1
         final = done == len(batches)

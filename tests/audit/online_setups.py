@@ -141,17 +141,34 @@ def epochs_setup() -> Setup:
     )
 
 
-def epochs_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
-    """``size`` runs: two releases (after epochs 1 and 2); ``D`` of the second one."""
+def two_releases(
+    make: Callable[[Rng], OnlineSynthesizer],
+    epoch1: int,
+    boxes: tuple[Box, Box],
+    points: np.ndarray,
+    rng: Rng,
+    size: int,
+) -> np.ndarray:
+    """``size`` runs of a synthesizer from ``make``: a release after the first ``epoch1``
+    points and one after the rest; ``D = count(A) − count(B)`` of the second release."""
     out = np.empty(size)
     for i in range(size):
-        s = OnlineSynthesizer(EPOCHS_EPSILON, 2, rng=rng)
-        s.update(points[:EPOCH1])
+        s = make(rng)
+        s.update(points[:epoch1])
         s.cells()
-        s.update(points[EPOCH1:])
+        s.update(points[epoch1:])
         cells = s.cells()
-        out[i] = released_count(*cells, EPOCHS_A) - released_count(*cells, EPOCHS_B)
+        out[i] = released_count(*cells, boxes[0]) - released_count(*cells, boxes[1])
     return out
+
+
+def epochs_synthesizer(rng: Rng) -> OnlineSynthesizer:
+    return OnlineSynthesizer(EPOCHS_EPSILON, 2, rng=rng)
+
+
+def epochs_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """``size`` runs: two releases (after epochs 1 and 2); ``D`` of the second one."""
+    return two_releases(epochs_synthesizer, EPOCH1, (EPOCHS_A, EPOCHS_B), points, rng, size)
 
 
 # ---------------------------------------------------------------------------------------
@@ -215,6 +232,99 @@ def paper_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
         cells = s.cells()
         out[i] = released_count(*cells, PAPER_A) - released_count(*cells, PAPER_B)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Continual PrivHP in fixed memory (OnlineSynthesizer.for_memory, method="privhp")
+# ---------------------------------------------------------------------------------------
+
+PRIVHP_EPSILON = Fraction(32)
+PRIVHP_MEMORY = 40_000  # bytes: k = 4, width = 8, depth 8 (checked by the sharp audit)
+PRIVHP_EXPECTED_N = 32
+PRIVHP_RELEASES = 2  # R = 2: L = 2 levels, block budget ε_b = ε/(2L) = 8
+PRIVHP_DEPTH = 8
+PRIVHP_EPOCH1 = 4  # points of epoch 1
+PRIVHP_EPOCH2 = 17  # points of epoch 2
+PRIVHP_STEP = PRIVHP_EPOCH1 + 9  # the replaced step (1-based): the 9th point of epoch 2
+# A and B: siblings at the deepest level 8, children of P = cell([0] * 7).
+PRIVHP_A = cell([0] * PRIVHP_DEPTH)
+PRIVHP_B = cell([0] * (PRIVHP_DEPTH - 1) + [1])
+
+
+def privhp_sigma_deepest() -> float:
+    """``σ_8`` of PrivHP at ``ε_b = 8``, d = 2, k = 4, depth 8 under the optimal rule
+    (equation (23), ``dpstream.privhp``): weights ``w_l = sqrt(Γ_{l−1})`` for ``l <= L_k = 2``
+    and ``sqrt(k γ_{l−1})`` beyond, with ``γ_l = 2^{−⌊l/2⌋}``, ``Γ_l = 2^l γ_l``
+    (``Γ_{−1} = 1``): ``1, 1, √2, √2, √2, 1, 1, 1/√2, 1/√2``, summing to ``4 + 4√2``. So
+    ``σ_8 = 8 · (1/√2) / (4 + 4√2) = 2 − √2`` (the library floors each ``σ_l`` onto a
+    ``2^-40`` grid: its ``σ_8`` is at most this). Derived here, not read from the library,
+    so that a planted bug in the library's split cannot move the claim."""
+    return 2 - 2**0.5
+
+
+def privhp_setup() -> Setup:
+    """Two epochs (two releases), d = 2, ε = 32, R = 2; the neighbours differ in step 13.
+
+    * ``OnlineSynthesizer.for_memory(32, 2, memory_bytes=40_000, expected_n=32,
+      max_releases=2)``: ``L = 2``, every block is released by PrivHP at ``ε_b = 32/4 =
+      8``, with depth ``⌈log2(8 · 32)⌉ = 8``, ``k = 4`` (exact counts on levels 0–2,
+      ``L_k = 2``) and one count-min row of width 8 on each of levels 3–8.
+    * Epoch 1: 4 points, alternately at the centres of ``B`` and ``A`` (siblings at level
+      8 inside the level-7 cell ``P``), then a release (block ``α_0``, generator ``g_0``).
+      Epoch 2: 17 points, alternately at ``B`` and ``A``; step 13 (the 9th point of epoch 2)
+      lies in ``A`` in stream ``a`` and in ``B`` in stream ``b``. Then a release: epoch 2
+      closes a dyadic block of two epochs, so ``α_0`` and the open epoch merge into
+      ``α_1``, released into ``g_1``, and ``g_0`` is dropped: the release's cells are
+      ``g_1``'s leaves scaled to ``n_1 = t = 21`` (public).
+    * Two depths and a threshold: the exact levels 0–2 and six sketched levels; the
+      release grows only the children of the top ``k = 4`` cells of each sketched level,
+      and the 21 points of ``P`` carry ``P``'s ancestors into the top 4 at every level, so
+      that the tree reaches ``A`` and ``B`` at level 8 (in all but a few runs in 10 000:
+      ``D`` is then NaN).
+
+    Analytical loss: release 1 closes epoch 1 alone, without step 13. In release 2 the
+    replaced point changes no count of levels 0–7 (``A`` and ``B`` share their ancestors),
+    and at level 8 the count-min bucket of ``A`` by +1 and that of ``B`` by −1 (nothing if
+    the two share a bucket; the hash keys are drawn independently of the data): an ℓ1
+    change of 2 at scale ``1/σ_8``, a privacy loss of ``2σ_8 = 4 − 2√2 ≈ 1.172``
+    (:func:`privhp_sigma_deepest`), not ε = 32: ε is split over the ``L = 2`` blocks a
+    point can reach, the two halves of a replacement, and the 9 levels. Pruning,
+    consistency (top-down: it keeps ``count(A) − count(B)`` unless a child is clipped at 0)
+    and the scaling to ``n_1`` are post-processing.
+    """
+    a = np.array(
+        [
+            centre(PRIVHP_A) if i % 2 else centre(PRIVHP_B)
+            for i in [*range(PRIVHP_EPOCH1), *range(PRIVHP_EPOCH2)]
+        ]
+    )
+    b = a.copy()
+    a[PRIVHP_STEP - 1], b[PRIVHP_STEP - 1] = centre(PRIVHP_A), centre(PRIVHP_B)
+    return Setup(
+        "online privhp (for_memory): level-8 pair",
+        PRIVHP_EPSILON,
+        Fraction(2 * privhp_sigma_deepest()),
+        (a, b),
+        privhp_mechanism,
+        (3, -3),
+    )
+
+
+def privhp_synthesizer(rng: Rng) -> OnlineSynthesizer:
+    return OnlineSynthesizer.for_memory(
+        PRIVHP_EPSILON,
+        2,
+        memory_bytes=PRIVHP_MEMORY,
+        expected_n=PRIVHP_EXPECTED_N,
+        max_releases=PRIVHP_RELEASES,
+        rng=rng,
+    )
+
+
+def privhp_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """``size`` runs: two releases (after epochs 1 and 2); ``D`` of the second one."""
+    boxes = (PRIVHP_A, PRIVHP_B)
+    return two_releases(privhp_synthesizer, PRIVHP_EPOCH1, boxes, points, rng, size)
 
 
 def tail_events(upper: int, lower: int) -> dict[str, Callable[[np.ndarray], np.ndarray]]:

@@ -12,14 +12,31 @@ setups with a planted bug (twice the budget) are flagged in ``test_audit_planted
 
 from __future__ import annotations
 
-import pytest
+from fractions import Fraction
+from typing import Any
 
-from .online_setups import Setup, epochs_setup, paper_setup
+import pytest
+from dpstream import PrivHP, Rng
+
+from .online_setups import (
+    PRIVHP_DEPTH,
+    Setup,
+    epochs_setup,
+    paper_setup,
+    privhp_setup,
+    privhp_sigma_deepest,
+    privhp_synthesizer,
+)
 
 # (setup, runs per side, seed). Runs: the epochs synthesizer costs ≈ 0.3 ms a run, the
-# paper's ≈ 2–3 ms (its level parameters are exact rationals). The tails of D each setup
-# counts were chosen on runs with other seeds (benches/diag_audit_tails.py).
-CASES = {"epochs": (epochs_setup, 60_000, 2801), "paper": (paper_setup, 12_000, 2802)}
+# paper's ≈ 2–3 ms (its level parameters are exact rationals), for_memory's ≈ 0.5 ms. The
+# tails of D each setup counts were chosen on runs with other seeds
+# (benches/diag_audit_tails.py).
+CASES = {
+    "epochs": (epochs_setup, 60_000, 2801),
+    "paper": (paper_setup, 12_000, 2802),
+    "privhp": (privhp_setup, 30_000, 2803),
+}
 
 
 @pytest.mark.parametrize("method", list(CASES))
@@ -30,3 +47,18 @@ def test_sharp_audit_of_the_released_counts(audited, method: str) -> None:
     result = setup.audit(audited, label, runs, seed)
     assert result.passed, result  # no event beats the pair's analytical loss
     assert result.lower_bound >= 0.5 * float(setup.loss), result  # sharp: half of it at least
+
+
+def test_the_privhp_setup_has_the_configuration_its_loss_assumes() -> None:
+    """The for_memory setup's analytical loss (``2σ_8``, derived by hand in
+    ``online_setups``) assumes ε_b = 8, d = 2, k = 4, width 8, depth 8: check them, and
+    that the library's ``σ_8`` is the derived one (at most it, up to its 2^-40 grid)."""
+    inner: Any = privhp_synthesizer(Rng(seed=1))._inner  # the ContinualPrivHP core
+    eps_b = Fraction(*inner.block_epsilon())
+    assert (eps_b, inner.k, inner.width, inner.depth) == (8, 4, 8, PRIVHP_DEPTH)
+    assert (inner.levels, inner.n_blocks) == (2, 0)
+    sigmas = PrivHP(eps_b, 2, k=4, width=8, rows=1, depth=PRIVHP_DEPTH, sketch="count-min").sigmas
+    assert len(sigmas) == PRIVHP_DEPTH + 1
+    assert sum(sigmas) <= eps_b
+    derived = privhp_sigma_deepest()
+    assert derived - 1e-9 <= float(sigmas[-1]) <= derived

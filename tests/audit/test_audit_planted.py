@@ -1,8 +1,9 @@
-"""Planted bugs in the online synthesizers, flagged by the sharp audits (issue 28).
+"""Planted bugs in the online synthesizers and PrivHP, flagged by the sharp audits (issue 28).
 
 The bug: every ε the synthesizer hands to its noise is doubled (each block's ``ε/(k+1)``
-for the default method, each cell counter's ``ε_{j,r}`` for ``method="paper"``): half
-the noise, a split that sums to 2ε. It is injected through the test-only hook
+for the default method, each cell counter's ``ε_{j,r}`` for ``method="paper"``, each
+PrivHP level's ``σ_l`` for ``OnlineSynthesizer.for_memory``): half the noise, a split
+that sums to 2ε. It is injected through the test-only hook
 ``dpstream._core._planted_set_epsilon_factor``, which exists only in an extension built
 with the Cargo feature ``planted-bugs`` (``rust/core/src/planted.rs``). The release
 build never has it (checked below); ``make test-planted`` builds a second extension with
@@ -22,7 +23,8 @@ from collections.abc import Iterator
 import pytest
 from dpstream import _core
 
-from .online_setups import Setup, epochs_setup, paper_setup
+from .online_setups import Setup, epochs_setup, paper_setup, privhp_setup
+from .test_audit_synthesis import SHARP_EPSILON, privhp_sharp_audit
 
 PLANTED_BUILD = os.environ.get("DPSTREAM_PLANTED_BUILD") == "1"
 HOOK = getattr(_core, "_planted_set_epsilon_factor", None)
@@ -51,7 +53,11 @@ def doubled_epsilon() -> Iterator[None]:
         HOOK(1)
 
 
-CASES = {"epochs": (epochs_setup, 30_000, 2811), "paper": (paper_setup, 6_000, 2812)}
+CASES = {
+    "epochs": (epochs_setup, 30_000, 2811),
+    "paper": (paper_setup, 6_000, 2812),
+    "privhp": (privhp_setup, 15_000, 2813),
+}
 
 
 @pytest.mark.parametrize("method", list(CASES))
@@ -61,3 +67,13 @@ def test_planted_double_epsilon_is_flagged(audited, doubled_epsilon, method: str
     label = f"PLANTED 2ε: {setup.name}, claim {float(setup.loss):.3f}"
     result = setup.audit(audited, label, runs, seed)
     assert not result.passed, result  # the pair loses about twice its claimed loss
+
+
+def test_planted_double_epsilon_is_flagged_in_privhp(audited, doubled_epsilon) -> None:
+    """PrivHP itself (``test_audit_synthesis.py``'s sharp audit of the released tree): with
+    every ``σ_l`` doubled the added point costs ``2ε``. The claim is the documented
+    guarantee ε (the library's ``Σ σ_l`` is ε up to its 2^-40 grid; read from the library
+    it would be doubled by the bug too)."""
+    label = f"PLANTED 2ε: PrivHP released tree, claim {SHARP_EPSILON}"
+    result = privhp_sharp_audit(audited, label, float(SHARP_EPSILON), runs=20_000, seed=2814)
+    assert not result.passed, result

@@ -198,27 +198,34 @@ def test_privhp_released_tree_sharp(audited) -> None:
     the width-4 count-min cells collide; measured on runs with other seeds), which
     multiplies the per-level ratios.
     """
+    loss = float(sum(PrivHP(SHARP_EPSILON, 1, **SHARP_PARAMS).sigmas))
+    label = f"PrivHP released tree, sharp, loss {loss:.3f} (ε = {SHARP_EPSILON})"
+    result = privhp_sharp_audit(audited, label, loss, runs=30_000, seed=311)
+    assert result.passed, result
+    assert result.lower_bound >= 0.5 * loss, result
+
+
+def privhp_sharp_audit(audited, label: str, claim: float, *, runs: int, seed: int) -> Any:
+    """The audit of :func:`test_privhp_released_tree_sharp` against the claimed loss
+    ``claim`` (also run with a planted bug by ``test_audit_planted.py``)."""
     more = np.vstack([POINTS, [[0.3]]])
     exact_a = privhp_summary(POINTS, SHARP_EPSILON, SHARP_PARAMS, Rng(seed=SHARP_HASHES))
     exact_b = privhp_summary(more, SHARP_EPSILON, SHARP_PARAMS, Rng(seed=SHARP_HASHES))
-    loss = float(sum(PrivHP(SHARP_EPSILON, 1, **SHARP_PARAMS).sigmas))
     cuts = np.array([9, 3, 4, 1])
 
     def at_b(stats: np.ndarray) -> np.ndarray:
         return np.all(np.nan_to_num(stats, nan=-np.inf) >= cuts, axis=1)
 
-    result = audited(
-        f"PrivHP released tree, sharp, loss {loss:.3f} (ε = {SHARP_EPSILON})",
+    return audited(
+        label,
         privhp_sharp_mechanism,
         (exact_a, exact_b),
-        epsilon=loss,
-        runs=30_000,
-        batch_size=30_000,
+        epsilon=claim,
+        runs=runs,
+        batch_size=min(runs, 30_000),
         events={"all statistics at b's centre": at_b},
-        seed=311,
+        seed=seed,
     )
-    assert result.passed, result
-    assert result.lower_bound >= 0.5 * loss, result
 
 
 # ---------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ class CellLimit:
             return True
         tree, cliques = structure
         w = self._workloads[i]
-        if tree.cells_with(w) <= self.limit:
+        if tree.fits(w, self.limit):
             return True
         if len(self._domain) > EXACT_CHECK_COLUMNS:
             return False

@@ -39,8 +39,13 @@ def count_codes(
     as :meth:`Domain.encode` returns them), each flattened in C order over its columns'
     sizes (the order of :func:`dpstream.tabular.marginal`)."""
     columns = np.ascontiguousarray(codes.T, dtype=np.int64)  # one pass: columns contiguous
+    pairs = _pair_counts(columns, sizes, workloads)
     out = []
     for clique in workloads:
+        pair = pairs.get(tuple(clique))
+        if pair is not None:
+            out.append(pair)
+            continue
         if not clique:
             out.append(np.array([codes.shape[0]], dtype=np.int64))
             continue
@@ -53,6 +58,28 @@ def count_codes(
         cells = math.prod(int(sizes[c]) for c in clique)
         out.append(np.bincount(flat, minlength=cells).astype(np.int64, copy=False))
     return tuple(out)
+
+
+def _pair_counts(
+    columns: IntArray, sizes: Sequence[int], workloads: Sequence[Clique]
+) -> dict[Clique, IntArray]:
+    """The histograms of the 2-way workloads, those of one first column at once: one
+    ``bincount`` of every pair's C-order cell index, shifted past the pairs before it
+    (the same integer counts as one pair at a time)."""
+    seconds: dict[int, list[int]] = {}
+    for clique in workloads:
+        if len(clique) == 2:
+            seconds.setdefault(int(clique[0]), []).append(int(clique[1]))
+    out: dict[Clique, IntArray] = {}
+    for a, bs in seconds.items():
+        width = np.array([int(sizes[b]) for b in bs], dtype=np.int64)
+        cells = int(sizes[a]) * width
+        start = np.concatenate([[0], np.cumsum(cells)[:-1]])
+        flat = columns[a][None, :] * width[:, None] + columns[bs] + start[:, None]
+        counts = np.bincount(flat.reshape(-1), minlength=int(cells.sum()))
+        for b, lo, n in zip(bs, start.tolist(), cells.tolist(), strict=True):
+            out[(a, b)] = counts[lo : lo + n].astype(np.int64)
+    return out
 
 
 def add_counts(*parts: tuple[IntArray, ...]) -> tuple[IntArray, ...]:

@@ -16,6 +16,7 @@ natural logarithms; the loss is dimensionless.
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +44,14 @@ from dpstream.tabular.estimation import (
     sample_rows,
 )
 
+try:  # the kernels numpy.einsum runs on a contraction path (numpy ≥ 2.4)
+    _einsumfunc: Any = importlib.import_module("numpy._core.einsumfunc")
+except ImportError:  # pragma: no cover - numpy 1.x
+    _einsumfunc = None
+#: ``None`` on older numpy, where ``np.einsum`` plans each call.
+_bmm_einsum: Any = getattr(_einsumfunc, "bmm_einsum", None)
+_c_einsum: Any = getattr(_einsumfunc, "c_einsum", None)
+
 #: Default bound on the cells of one junction-tree clique (80 MB of float64).
 MAX_CLIQUE_CELLS = 10**7
 
@@ -67,7 +76,7 @@ class JunctionTree:
     order: tuple[int, ...]
     separators: tuple[Clique, ...]
 
-    @property
+    @functools.cached_property
     def children(self) -> tuple[tuple[int, ...], ...]:
         kids: list[list[int]] = [[] for _ in self.nodes]
         for i in self.order[1:]:
@@ -285,8 +294,16 @@ class ModelTree:
                 part[i] = part[p]
         self._depth = depth
         self._part = part
+        # per column: its first holder and its part; per part: the cells of its nodes
+        self._first = [min(h) for h in self._holders]
+        self._column_part = [part[i] for i in self._first]
+        self._part_cells: dict[int, int] = {}
+        for i, p in enumerate(part):
+            self._part_cells[p] = self._part_cells.get(p, 0) + self._node_cells[i]
         self._cells_with: dict[Clique, int] = {}
         self._children: dict[Clique, ModelTree] = {}
+        self._paths: dict[tuple[int, int], list[int]] = {}
+        self._node_sets = [frozenset(n) for n in tree.nodes]
 
     def covers(self, clique: Clique) -> bool:
         """Whether ``clique`` lies inside one node."""
@@ -303,6 +320,26 @@ class ModelTree:
                 out += self._exact_extra(*self._insertion(clique))
             self._cells_with[clique] = out
         return out
+
+    def fits(self, clique: Clique, limit: int) -> bool:
+        """Whether :meth:`cells_with` ``(clique)`` is at most ``limit``, the same answer,
+        found without the insertion search while a bound settles it.
+
+        The bound: :meth:`_insertion` picks the option of least added cells (every node
+        counted), and among its options is one that adds to each node it changes only
+        columns of the clique, on nodes of the parts that hold the clique's columns (a
+        node ``r`` of one of them gets the clique). Each such node grows at most
+        ``|clique|``-fold (``|clique|`` its cells), and dropping redundant nodes only
+        lowers the count, so ``cells_with ≤ cells + (|clique| − 1) · (cells of those
+        parts)``."""
+        known = self._cells_with.get(clique)
+        if known is not None:
+            return known <= limit
+        parts = {self._column_part[c] for c in clique}
+        grows = clique_cells(self.sizes, clique) - 1
+        if self.cells + grows * sum(self._part_cells[p] for p in parts) <= limit:
+            return True
+        return self.cells_with(clique) <= limit
 
     def added(self, clique: Sequence[int]) -> ModelTree:
         """The tree with ``clique`` inserted (itself if the clique lies in a node)."""
@@ -324,7 +361,14 @@ class ModelTree:
         return out
 
     def _path(self, a: int, b: int) -> list[int]:
-        """Nodes on the tree path from node ``a`` to node ``b``, both included."""
+        """Nodes on the tree path from node ``a`` to node ``b``, both included (cached; not
+        to be written to)."""
+        out = self._paths.get((a, b))
+        if out is None:
+            out = self._paths[(a, b)] = self._walk(a, b)
+        return out
+
+    def _walk(self, a: int, b: int) -> list[int]:
         parent, depth = self.tree.parent, self._depth
         head: list[int] = []
         tail: list[int] = []
@@ -348,7 +392,7 @@ class ModelTree:
         edges: set[int] = set()
         parent = self.tree.parent
         for a, b in itertools.combinations(cols, 2):
-            path = self._path(min(holders[a]), min(holders[b]))
+            path = self._path(self._first[a], self._first[b])
             both = [i for i in path if i in holders[a] and i in holders[b]]
             if both:
                 nodes.add(both[0])
@@ -370,7 +414,7 @@ class ModelTree:
             held = self._holders[c]
             if r in held:
                 continue
-            path = self._path(r, min(held))
+            path = self._path(r, self._first[c])
             if len(path) > 1 and path[1] == avoid:
                 continue
             for i in path:
@@ -381,24 +425,31 @@ class ModelTree:
 
     def _extra(self, grow: Mapping[int, set[int]], new: Clique | None = None) -> int:
         """Cells added by ``grow`` and the ``new`` node, counting every node (none dropped)."""
-        added = sum(
-            self._node_cells[i] * (math.prod(self.sizes[c] for c in cols) - 1)
-            for i, cols in grow.items()
-        )
-        return added + (clique_cells(self.sizes, new) if new is not None else 0)
+        sizes, cells = self.sizes, self._node_cells
+        added = 0
+        for i, cols in grow.items():
+            factor = 1
+            for c in cols:
+                factor *= sizes[c]
+            added += cells[i] * (factor - 1)
+        return added + (clique_cells(sizes, new) if new is not None else 0)
 
     def _exact_extra(self, grow: Mapping[int, set[int]], new: Clique | None) -> int:
         """Cells added by an insertion once the nodes it makes redundant are dropped (a
         node inside a changed one, or the later of two equal ones, as :func:`_maximal`)."""
-        changed = {i: set(self.tree.nodes[i]) | cols for i, cols in grow.items()}
+        sets = self._node_sets
+        changed = {i: sets[i] | cols for i, cols in grow.items()}
         if new is not None:
-            changed[len(self.tree.nodes)] = set(new)
+            changed[len(self.tree.nodes)] = frozenset(new)
         near = {j for n in changed.values() for c in n for j in self._holders[c]}
         dropped = 0
-        for j in near | set(changed):
-            nj = changed.get(j) or set(self.tree.nodes[j])
-            if any(i != j and nj <= ni and (nj != ni or i < j) for i, ni in changed.items()):
-                dropped += clique_cells(self.sizes, tuple(nj))
+        pairs = list(changed.items())
+        for j in near | changed.keys():
+            nj = changed.get(j) or sets[j]
+            for i, ni in pairs:
+                if i != j and nj <= ni and (nj != ni or i < j):
+                    dropped += clique_cells(self.sizes, tuple(nj))
+                    break
         return self._extra(grow, new) - dropped
 
     def _insertion(self, clique: Clique) -> tuple[dict[int, set[int]], Clique | None]:
@@ -409,19 +460,21 @@ class ModelTree:
         least added cells (every node counted) wins, then the first in that order."""
         parts: dict[int, list[int]] = {}
         for c in clique:
-            parts.setdefault(self._part[min(self._holders[c])], []).append(c)
+            parts.setdefault(self._column_part[c], []).append(c)
         targets = {k: self._targets(cols) for k, cols in parts.items()}
+        # each part's columns brought to each of its target nodes (read, never written)
+        to_node = {k: {r: self._grow(cols, r) for r in targets[k][0]} for k, cols in parts.items()}
         # each part's columns gathered in the cheapest of its nodes, for the other parts
         gathered: dict[int, dict[int, set[int]]] = {}
-        for k, cols in parts.items():
-            grows = [self._grow(cols, r) for r in targets[k][0]]
-            gathered[k] = min(grows, key=self._extra)
+        if len(parts) > 1:
+            for k in parts:
+                gathered[k] = min(to_node[k].values(), key=self._extra)
         options: list[_Option] = []
         for k, cols in parts.items():
             rest = {i: g for j, gs in gathered.items() if j != k for i, g in gs.items()}
             others = {c for c in clique if c not in cols}
             for r in targets[k][0]:
-                grow = {**rest, **self._grow(cols, r)}
+                grow = {**rest, **to_node[k][r]}
                 if others:
                     grow[r] = grow.get(r, set()) | others
                 options.append((self._extra(grow), (0, r), grow, None))
@@ -491,11 +544,21 @@ def _model_nodes(
 
 def _expand(table: FloatArray, cols: Clique, target: Clique, sizes: tuple[int, ...]) -> FloatArray:
     """``table`` over ``cols`` reshaped to broadcast against a table over ``target``."""
+    return table.reshape(_expand_shape(cols, target, sizes))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _expand_shape(cols: Clique, target: Clique, sizes: tuple[int, ...]) -> tuple[int, ...]:
     inside = set(cols)
-    return table.reshape([sizes[c] if c in inside else 1 for c in target])
+    return tuple(sizes[c] if c in inside else 1 for c in target)
 
 
 def _axes_not_in(cols: Clique, keep: Iterable[int]) -> tuple[int, ...]:
+    return _axes_outside(cols, keep if isinstance(keep, tuple) else tuple(keep))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _axes_outside(cols: Clique, keep: tuple[int, ...]) -> tuple[int, ...]:
     k = set(keep)
     return tuple(i for i, c in enumerate(cols) if c not in k)
 
@@ -510,17 +573,27 @@ def _sum_out(table: FloatArray, axes: tuple[int, ...]) -> FloatArray:
     """
     if not axes:
         return table
-    kept = tuple(i for i in range(table.ndim) if i not in axes)
-    shape = tuple(table.shape[i] for i in kept)
+    order, flat, axis, shape = _sum_plan(table.shape, axes)
+    moved = table if order is None else table.transpose(order)
+    out: FloatArray = np.ascontiguousarray(moved).reshape(flat).sum(axis=axis).reshape(shape)
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _sum_plan(
+    dims: tuple[int, ...], axes: tuple[int, ...]
+) -> tuple[tuple[int, ...] | None, tuple[int, int], int, tuple[int, ...]]:
+    """How :func:`_sum_out` reduces a table of shape ``dims`` over ``axes``: the transpose
+    (``None``: none), the 2-D shape, the axis summed and the result's shape."""
+    kept = tuple(i for i in range(len(dims)) if i not in axes)
+    shape = tuple(dims[i] for i in kept)
     n_kept = math.prod(shape)
-    n_reduced = table.size // n_kept if n_kept else 0
+    n_reduced = math.prod(dims) // n_kept if n_kept else 0
     if n_reduced >= n_kept:
         order, axis, flat = kept + axes, 1, (n_kept, n_reduced)
     else:
         order, axis, flat = axes + kept, 0, (n_reduced, n_kept)
-    moved = table if order == tuple(range(table.ndim)) else table.transpose(order)
-    out: FloatArray = np.ascontiguousarray(moved).reshape(flat).sum(axis=axis).reshape(shape)
-    return out
+    return (None if order == tuple(range(len(dims))) else order), flat, axis, shape
 
 
 def _marginalize(table: FloatArray, cols: Clique, keep: Iterable[int]) -> FloatArray:
@@ -547,23 +620,46 @@ def _product(
     than over the last one (often income, 2 categories), 2–3 times faster on the nodes
     of a stream even with the final copy.
     """
-    shape = clique_shape(sizes, node)
     if not factors:
-        return np.ones(shape)
-    layout = tuple(sorted(node, key=lambda col: (sizes[col], col)))
-    table = np.empty([sizes[col] for col in layout])
-    for k, (c, f) in enumerate(factors):
-        inner = [col for col in layout if col in c]
-        f = f.reshape(clique_shape(sizes, c)).transpose([c.index(col) for col in inner])
-        f = f.reshape([sizes[col] if col in c else 1 for col in layout])
+        return np.ones(clique_shape(sizes, node))
+    layout, steps, back = _product_plan(node, tuple(c for c, _ in factors), sizes)
+    table = np.empty(layout)
+    for k, ((_, f), (shape, perm, spread)) in enumerate(zip(factors, steps, strict=True)):
+        f = f.reshape(shape).transpose(perm).reshape(spread)
         if k == 0:
             table[...] = f
         else:
             table *= f
-    if layout == node:
+    if back is None:
         return table
-    out: FloatArray = np.ascontiguousarray(table.transpose([layout.index(col) for col in node]))
+    out: FloatArray = np.ascontiguousarray(table.transpose(back))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _product_plan(
+    node: Clique, cliques: tuple[Clique, ...], sizes: tuple[int, ...]
+) -> tuple[
+    tuple[int, ...],
+    tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...],
+    tuple[int, ...] | None,
+]:
+    """:func:`_product`'s layout: the table's shape (the node's columns by increasing
+    size), per factor its shape, transpose and broadcast shape, and the transpose back
+    (``None``: the layout is the node's order)."""
+    layout = tuple(sorted(node, key=lambda col: (sizes[col], col)))
+    steps = []
+    for c in cliques:
+        inner = [col for col in layout if col in c]
+        steps.append(
+            (
+                clique_shape(sizes, c),
+                tuple(c.index(col) for col in inner),
+                tuple(sizes[col] if col in c else 1 for col in layout),
+            )
+        )
+    back = None if layout == node else tuple(layout.index(col) for col in node)
+    return tuple(sizes[col] for col in layout), tuple(steps), back
 
 
 def _node_factors(
@@ -742,6 +838,11 @@ def _smallest_containing(jt: JunctionTree, sizes: tuple[int, ...], clique: Cliqu
     return None if best is None else best[1]
 
 
+#: Cells of the probability tables and elimination messages a model keeps of the
+#: marginals asked of it (32 MB).
+_CACHED_CELLS = 1 << 22
+
+
 class GraphicalModel:
     """A fitted graphical model: ``total · P_θ`` with ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))``.
 
@@ -814,6 +915,13 @@ class GraphicalModel:
         # node i's table conditioned on its separator with neighbour j, by (i, j): the
         # factors of _eliminate, computed once per model (a stream asks many marginals)
         self._conditionals: dict[tuple[int, int], FloatArray] = {}
+        # probability tables of cliques asked before (a stream asks every workload's, and
+        # the one-way tables of their columns over and over), up to _CACHED_CELLS in all
+        self._probabilities: dict[Clique, FloatArray] = {}
+        # messages of variable elimination (:meth:`_eliminate`), by what determines them
+        self._message_ids: dict[tuple[int, int, Clique, tuple[int, ...]], int] = {}
+        self._messages: dict[int, FloatArray] = {}
+        self._cached_cells = 0
         self.iterations = 0
         self.losses: tuple[float, ...] = ()
         self.step_scale = 1.0
@@ -876,7 +984,17 @@ class GraphicalModel:
     def _probability(self, cl: Clique) -> FloatArray:
         """Probability table of ``cl`` (axes in column order): read off a node, the product
         of its parts' tables when its columns lie in independent parts of the tree (joined
-        only by empty separators), else by :meth:`_eliminate`."""
+        only by empty separators), else by :meth:`_eliminate`. Not to be written to: it
+        may be a node's table or a cached one."""
+        out = self._probabilities.get(cl)
+        if out is None:
+            out = self._compute_probability(cl)
+            if self._cached_cells + out.size <= _CACHED_CELLS:
+                self._probabilities[cl] = out
+                self._cached_cells += out.size
+        return out
+
+    def _compute_probability(self, cl: Clique) -> FloatArray:
         node = _smallest_containing(self._jt, self._sizes, cl)
         if node is not None:
             return np.asarray(_marginalize(self._probs[node], self._jt.nodes[node], cl))
@@ -919,8 +1037,11 @@ class GraphicalModel:
         # Eliminate leaf-first along the subtree: a node's message to its parent keeps
         # only the separator and the target columns seen so far, so intermediates stay
         # near (separator × target) cells; one global einsum path can blow up instead.
+        # A message is kept under what determines it (node, parent, scope and the
+        # messages it was made of), so targets that share a column reuse its messages.
         want = set(target)
         messages: dict[int, list[tuple[Clique, FloatArray]]] = {i: [] for i, _ in plan}
+        made_of: dict[int, list[int]] = {i: [] for i, _ in plan}
         for i in _leaves_first(plan):
             ops = [factors[i], *messages[i]]
             involved = set().union(*(set(c) for c, _ in ops))
@@ -929,10 +1050,18 @@ class GraphicalModel:
             if p >= 0:
                 keep |= involved & set(jt.nodes[p])
             scope = tuple(sorted(keep))
-            table = _contract(ops, scope, sizes, self._max_cells)
             if p < 0:
-                return table
-            messages[p].append((scope, table))
+                return _contract(ops, scope, sizes, self._max_cells)
+            key = (i, p, scope, tuple(made_of[i]))
+            ident = self._message_ids.setdefault(key, len(self._message_ids))
+            kept = self._messages.get(ident)
+            if kept is None:
+                kept = _contract(ops, scope, sizes, self._max_cells)
+                if self._cached_cells + kept.size <= _CACHED_CELLS:
+                    self._messages[ident] = kept
+                    self._cached_cells += kept.size
+            messages[p].append((scope, kept))
+            made_of[p].append(ident)
         raise AssertionError("an elimination plan has a root")  # pragma: no cover
 
     def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
@@ -951,9 +1080,11 @@ class GraphicalModel:
         n = check_sample_size(n)
         rounded = check_sample_method(method) == "round"
         jt, sizes = self._jt, self._sizes
-        out = np.zeros((n, len(sizes)), dtype=np.int64)
         if n == 0:
-            return out
+            return np.zeros((n, len(sizes)), dtype=np.int64)
+        # column-major while the columns are drawn one block at a time (contiguous reads
+        # and writes of a column), row-major when returned
+        out = np.zeros((n, len(sizes)), dtype=np.int64, order="F")
         for i in jt.order:
             node = jt.nodes[i]
             sep = jt.separators[i]
@@ -983,7 +1114,7 @@ class GraphicalModel:
                 out[:, c] = v
         if rounded:
             out = out[rng.permutation(n)]
-        return out
+        return np.ascontiguousarray(out)
 
 
 class _TreeIndex(NamedTuple):
@@ -1074,7 +1205,15 @@ def _contract(
     Raises ValueError if an intermediate of numpy's greedy contraction path would
     exceed ``max_cells`` cells.
     """
-    labels, out, path = _contraction_plan(tuple(f for f, _ in factors), target, sizes, max_cells)
+    labels, out, path, steps = _contraction_plan(
+        tuple(f for f, _ in factors), target, sizes, max_cells
+    )
+    if steps is not None:  # numpy.einsum's own loop over its cached contraction list
+        ops = [t for _, t in factors]
+        for inds, eq in steps:
+            taken = [ops.pop(k) for k in inds]
+            ops.append(_bmm_einsum(eq, *taken) if len(taken) == 2 else _c_einsum(eq, *taken))
+        return ops[0]
     args: list[Any] = []
     for (_, t), lab in zip(factors, labels, strict=True):
         args += [t, list(lab)]
@@ -1082,12 +1221,19 @@ def _contract(
     return result
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1 << 14)
 def _contraction_plan(
     cliques: tuple[Clique, ...], target: Clique, sizes: tuple[int, ...], max_cells: int
-) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], list[Any]]:
-    """Labels, output labels and the checked greedy einsum path (cached: a stream asks
-    the same marginals of the same structure many times)."""
+) -> tuple[
+    tuple[tuple[int, ...], ...],
+    tuple[int, ...],
+    list[Any],
+    tuple[tuple[tuple[int, ...], str], ...] | None,
+]:
+    """Labels, output labels, the checked greedy einsum path and, where numpy exposes the
+    kernels its einsum runs (numpy ≥ 2.4), einsum's contraction list for that path, so
+    that :func:`_contract` skips its planning (cached: a stream asks the same marginals
+    of the same structure many times)."""
     cols = sorted({c for f in cliques for c in f} | set(target))
     if len(cols) > 52:
         raise ValueError(f"this marginal involves {len(cols)} columns; at most 52 are supported")
@@ -1116,7 +1262,13 @@ def _contraction_plan(
                 f"this marginal needs a contraction over columns {tuple(sorted(what))} with "
                 f"{n} cells (max_clique_cells={max_cells}); ask for a smaller clique"
             )
-    return labels, out, path
+    steps = None
+    if _bmm_einsum is not None and _c_einsum is not None:
+        plan: Any = np.einsum_path  # einsum's own call: (operands, contraction list)
+        _, contractions = plan(*args, list(out), optimize=path, einsum_call=True)
+        if all(len(c) == 3 for c in contractions):  # (operands, equation, remaining)
+            steps = tuple((tuple(int(k) for k in c[0]), str(c[1])) for c in contractions)
+    return labels, out, path, steps
 
 
 def _sample_conditional(

@@ -187,13 +187,21 @@ class Pooled:
 class Adaptive:
     """The default policy: Algorithm 3 with the heuristics of ``docs/tabular.md``.
 
+    A heuristic is on by default only where it won issue 29's rule on both data sets of
+    ``benches/bench_tabular_compare.py --ablate`` (Adult and NYC flights: lower AvgWE and
+    MaxWE in at least 75% of the settings, never more than 10% worse); the others are
+    opt-in values of their fields.
+
     Attributes:
-        score: the selection score: :class:`AutoScore` (default), ``"l2"`` (excess ℓ2
-            distance of the batch from the model: favours the large workloads' relative
-            errors), ``"l2-cell"`` (the same per cell: favours the small workloads) or
-            ``"paper"`` (the score printed in Section 7.2, for comparisons).
-        k: selections per step: :class:`AutoK` (default) or an int (capped at the number
-            of workloads). More selections re-measure more workloads, each with more noise.
+        score: the selection score: ``"l2"`` (default; excess ℓ2 distance of the batch from
+            the model: favours the large workloads' relative errors), ``"l2-cell"`` (the same
+            per cell: favours the small workloads), :class:`AutoScore` (opt-in: ``"l2"``,
+            and ``"l2-cell"`` while the stream drifts; it failed the rule on both data sets)
+            or ``"paper"`` (the score printed in Section 7.2, for comparisons).
+        k: selections per step: an int (default 2, capped at the number of workloads) or
+            :class:`AutoK` (opt-in: more selections while the stream drifts, fewer late in
+            a calm stream; it failed the rule on flights). More selections re-measure more
+            workloads, each with more noise.
         remainder: how a measurement accounts for the rows its counter did not count:
             :class:`Pooled` (default; the counted rows scaled up, and every workload
             measured so far re-fitted at each step: more precise while the counted batches
@@ -209,7 +217,8 @@ class Adaptive:
             intermediate fits can pull the model away from earlier measurements).
         drift_z: a step's first measurement drifts when its chi-square statistic against
             the expected batch exceeds its mean by this many standard deviations; lower
-            flags more steps as drifting (more false alarms on a stationary stream).
+            flags more steps as drifting (more false alarms on a stationary stream). Read
+            by the opt-in :class:`AutoScore`, :class:`AutoK` and ``refit="auto"``.
         drift_decay: the running share of drifted steps is updated as
             ``share ← decay·share + (1 − decay)·drifted``; higher remembers longer.
         coverage: opt-in (``False`` by default): an always-on counter of every column's
@@ -227,8 +236,8 @@ class Adaptive:
             0 turns it off.
     """
 
-    score: AutoScore | ScoreName = AutoScore()
-    k: AutoK | int = AutoK()
+    score: AutoScore | ScoreName = "l2"
+    k: AutoK | int = 2
     remainder: Pooled | Literal["model"] = Pooled()
     refit: RefitName = "step"
     drift_z: float = 3.0
@@ -413,7 +422,10 @@ def uses_drift_test(policy: Policy) -> bool:
     if not isinstance(policy, Adaptive):
         return False
     return (
-        policy.refit == "auto" or isinstance(policy.score, AutoScore) or isinstance(policy.k, AutoK)
+        policy.refit == "auto"
+        or isinstance(policy.score, AutoScore)
+        or isinstance(policy.k, AutoK)
+        or policy.staleness > 0  # its bonus is scaled by the drift share
     )
 
 

@@ -289,44 +289,112 @@ def excess_l2_scores(
     it moves by at most ``1/√|q_i|`` plus one grid step, within the sensitivity
     :func:`split_budget` gives (``1/√min|q_i|``, rounded up, ``+ 2^-18``).
     """
+    out = np.empty(len(batches))
+    # Workloads of one size (and dtypes) are scored together: the same elementwise
+    # operations and per-row sums as one workload at a time, so the same bits.
+    groups: dict[tuple[int, Any, Any], list[int]] = {}
+    xs = [_flat(x) for x in batches]
+    ms = [_flat(m) for m in models]
+    cs = [_flat(c, np.float64) for c in shifts]
+    if not len(xs) == len(cs) == len(ms):
+        raise ValueError("selection scores: one batch, shift and model per workload")
+    for n, (x, c, m) in enumerate(zip(xs, cs, ms, strict=True)):
+        if not x.size == c.size == m.size:
+            raise ValueError(f"selection scores: workload {n}'s batch, shift and model differ")
+        groups.setdefault((x.size, x.dtype, m.dtype), []).append(n)
+    problems: list[tuple[int, str]] = []
+    for (size, _, _), members in groups.items():
+        shape = (len(members), size)
+        scores, problem = _l2_group(
+            np.concatenate([xs[n] for n in members]).reshape(shape),
+            np.concatenate([cs[n] for n in members]).reshape(shape),
+            np.concatenate([ms[n] for n in members]).reshape(shape),
+            size,
+            rows=rows,
+            table_rows=table_rows,
+            noise_stddev=noise_stddev,
+            per_cell=per_cell,
+        )
+        out[members] = scores
+        if problem is not None:
+            problems.append((members[problem[0]], problem[1]))
+    if problems:  # the first workload's first problem, as a loop over them would find it
+        raise ValueError(min(problems)[1])
+    return out
+
+
+def _flat(a: Any, dtype: Any = None) -> npt.NDArray[Any]:
+    """``a`` as a 1-D array (itself when it is one already)."""
+    if isinstance(a, np.ndarray) and a.ndim == 1 and (dtype is None or a.dtype == dtype):
+        return a
+    return np.asarray(a, dtype=dtype).reshape(-1)
+
+
+def _l2_group(
+    x: npt.NDArray[Any],
+    shift: npt.NDArray[np.float64],
+    model: npt.NDArray[Any],
+    size: int,
+    *,
+    rows: int,
+    table_rows: int,
+    noise_stddev: float,
+    per_cell: bool,
+) -> tuple[npt.NDArray[np.float64], tuple[int, str] | None]:
+    """:func:`excess_l2_scores` of workloads of ``size`` cells, one per row of ``x``,
+    ``shift`` and ``model``; and the first row's problem (row, message), if any."""
     unit = 1 << L2_GRID_BITS
     limit = 1 << 32
-    out = np.empty(len(batches))
-    for n, (x, c, m) in enumerate(zip(batches, shifts, models, strict=True)):
-        xi = np.asarray(x)
-        if not np.all(xi == np.round(xi)):
-            raise ValueError("batch histograms must hold integer counts")
-        shift = np.asarray(c, dtype=np.float64)
-        if not np.all(np.isfinite(shift)) or not np.all(np.isfinite(np.asarray(m))):
-            # Public vectors from the fit: a NaN or inf here is a bug upstream, not the data.
-            raise ValueError("selection scores: the model's marginals are not finite")
-        v = xi.astype(np.int64) * unit - np.round(shift * unit)
-        if v.size and float(np.abs(v).max()) >= limit:
-            raise ValueError(
-                "selection scores out of range (a marginal count beyond 2^27 in one cell)"
-            )
+    grid = 2**SCORE_BITS
+    n_rows = x.shape[0]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        not_integer = ~np.all(x == np.round(x), axis=1)
+        # Public vectors from the fit: a NaN or inf here is a bug upstream, not the data.
+        not_finite = ~(np.all(np.isfinite(shift), axis=1) & np.all(np.isfinite(model), axis=1))
+        v = x.astype(np.int64) * unit - np.round(shift * unit)
+        too_large = np.abs(v).max(axis=1) >= limit if size else np.zeros(n_rows, dtype=bool)
         mag = np.abs(v.astype(np.int64)).astype(np.uint64)
         squares = mag * mag  # < 2^64
-        high = int(np.sum(squares >> np.uint64(32), dtype=np.uint64))
-        low = int(np.sum(squares & np.uint64(0xFFFFFFFF), dtype=np.uint64))
-        root = math.isqrt((high << 32) + low)  # ⌊unit·‖v/unit‖₂⌋
-        total = float(np.sum(m))
-        p2 = float(np.sum((np.asarray(m) / total) ** 2)) if total > 0 else 1.0 / xi.size
-        bias = math.sqrt(rows * max(0.0, 1.0 - p2)) + NOISE_PENALTY * noise_stddev * math.sqrt(
-            xi.size * rows / (2.0 * max(table_rows, 1))
+        sums: npt.NDArray[np.uint64] = np.stack(
+            [
+                np.sum(squares >> np.uint64(32), axis=1, dtype=np.uint64),
+                np.sum(squares & np.uint64(0xFFFFFFFF), axis=1, dtype=np.uint64),
+            ]
         )
-        grid = 2**SCORE_BITS
-        if not math.isfinite(bias) or bias >= _SCORE_LIMIT or root >= _SCORE_LIMIT * unit:
-            raise ValueError("selection scores out of range (a workload error beyond 2^31)")
+        high, low = sums.tolist()
+        total = np.sum(model, axis=1).astype(np.float64)
+        safe = np.where(total > 0, total, 1.0)
+        p2 = np.where(
+            total > 0, np.sum((model / safe[:, None]) ** 2, axis=1), 1.0 / size if size else 0.0
+        )
+        noise_term = (
+            NOISE_PENALTY * noise_stddev * math.sqrt(size * rows / (2.0 * max(table_rows, 1)))
+        )
+        bias = (np.sqrt(rows * np.maximum(1.0 - p2, 0.0)) + noise_term).tolist()
+    out = np.empty(n_rows)
+    for n in range(n_rows):
+        if not_integer[n]:
+            return out, (n, "batch histograms must hold integer counts")
+        if not_finite[n]:
+            return out, (n, "selection scores: the model's marginals are not finite")
+        if too_large[n]:
+            return out, (
+                n,
+                "selection scores out of range (a marginal count beyond 2^27 in one cell)",
+            )
+        root = math.isqrt((high[n] << 32) + low[n])  # ⌊unit·‖v/unit‖₂⌋
+        b = bias[n]
+        if not math.isfinite(b) or b >= _SCORE_LIMIT or root >= _SCORE_LIMIT * unit:
+            return out, (n, "selection scores out of range (a workload error beyond 2^31)")
         if per_cell:
-            norm_units = math.isqrt((root * grid) ** 2 // (unit * unit * xi.size))
-            bias_units = math.floor(bias / math.sqrt(xi.size) * grid)
+            norm_units = math.isqrt((root * grid) ** 2 // (unit * unit * size))
+            bias_units = math.floor(b / math.sqrt(size) * grid)
         else:
             norm_units = root * grid // unit
-            bias_units = math.floor(bias * grid)
+            bias_units = math.floor(b * grid)
         # Both terms lie on the grid 2^-20 below 2^31: the difference is exact in float64.
         out[n] = float(norm_units - bias_units) / grid
-    return out
+    return out, None
 
 
 def _inverse_sqrt_bound(cells: int) -> Fraction:

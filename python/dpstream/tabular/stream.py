@@ -586,7 +586,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
             released, stddev = self._release(j)
             values, stddev = self._measurement(j, released, stddev, size)
             measurements.append(Measurement(self._workloads[j], values, stddev))
-            cache = {}
             if before is not None:
                 increment = after - before
                 if test and n_taken == 0:
@@ -608,6 +607,14 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
             if not per_step and n_taken < k - 1:
                 model = self._fit(measurements, float(max(size, 1)), model)
                 fits.append(model)
+            # The next selection's model marginals: a refit="step" prior reads the model,
+            # the size and this step's margins on its own columns, so only the workloads
+            # sharing a column with the one just measured change; any other refit, all.
+            if per_step and model is self._model and self._score != "paper":
+                touched = set(self._workloads[j])
+                cache = {i: m for i, m in cache.items() if touched.isdisjoint(self._workloads[i])}
+            else:
+                cache = {}
         assert measurements, "_check_step: the first selection has a candidate"
         if len(fits) == len(order):  # the step ended early: its last fit is redone below
             fits.pop()

@@ -11,7 +11,8 @@
 //! `--epsilon` (a decimal or `p/q`), `--dim`, `--out`, and either
 //! `--memory-bytes` with `--expected-n` (public values that choose k, width
 //! and depth) or all of `--k --width --depth`; `--rows` (default 1),
-//! `--sketch count-min|count`, `--seed N` (reproducible, NOT private).
+//! `--sketch count-min|count`, `--seed N` (reproducible, NOT private; the file
+//! records it, and Python loads such a file only with `allow_seeded=True`).
 //! Exit status 2 on bad arguments or input, with a message naming the problem.
 
 use dpstream_core::sketch::SketchKind;

@@ -1,15 +1,19 @@
 //! Planted bugs for the privacy audits: a **test-only** hook that makes the
-//! default online synthesizer ([`crate::synth::EpochSynthesizer`]) and the
-//! paper's ([`crate::synth::OnlineSynthesizer`]) spend more ε than they claim.
+//! default online synthesizer ([`crate::synth::EpochSynthesizer`]), the
+//! paper's ([`crate::synth::OnlineSynthesizer`]) and PrivHP
+//! ([`crate::synth::PrivHP`], hence the fixed-memory
+//! [`crate::synth::ContinualPrivHP`] built on it) spend more ε than they
+//! claim.
 //!
 //! The hook exists only when the crate is built with the Cargo feature
 //! `planted-bugs` (off by default; the release extension built by
 //! `maturin develop --release` and the Makefile never enables it). Without
 //! the feature, [`spend`] is the identity and there is no way to change it:
 //! the setter is not compiled. With the feature, [`set_epsilon_factor`]
-//! multiplies every ε the two synthesizers hand to their noise (each block's
-//! `ε/(k+1)`, each cell counter's `ε_{j,r}`) by a factor `f`: `f = 2` halves
-//! every noise scale, i.e. a split that sums to `2ε`. The audits in
+//! multiplies every ε these mechanisms hand to their noise (each block's
+//! `ε/(k+1)`, each cell counter's `ε_{j,r}`, each PrivHP level's `σ_l`) by a
+//! factor `f`: `f = 2` halves every noise scale, i.e. a split that sums to
+//! `2ε`. The audits in
 //! `tests/audit/test_audit_planted.py` (run by `make test-planted` on a
 //! separate build) check that such a bug is flagged.
 
@@ -24,7 +28,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 static EPSILON_FACTOR: AtomicU32 = AtomicU32::new(1);
 
 /// Plant the bug: multiply the ε the synthesizers spend by `factor ≥ 1`
-/// (1 removes it). Applies to blocks and levels created afterwards.
+/// (1 removes it). Applies to blocks, levels and PrivHP summaries created
+/// afterwards.
 #[cfg(feature = "planted-bugs")]
 pub fn set_epsilon_factor(factor: u32) -> Result<()> {
     if factor == 0 {

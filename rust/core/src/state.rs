@@ -24,6 +24,8 @@
 //! |---|---|---|
 //! | `Counter` | 2 | a flags byte: whether the noise came from a seeded generator |
 //! | `Sketch` | 2 | flags (released, seeded noise) and the ε ledger (budget, spent) |
+//! | `SparseCounter`, `InhomogeneousSparseCounter` | 2 | a flags byte: whether the noise came from a seeded generator |
+//! | `TreeGenerator` | 2 | a flags byte: whether the release's noise came from a seeded generator |
 
 use crate::error::{Error, Result};
 use crate::rational::Rational;
@@ -87,7 +89,11 @@ impl Kind {
     /// read by the kind's own decoder ([`decode_versioned`]).
     pub fn version(self) -> u16 {
         match self {
-            Self::Sketch | Self::Counter => 2,
+            Self::Sketch
+            | Self::Counter
+            | Self::SparseCounter
+            | Self::InhomogeneousSparseCounter
+            | Self::TreeGenerator => 2,
             _ => FORMAT_VERSION,
         }
     }
@@ -372,6 +378,26 @@ pub fn read_rational(r: &mut Reader<'_>) -> Result<crate::rational::Rational> {
     crate::rational::Rational::new(num, den)
 }
 
+/// Write the flags byte of a kind at version 2 that records whether its
+/// noise came from a seeded generator: bit 0 set for seeded, other bits 0.
+pub fn write_seeded_flag(w: &mut Writer, seeded: bool) {
+    w.u8(u8::from(seeded));
+}
+
+/// Read [`write_seeded_flag`] output from a payload of format `version`:
+/// `false` for a version-1 payload (written before the flag existed, so it
+/// has no flags byte); a flags byte other than 0 or 1 is refused.
+pub fn read_seeded_flag(r: &mut Reader<'_>, version: u16, what: &str) -> Result<bool> {
+    if version < 2 {
+        return Ok(false);
+    }
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        f => Err(corrupt(format!("bad {what} flags {f}"))),
+    }
+}
+
 /// Write a generator for a checkpoint: `u8` 0 for an OS-seeded one (its key
 /// is never written), or 1 and the seeded state (key, stream, position,
 /// buffered bits), so a seeded object resumes exactly.
@@ -465,10 +491,10 @@ mod tests {
             err.ends_with("not supported by this build (which reads versions 1 to 2 of a Sketch)"),
             "{err}"
         );
-        let tree = encode_version(Kind::TreeGenerator, 0, &[]);
-        let err = peek_kind(&tree).unwrap_err().to_string();
+        let summary = encode_version(Kind::PrivHP, 0, &[]);
+        let err = peek_kind(&summary).unwrap_err().to_string();
         assert!(
-            err.ends_with("(which reads version 1 of a TreeGenerator)"),
+            err.ends_with("(which reads version 1 of a PrivHP)"),
             "{err}"
         );
     }
@@ -477,17 +503,23 @@ mod tests {
     fn versions_are_per_kind() {
         let payload = [1u8, 2, 3];
         // A kind at version 1 is written and read at version 1 only.
-        let tree = encode(Kind::TreeGenerator, &payload);
-        assert_eq!(u16::from_le_bytes([tree[8], tree[9]]), 1);
-        let v2 = encode_version(Kind::TreeGenerator, 2, &payload);
-        let err = decode(&v2, Kind::TreeGenerator).unwrap_err().to_string();
+        let summary = encode(Kind::PrivHP, &payload);
+        assert_eq!(u16::from_le_bytes([summary[8], summary[9]]), 1);
+        let v2 = encode_version(Kind::PrivHP, 2, &payload);
+        let err = decode(&v2, Kind::PrivHP).unwrap_err().to_string();
         assert!(
-            err.contains("newer format (format version 2 of a TreeGenerator)"),
+            err.contains("newer format (format version 2 of a PrivHP)"),
             "{err}"
         );
         assert!(peek_kind(&v2).is_err());
         // A kind at version 2 reads version 1 through `decode_versioned` only.
-        for kind in [Kind::Sketch, Kind::Counter] {
+        for kind in [
+            Kind::Sketch,
+            Kind::Counter,
+            Kind::SparseCounter,
+            Kind::InhomogeneousSparseCounter,
+            Kind::TreeGenerator,
+        ] {
             let now = encode(kind, &payload);
             assert_eq!(decode_versioned(&now, kind).unwrap(), (2, &payload[..]));
             assert_eq!(decode(&now, kind).unwrap(), &payload[..]);

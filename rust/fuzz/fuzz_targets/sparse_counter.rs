@@ -11,16 +11,17 @@ fuzz_target!(|data: &[u8]| {
     let Some(bytes) = state_bytes(data, Kind::SparseCounter) else {
         return;
     };
-    let Ok(mut c) = SparseCounter::from_bytes(&bytes) else {
+    let Ok((mut c, seeded)) = SparseCounter::from_bytes(&bytes) else {
         return;
     };
     // `ops` picks the inputs, `rng` draws the noise: a refused call must
     // leave `rng` untouched.
     let mut ops = op_rng(data);
     let mut rng = Rng::seed_from_u64(ops.next_u64());
-    let again = c.to_bytes();
-    let d = SparseCounter::from_bytes(&again).expect("re-encoded counter decodes");
-    assert_eq!(d.to_bytes(), again);
+    let again = c.to_bytes(seeded);
+    let (d, flag) = SparseCounter::from_bytes(&again).expect("re-encoded counter decodes");
+    assert_eq!(flag, seeded);
+    assert_eq!(d.to_bytes(seeded), again);
     let _ = (
         c.memory_bytes(),
         c.epsilon_split(),
@@ -29,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     );
 
     for _ in 0..6 {
-        let before = (c.to_bytes(), rng.clone().next_u64());
+        let before = (c.to_bytes(seeded), rng.clone().next_u64());
         let time = c.time();
         let result = match ops.below_u64(4) {
             0 => {
@@ -55,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
         };
         match result {
             Ok(n) => assert_eq!(c.time(), time + n),
-            Err(_) => assert_eq!((c.to_bytes(), rng.clone().next_u64()), before),
+            Err(_) => assert_eq!((c.to_bytes(seeded), rng.clone().next_u64()), before),
         }
         assert!(c.time() <= c.horizon());
     }
@@ -64,6 +65,6 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0; n];
     c.run(&mut rng, &values, &mut out)
         .expect("valid values within the horizon");
-    let again = c.to_bytes();
+    let again = c.to_bytes(seeded);
     assert_eq!(SparseCounter::from_bytes(&again).unwrap().to_bytes(), again);
 });

@@ -202,16 +202,9 @@ impl PyCounter {
         rng: Option<Py<Rng>>,
         allow_seeded: bool,
     ) -> PyResult<Self> {
-        let (inner, saved_seeded) = Counter::from_bytes(data).map_err(to_py_err)?;
-        if saved_seeded && !allow_seeded {
-            return Err(PyValueError::new_err(seeded_refusal("Counter")));
-        }
-        let (rng, seeded) = make_source(py, rng)?;
-        Ok(Self {
-            inner,
-            rng,
-            seeded: seeded || saved_seeded,
-        })
+        let (inner, saved) = Counter::from_bytes(data).map_err(to_py_err)?;
+        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, "Counter")?;
+        Ok(Self { inner, rng, seeded })
     }
 
     /// `(T, dim)` increments in, `(T, dim)` releases out. All-or-nothing.
@@ -260,6 +253,23 @@ fn make_source(py: Python<'_>, rng: Option<Py<Rng>>) -> PyResult<(Source, bool)>
             Ok((Source::Own(Box::new(own)), false))
         }
     }
+}
+
+/// The generator of a loaded counter whose bytes say `saved_seeded`: a
+/// seeded checkpoint is refused unless `allow_seeded`; loaded, the counter
+/// stays seeded whatever `rng` is (its noise so far is reproducible).
+fn loaded_source(
+    py: Python<'_>,
+    rng: Option<Py<Rng>>,
+    saved_seeded: bool,
+    allow_seeded: bool,
+    what: &str,
+) -> PyResult<(Source, bool)> {
+    if saved_seeded && !allow_seeded {
+        return Err(PyValueError::new_err(seeded_refusal(what)));
+    }
+    let (rng, seeded) = make_source(py, rng)?;
+    Ok((rng, seeded || saved_seeded))
 }
 
 /// Run `f` on `inner` and the generator with the GIL released.
@@ -344,17 +354,23 @@ impl PySparseCounter {
         with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
         Ok(self.inner.release())
     }
-    /// Checkpoint bytes (kind `SparseCounter`). Sensitive: the exact counts.
+    /// Checkpoint bytes (kind `SparseCounter`), with the seeded flag.
+    /// Sensitive: the exact counts.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.to_bytes())
+        PyBytes::new(py, &self.inner.to_bytes(self.seeded))
     }
-    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
-    /// fresh OS-seeded generator when `rng` is `None`.
+    /// Decode `to_bytes` output; the generator and the seeded flag as in
+    /// `Counter.from_bytes`.
     #[staticmethod]
-    #[pyo3(signature = (data, rng=None))]
-    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
-        let inner = SparseCounter::from_bytes(data).map_err(to_py_err)?;
-        let (rng, seeded) = make_source(py, rng)?;
+    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        rng: Option<Py<Rng>>,
+        allow_seeded: bool,
+    ) -> PyResult<Self> {
+        let (inner, saved) = SparseCounter::from_bytes(data).map_err(to_py_err)?;
+        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, "SparseCounter")?;
         Ok(Self { inner, rng, seeded })
     }
     /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
@@ -470,19 +486,26 @@ impl PyInhomogeneousSparseCounter {
         with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
         Ok(self.inner.release())
     }
-    /// Checkpoint bytes (kind `InhomogeneousSparseCounter`). Sensitive: the exact counts.
-    /// Refused for a schedule given as a function (none is, from Python).
+    /// Checkpoint bytes (kind `InhomogeneousSparseCounter`), with the seeded
+    /// flag. Sensitive: the exact counts. Refused for a schedule given as a
+    /// function (none is, from Python).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let data = self.inner.to_bytes().map_err(to_py_err)?;
+        let data = self.inner.to_bytes(self.seeded).map_err(to_py_err)?;
         Ok(PyBytes::new(py, &data))
     }
-    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
-    /// fresh OS-seeded generator when `rng` is `None`.
+    /// Decode `to_bytes` output; the generator and the seeded flag as in
+    /// `Counter.from_bytes`.
     #[staticmethod]
-    #[pyo3(signature = (data, rng=None))]
-    fn from_bytes(py: Python<'_>, data: &[u8], rng: Option<Py<Rng>>) -> PyResult<Self> {
-        let inner = InhomogeneousSparseCounter::from_bytes(data).map_err(to_py_err)?;
-        let (rng, seeded) = make_source(py, rng)?;
+    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: &[u8],
+        rng: Option<Py<Rng>>,
+        allow_seeded: bool,
+    ) -> PyResult<Self> {
+        let (inner, saved) = InhomogeneousSparseCounter::from_bytes(data).map_err(to_py_err)?;
+        let what = "InhomogeneousSparseCounter";
+        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, what)?;
         Ok(Self { inner, rng, seeded })
     }
     /// `(T,)` values in, `(T,)` releases out. All-or-nothing.

@@ -1,5 +1,6 @@
 //! Bindings of `dpstream_core::synth` (PrivHP and its TreeGenerator).
 
+use crate::counters::seeded_refusal;
 use crate::sketch::parse_kind;
 use crate::{fraction, rational, to_py_err, with_rng, zeroed, Rng};
 use dpstream_core::synth::{BudgetRule, PrivHP, PrivHPConfig, TreeGenerator};
@@ -242,15 +243,27 @@ impl PyTreeGenerator {
         ))
     }
 
+    /// Versioned bytes, with whether the release's noise was seeded.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes())
     }
 
+    /// Decode `to_bytes` output. A generator released with seeded noise
+    /// (reproducible, not private) is refused unless `allow_seeded`.
     #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(Self {
-            inner: TreeGenerator::from_bytes(data).map_err(to_py_err)?,
-        })
+    #[pyo3(signature = (data, allow_seeded=false))]
+    fn from_bytes(data: &[u8], allow_seeded: bool) -> PyResult<Self> {
+        let inner = TreeGenerator::from_bytes(data).map_err(to_py_err)?;
+        if inner.noise_seeded() && !allow_seeded {
+            return Err(PyValueError::new_err(seeded_refusal("TreeGenerator")));
+        }
+        Ok(Self { inner })
+    }
+
+    /// Whether the release's noise came from a seeded generator (not private).
+    #[getter]
+    fn noise_seeded(&self) -> bool {
+        self.inner.noise_seeded()
     }
 
     fn memory_bytes(&self) -> usize {

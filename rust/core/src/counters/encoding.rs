@@ -15,6 +15,9 @@
 //!   noise came from a seeded one (reproducible, **not private**); the flag
 //!   is stored and decoded with the counter, so a loaded counter stays
 //!   marked. Version-1 encodings (before the flag) decode as not seeded.
+//!   All three counters store it: the payloads of [`SparseCounter`] and
+//!   [`InhomogeneousSparseCounter`] (version 2) start with the same flags
+//!   byte as a [`Counter`]'s, and their version-1 payloads are the rest.
 //! * **Validation**: decoding checks the header and checksum
 //!   ([`crate::state::decode`]), then every field: the kind, ε, lengths
 //!   against `dim` and the tree levels, the time against the horizon, and
@@ -69,7 +72,7 @@ impl Counter {
     /// none.
     pub fn to_bytes(&self, seeded: bool) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u8(u8::from(seeded));
+        state::write_seeded_flag(&mut w, seeded);
         let (code, horizon) = match self.kind {
             CounterKind::Simple => (0u8, None),
             CounterKind::Block { horizon } => (1, Some(horizon)),
@@ -103,15 +106,7 @@ impl Counter {
     pub fn from_bytes(bytes: &[u8]) -> Result<(Self, bool)> {
         let (version, payload) = state::decode_versioned(bytes, Kind::Counter)?;
         let mut r = Reader::new(payload);
-        let seeded = if version >= 2 {
-            match r.u8()? {
-                0 => false,
-                1 => true,
-                f => return Err(bad(format!("bad counter flags {f}"))),
-            }
-        } else {
-            false
-        };
+        let seeded = state::read_seeded_flag(&mut r, version, "counter")?;
         let kind = match r.u8()? {
             0 => CounterKind::Simple,
             1 => CounterKind::Block { horizon: r.u64()? },
@@ -269,7 +264,7 @@ mod tests {
             assert!(Counter::from_bytes(&bad).is_err(), "flip at {i}");
             assert!(Counter::from_bytes(&bytes[..i]).is_err(), "cut at {i}");
         }
-        let sparse = SparseCounter::new(&q(1, 1), 10).unwrap().to_bytes();
+        let sparse = SparseCounter::new(&q(1, 1), 10).unwrap().to_bytes(false);
         let err = Counter::from_bytes(&sparse).unwrap_err().to_string();
         assert!(
             err.contains("expected a Counter, found a SparseCounter"),
@@ -418,9 +413,9 @@ mod tests {
             for t in 0..at {
                 c.step(&mut rng, (t % 3 == 0).into()).unwrap();
             }
-            let bytes = c.to_bytes();
-            let mut d = SparseCounter::from_bytes(&bytes).unwrap();
-            assert_eq!(d.to_bytes(), bytes);
+            let bytes = c.to_bytes(false);
+            let mut d = SparseCounter::from_bytes(&bytes).unwrap().0;
+            assert_eq!(d.to_bytes(false), bytes);
             assert_eq!(format!("{d:?}"), format!("{c:?}"));
             assert_eq!((d.release(), d.segments()), (c.release(), c.segments()));
             let mut rng2 = rng.clone();
@@ -431,14 +426,14 @@ mod tests {
                 assert_eq!(d.release(), c.release(), "saved at {at}");
             }
             assert!(d.step(&mut rng2, 0).is_err());
-            assert_eq!(d.to_bytes(), c.to_bytes());
+            assert_eq!(d.to_bytes(false), c.to_bytes(false));
         }
         // Skipped zeros and the running-count check survive a reload.
         let mut rng = Rng::seed_from_u64(9);
         let mut c = SparseCounter::new(&q(1, 1), 1000).unwrap();
         c.step(&mut rng, MAX_SPARSE_COUNT - 1).unwrap();
         c.skip(&mut rng, 500).unwrap();
-        let mut d = SparseCounter::from_bytes(&c.to_bytes()).unwrap();
+        let mut d = SparseCounter::from_bytes(&c.to_bytes(false)).unwrap().0;
         assert!(d.step(&mut rng, 2).is_err());
         d.step(&mut rng, 1).unwrap();
     }
@@ -451,7 +446,7 @@ mod tests {
             c.step(&mut rng, 1).unwrap();
         }
         assert!(c.segments() > 1);
-        let bytes = c.to_bytes();
+        let bytes = c.to_bytes(false);
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x04;
@@ -461,8 +456,8 @@ mod tests {
                 "cut at {i}"
             );
         }
-        // ε = 1/2 (two 1-byte parts), horizon, total.
-        let total_at = 2 * 9 + 8;
+        // Flags, ε = 1/2 (two 1-byte parts), horizon, total.
+        let total_at = 1 + 2 * 9 + 8;
         let set = |at: usize, v: i64| {
             reencode(&bytes, Kind::SparseCounter, |p| {
                 p[at..at + 8].copy_from_slice(&v.to_le_bytes())
@@ -485,7 +480,7 @@ mod tests {
         for i in 0..n {
             for x in [0x01u8, 0x80] {
                 let b = reencode(&bytes, Kind::SparseCounter, |p| p[i] ^= x);
-                if let Ok(mut d) = SparseCounter::from_bytes(&b) {
+                if let Ok((mut d, _)) = SparseCounter::from_bytes(&b) {
                     let _ = d.skip(&mut rng, d.remaining());
                 }
             }
@@ -515,9 +510,9 @@ mod tests {
                 for t in 0..at {
                     c.step(&mut rng, i64::from(t % 2 == 1)).unwrap();
                 }
-                let bytes = c.to_bytes().unwrap();
-                let mut d = InhomogeneousSparseCounter::from_bytes(&bytes).unwrap();
-                assert_eq!(d.to_bytes().unwrap(), bytes);
+                let bytes = c.to_bytes(false).unwrap();
+                let mut d = InhomogeneousSparseCounter::from_bytes(&bytes).unwrap().0;
+                assert_eq!(d.to_bytes(false).unwrap(), bytes);
                 assert_eq!(format!("{d:?}"), format!("{c:?}"));
                 assert_eq!(d.release(), c.release());
                 let mut rng2 = rng.clone();
@@ -527,7 +522,7 @@ mod tests {
                     d.step(&mut rng2, v).unwrap();
                     assert_eq!(d.release(), c.release(), "saved at {at}");
                 }
-                assert_eq!(d.to_bytes().unwrap(), c.to_bytes().unwrap());
+                assert_eq!(d.to_bytes(false).unwrap(), c.to_bytes(false).unwrap());
             }
         }
     }
@@ -536,7 +531,7 @@ mod tests {
     fn inhomogeneous_counter_refuses_functions_and_bad_bytes() {
         let f = LevelSchedule::Function(Arc::new(|_| Rational::new(1u32, 1u32)));
         let c = InhomogeneousSparseCounter::new(&q(1, 1), 0, f).unwrap();
-        let err = c.to_bytes().unwrap_err().to_string();
+        let err = c.to_bytes(false).unwrap_err().to_string();
         assert!(err.contains("LevelSchedule::Function"), "{err}");
 
         let mut rng = Rng::seed_from_u64(6);
@@ -544,7 +539,7 @@ mod tests {
         for _ in 0..40 {
             c.step(&mut rng, 1).unwrap();
         }
-        let bytes = c.to_bytes().unwrap();
+        let bytes = c.to_bytes(false).unwrap();
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x02;
@@ -558,8 +553,8 @@ mod tests {
                 "cut at {i}"
             );
         }
-        // ε_time (two 1-byte parts), r_0, table tag, count, 6 rationals of 18 bytes.
-        let start_at = 2 * 9;
+        // Flags, ε_time (two 1-byte parts), r_0, table tag, count, 6 rationals of 18 bytes.
+        let start_at = 1 + 2 * 9;
         let time_at = start_at + 4 + 1 + 8 + 6 * 18;
         let level_at = time_at + 8 + 8 + 1;
         let kind = Kind::InhomogeneousSparseCounter;
@@ -591,12 +586,70 @@ mod tests {
         for i in 0..n {
             for x in [0x01u8, 0x80] {
                 let b = reencode(&bytes, kind, |p| p[i] ^= x);
-                if let Ok(mut d) = InhomogeneousSparseCounter::from_bytes(&b) {
+                if let Ok((mut d, _)) = InhomogeneousSparseCounter::from_bytes(&b) {
                     for _ in 0..30 {
                         let _ = d.step(&mut rng, 1);
                     }
                 }
             }
+        }
+    }
+
+    /// The sparse counters store their seeded flag too (issue 28), and their
+    /// version-1 payloads (no flags byte) still load, as not seeded, and
+    /// continue exactly.
+    #[test]
+    fn the_sparse_counters_keep_the_seeded_flag_and_read_version_1() {
+        let mut rng = Rng::seed_from_u64(12);
+        let mut sparse = SparseCounter::new(&q(1, 2), 300).unwrap();
+        let mut inhom = InhomogeneousSparseCounter::new(&q(1, 2), 1, table()).unwrap();
+        for t in 0..60 {
+            sparse.step(&mut rng, t % 2).unwrap();
+            inhom.step(&mut rng, t % 3).unwrap();
+        }
+        for seeded in [false, true] {
+            let bytes = sparse.to_bytes(seeded);
+            let (d, flag) = SparseCounter::from_bytes(&bytes).unwrap();
+            assert_eq!((flag, d.to_bytes(flag)), (seeded, bytes));
+            let bytes = inhom.to_bytes(seeded).unwrap();
+            let (d, flag) = InhomogeneousSparseCounter::from_bytes(&bytes).unwrap();
+            assert_eq!((flag, d.to_bytes(flag).unwrap()), (seeded, bytes));
+        }
+        let v1 = |bytes: Vec<u8>, kind: Kind| {
+            let payload = &state::decode(&bytes, kind).unwrap()[1..];
+            state::encode_version(kind, 1, payload)
+        };
+        let (mut d, seeded) =
+            SparseCounter::from_bytes(&v1(sparse.to_bytes(true), Kind::SparseCounter)).unwrap();
+        assert!(!seeded);
+        assert_eq!(d.to_bytes(true), sparse.to_bytes(true));
+        let kind = Kind::InhomogeneousSparseCounter;
+        let old = v1(inhom.to_bytes(true).unwrap(), kind);
+        let (mut e, seeded) = InhomogeneousSparseCounter::from_bytes(&old).unwrap();
+        assert!(!seeded);
+        assert_eq!(e.to_bytes(true).unwrap(), inhom.to_bytes(true).unwrap());
+        let mut rng2 = rng.clone();
+        for t in 0..40 {
+            sparse.step(&mut rng, t % 2).unwrap();
+            inhom.step(&mut rng, 1).unwrap();
+            d.step(&mut rng2, t % 2).unwrap();
+            e.step(&mut rng2, 1).unwrap();
+            assert_eq!(
+                (d.release(), e.release()),
+                (sparse.release(), inhom.release())
+            );
+        }
+        // A flags byte other than 0 or 1 is refused.
+        for (kind, bytes) in [
+            (Kind::SparseCounter, sparse.to_bytes(false)),
+            (kind, inhom.to_bytes(false).unwrap()),
+        ] {
+            let bad = reencode(&bytes, kind, |p| p[0] = 2);
+            let err = match kind {
+                Kind::SparseCounter => SparseCounter::from_bytes(&bad).map(|_| ()),
+                _ => InhomogeneousSparseCounter::from_bytes(&bad).map(|_| ()),
+            };
+            assert!(err.unwrap_err().to_string().contains("flags 2"), "{kind:?}");
         }
     }
 }

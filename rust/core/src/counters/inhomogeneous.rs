@@ -459,15 +459,18 @@ impl InhomogeneousSparseCounter {
 
     /// Encode the whole counter for a checkpoint
     /// ([`Kind::InhomogeneousSparseCounter`]): `ε_time`, `r_0`, the schedule,
-    /// the time and the current level's state (layout in `counters/encoding.rs`).
+    /// the time and the current level's state (layout in `counters/encoding.rs`),
+    /// after the seeded flag: whether its noise came from a seeded generator
+    /// (the caller says, as for [`crate::counters::Counter::to_bytes`]).
     ///
     /// **Sensitive**: the bytes hold the exact counts (protect them like the
     /// raw data). No generator state is stored: the counter has none.
     ///
     /// Fails for a [`LevelSchedule::Function`] schedule, which cannot be
     /// encoded; [`LevelSchedule::Table`] and [`LevelSchedule::Online`] can.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    pub fn to_bytes(&self, seeded: bool) -> Result<Vec<u8>> {
         let mut w = Writer::new();
+        state::write_seeded_flag(&mut w, seeded);
         write_rational(&mut w, &self.time_epsilon);
         w.u32(self.start_level);
         match &self.schedule {
@@ -509,12 +512,14 @@ impl InhomogeneousSparseCounter {
         Ok(state::encode(Kind::InhomogeneousSparseCounter, &w.finish()))
     }
 
-    /// Decode [`InhomogeneousSparseCounter::to_bytes`] output. Fails with a
-    /// clear error on truncated, corrupted or foreign bytes and on a state
-    /// that no counter can reach.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::InhomogeneousSparseCounter)?;
+    /// Decode [`InhomogeneousSparseCounter::to_bytes`] output: the counter
+    /// and its seeded flag (`false` for a version-1 encoding, which did not
+    /// record it). Fails with a clear error on truncated, corrupted or
+    /// foreign bytes and on a state that no counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, bool)> {
+        let (version, payload) = state::decode_versioned(bytes, Kind::InhomogeneousSparseCounter)?;
         let mut r = Reader::new(payload);
+        let seeded = state::read_seeded_flag(&mut r, version, "inhomogeneous sparse counter")?;
         let time_epsilon = read_rational(&mut r)?;
         // Level r starts at ⌈2^r / ε⌉ ≥ 2^(r − bits(numerator of ε)): a level
         // beyond this bound starts past 2^64 steps (and is refused before its
@@ -578,7 +583,7 @@ impl InhomogeneousSparseCounter {
         c.time = time;
         c.total = total;
         c.level = level;
-        Ok(c)
+        Ok((c, seeded))
     }
 
     /// Feed `values.len()` steps and write each release to `out`. All-or-nothing.

@@ -502,13 +502,18 @@ impl SparseCounter {
     }
 
     /// Encode the whole counter for a checkpoint ([`Kind::SparseCounter`]):
-    /// ε, `T`, the exact total, then the state (layout in `counters/encoding.rs`).
+    /// the seeded flag, ε, `T`, the exact total, then the state (layout in
+    /// `counters/encoding.rs`). `seeded`: whether its noise came from a
+    /// seeded generator (the counter does not own its generator, so the
+    /// caller says; it is stored so that a loaded counter stays marked not
+    /// private).
     ///
     /// **Sensitive**: the bytes hold the exact counts and the noisy
     /// threshold (protect them like the raw data). No generator state is
     /// stored: the counter has none.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(&self, seeded: bool) -> Vec<u8> {
         let mut w = Writer::new();
+        state::write_seeded_flag(&mut w, seeded);
         write_rational(&mut w, &self.params.epsilon);
         w.u64(self.params.horizon);
         w.i64(self.total);
@@ -516,12 +521,14 @@ impl SparseCounter {
         state::encode(Kind::SparseCounter, &w.finish())
     }
 
-    /// Decode [`SparseCounter::to_bytes`] output. Fails with a clear error
-    /// on truncated, corrupted or foreign bytes and on a state that no
-    /// counter can reach.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::SparseCounter)?;
+    /// Decode [`SparseCounter::to_bytes`] output: the counter and its seeded
+    /// flag (`false` for a version-1 encoding, which did not record it).
+    /// Fails with a clear error on truncated, corrupted or foreign bytes and
+    /// on a state that no counter can reach.
+    pub fn from_bytes(bytes: &[u8]) -> Result<(Self, bool)> {
+        let (version, payload) = state::decode_versioned(bytes, Kind::SparseCounter)?;
         let mut r = Reader::new(payload);
+        let seeded = state::read_seeded_flag(&mut r, version, "sparse counter")?;
         let epsilon = read_rational(&mut r)?;
         let horizon = r.u64()?;
         let params = SparseParams::new(&epsilon, horizon).map_err(bad)?;
@@ -533,11 +540,14 @@ impl SparseCounter {
                 "the sparse counter's total does not match its segments",
             ));
         }
-        Ok(Self {
-            params,
-            state,
-            total,
-        })
+        Ok((
+            Self {
+                params,
+                state,
+                total,
+            },
+            seeded,
+        ))
     }
 
     /// Feed `values.len()` steps and write each step's release to `out`.

@@ -454,7 +454,7 @@ impl EpochSynthesizer {
                 left: n.left,
             })
             .collect();
-        TreeGenerator::from_nodes(self.dim, arena)
+        TreeGenerator::from_nodes(self.dim, arena, self.rng.is_seeded())
     }
 
     /// `t` synthetic points (`size = None`: the rounded leaf counts, uniform in

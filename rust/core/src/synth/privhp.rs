@@ -411,7 +411,7 @@ impl PrivHP {
             let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
             sketch.add_noise(rng, sigma)?;
         }
-        let generator = grow_partition(&self.cfg, self.l_k, &tree, &sketches)?;
+        let generator = grow_partition(&self.cfg, self.l_k, &tree, &sketches, rng.is_seeded())?;
         // The noisy state replaces the exact one: nothing exact is kept.
         self.tree = tree;
         self.sketches = sketches;
@@ -463,7 +463,13 @@ impl PrivHP {
             let sigma = &self.sigmas[(self.l_k + 1) as usize + i];
             sketch.add_noise(rng, sigma)?;
         }
-        grow_partition(&self.cfg, self.l_k, &self.tree, &self.sketches)
+        grow_partition(
+            &self.cfg,
+            self.l_k,
+            &self.tree,
+            &self.sketches,
+            rng.is_seeded(),
+        )
     }
 }
 
@@ -718,7 +724,12 @@ fn check_sketch_row(kind: SketchKind, cells: &[i64], points: u64) -> Result<()> 
 /// scales are out of the sampler's range (at construction, not at release).
 fn checked_sigmas(cfg: &PrivHPConfig) -> Result<Vec<Rational>> {
     let l_k = cfg.exact_levels();
-    let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?;
+    // Each level's σ_l through `planted::spend`: the identity outside test
+    // builds with the `planted-bugs` feature (`crate::planted`).
+    let mut sigmas = privhp_budget(&cfg.epsilon, cfg.dim, cfg.k, cfg.depth, cfg.budget)?
+        .into_iter()
+        .map(crate::planted::spend)
+        .collect::<Result<Vec<_>>>()?;
     sigmas.shrink_to_fit();
     for (l, sigma) in sigmas.iter().enumerate() {
         let sensitivity = if l as u32 <= l_k {
@@ -779,11 +790,14 @@ fn count_sketches(sketches: &mut [LinearSketch], paths: &[u64], depth: u32, firs
 /// from the noisy exact counts, then level by level the two children of each
 /// hot cell from the level's sketch, keeping the top `k` children as the next
 /// hot cells (ties broken by cell index, so the result is deterministic).
+/// `noise_seeded`: whether the noise came from a seeded generator (recorded
+/// in the generator).
 fn grow_partition(
     cfg: &PrivHPConfig,
     l_k: u32,
     tree: &[i64],
     sketches: &[LinearSketch],
+    noise_seeded: bool,
 ) -> Result<TreeGenerator> {
     let mut counts: Vec<f64> = tree.iter().map(|&c| c as f64).collect();
     enforce_tree(&mut counts)?;
@@ -821,7 +835,7 @@ fn grow_partition(
         }
         hot = children;
     }
-    TreeGenerator::from_nodes(cfg.dim, nodes)
+    TreeGenerator::from_nodes(cfg.dim, nodes, noise_seeded)
 }
 
 /// Total order on the finite counts the tree holds.

@@ -38,18 +38,35 @@ impl Node {
 /// A synthetic-data generator over `[0,1]^dim`: pick a leaf with probability
 /// proportional to its count by a root-to-leaf descent, then a uniform point
 /// in the leaf's cell.
+///
+/// It records whether the release's privacy noise came from a seeded
+/// generator ([`TreeGenerator::noise_seeded`]: reproducible, **not
+/// private**), and its encoding keeps that flag.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TreeGenerator {
     dim: usize,
     nodes: Vec<Node>,
+    noise_seeded: bool,
 }
 
 impl TreeGenerator {
     /// A generator from an arena whose node 0 is the root; validated.
-    pub(crate) fn from_nodes(dim: usize, nodes: Vec<Node>) -> Result<Self> {
-        let g = Self { dim, nodes };
+    /// `noise_seeded`: whether the release's noise came from a seeded
+    /// generator.
+    pub(crate) fn from_nodes(dim: usize, nodes: Vec<Node>, noise_seeded: bool) -> Result<Self> {
+        let g = Self {
+            dim,
+            nodes,
+            noise_seeded,
+        };
         g.validate()?;
         Ok(g)
+    }
+
+    /// Whether the release's privacy noise came from a seeded generator:
+    /// then the generator is reproducible and **not private**.
+    pub fn noise_seeded(&self) -> bool {
+        self.noise_seeded
     }
 
     fn validate(&self) -> Result<()> {
@@ -277,9 +294,14 @@ impl TreeGenerator {
         (lower, upper, counts)
     }
 
-    /// The versioned, checksummed encoding ([`crate::state`]).
+    /// The versioned, checksummed encoding ([`crate::state`]), version 2: a
+    /// flags byte (bit 0: the noise was seeded), `dim` (`u32`), the node
+    /// count (`u64`), then per node its level (`u8`), cell (`u64`), count
+    /// (`f64`) and left child (`u32`). Version 1 is the same without the
+    /// flags byte.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
+        state::write_seeded_flag(&mut w, self.noise_seeded);
         w.u32(self.dim as u32);
         w.u64(self.nodes.len() as u64);
         for n in &self.nodes {
@@ -291,9 +313,12 @@ impl TreeGenerator {
         state::encode(Kind::TreeGenerator, &w.finish())
     }
 
-    /// Decode and validate bytes written by [`TreeGenerator::to_bytes`].
+    /// Decode and validate bytes written by [`TreeGenerator::to_bytes`];
+    /// a version-1 encoding (before the flag) decodes as not seeded.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let mut r = Reader::new(state::decode(bytes, Kind::TreeGenerator)?);
+        let (version, payload) = state::decode_versioned(bytes, Kind::TreeGenerator)?;
+        let mut r = Reader::new(payload);
+        let noise_seeded = state::read_seeded_flag(&mut r, version, "generator")?;
         let dim = r.u32()? as usize;
         let n = r.count(1 + 8 + 8 + 4)?;
         let mut nodes = Vec::with_capacity(n);
@@ -310,7 +335,8 @@ impl TreeGenerator {
             });
         }
         r.finish()?;
-        Self::from_nodes(dim, nodes).map_err(|e| invalid!("invalid dpstream state: {e}"))
+        Self::from_nodes(dim, nodes, noise_seeded)
+            .map_err(|e| invalid!("invalid dpstream state: {e}"))
     }
 }
 
@@ -370,7 +396,7 @@ mod tests {
         nodes.push(Node::new(2, 2, 3.0));
         nodes.push(Node::new(2, 3, 0.0));
         nodes[2].left = 3;
-        TreeGenerator::from_nodes(1, nodes).unwrap()
+        TreeGenerator::from_nodes(1, nodes, false).unwrap()
     }
 
     #[test]
@@ -402,23 +428,51 @@ mod tests {
         }
     }
 
+    /// The seeded flag survives a save (issue 28), a version-1 encoding
+    /// (no flags byte) loads as not seeded, and a bad flags byte is refused.
+    #[test]
+    fn the_seeded_flag_survives_a_save_and_version_1_loads() {
+        let g = small();
+        let seeded = TreeGenerator {
+            noise_seeded: true,
+            ..g.clone()
+        };
+        for h in [&g, &seeded] {
+            let back = TreeGenerator::from_bytes(&h.to_bytes()).unwrap();
+            assert_eq!(&back, h);
+            assert_eq!(back.noise_seeded(), h.noise_seeded());
+        }
+        let payload = state::decode(&seeded.to_bytes(), Kind::TreeGenerator)
+            .unwrap()
+            .to_vec();
+        assert_eq!(payload[0], 1);
+        let v1 = state::encode_version(Kind::TreeGenerator, 1, &payload[1..]);
+        assert_eq!(TreeGenerator::from_bytes(&v1).unwrap(), g);
+        let mut bad = payload;
+        bad[0] = 2;
+        let err = TreeGenerator::from_bytes(&state::encode(Kind::TreeGenerator, &bad))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bad generator flags 2"), "{err}");
+    }
+
     #[test]
     fn invalid_trees_are_refused() {
         let g = small();
         let mut bad = g.nodes.clone();
         bad[3].theta = 1; // not a child of node 2
-        assert!(TreeGenerator::from_nodes(1, bad).is_err());
+        assert!(TreeGenerator::from_nodes(1, bad, false).is_err());
         let mut bad = g.nodes.clone();
         bad[1].count = f64::NAN;
-        assert!(TreeGenerator::from_nodes(1, bad).is_err());
+        assert!(TreeGenerator::from_nodes(1, bad, false).is_err());
         let mut bad = g.nodes.clone();
         bad[0].left = 3; // children 3, 4 are level 2
-        assert!(TreeGenerator::from_nodes(1, bad).is_err());
-        assert!(TreeGenerator::from_nodes(0, g.nodes.clone()).is_err());
-        assert!(TreeGenerator::from_nodes(1, vec![]).is_err());
+        assert!(TreeGenerator::from_nodes(1, bad, false).is_err());
+        assert!(TreeGenerator::from_nodes(0, g.nodes.clone(), false).is_err());
+        assert!(TreeGenerator::from_nodes(1, vec![], false).is_err());
         let mut w = g.nodes.clone();
         w.push(Node::new(1, 0, 0.0)); // unreachable
-        assert!(TreeGenerator::from_nodes(1, w).is_err());
+        assert!(TreeGenerator::from_nodes(1, w, false).is_err());
     }
 
     #[test]
@@ -429,7 +483,7 @@ mod tests {
             Node::new(1, 1, 0.0),
         ];
         nodes[0].left = 1;
-        let g = TreeGenerator::from_nodes(2, nodes).unwrap();
+        let g = TreeGenerator::from_nodes(2, nodes, false).unwrap();
         let mut rng = Rng::seed_from_u64(2);
         let mut out = vec![0.0; 2000];
         g.sample(&mut rng, &mut out).unwrap();
