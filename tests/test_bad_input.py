@@ -621,6 +621,13 @@ CASES: list[Case] = [
     Case("constructor", "Adaptive drift_decay = 1", ValueError,
          "Adaptive.drift_decay must be in [0, 1), got 1",
          lambda _: Adaptive(drift_decay=1), after=NO_OBJECT),
+    Case("constructor", "Adaptive coverage not a bool", TypeError,
+         "Adaptive.coverage must be a bool, got str",
+         lambda _: Adaptive(coverage="yes"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
+    Case("constructor", "Adaptive staleness < 0", ValueError,
+         "Adaptive.staleness must be in [0, inf), got -1",
+         lambda _: Adaptive(staleness=-1), after=NO_OBJECT),
     Case("constructor", "Pooled unknown stddev", ValueError,
          "Pooled.stddev must be one of ('noise', 'shrinkage'), got 'risk'",
          lambda _: Pooled(stddev="risk"),  # type: ignore[arg-type]

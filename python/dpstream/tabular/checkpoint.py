@@ -154,6 +154,7 @@ def encode(s: TabularStream) -> bytes:
     arrays: dict[str, npt.NDArray[Any]] = {
         "selections": s._selections,
         "counted_rows": s._counted_rows,
+        "last_step": s._last_step,
     }
     header = {
         "format": _FORMAT,
@@ -175,6 +176,9 @@ def encode(s: TabularStream) -> bytes:
         arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
     if s._size_counter is not None:
         arrays["size_counter"] = np.frombuffer(s._size_counter.to_bytes(), dtype=np.uint8)
+    if s._coverage is not None:
+        data = s._coverage.counter.to_bytes()
+        arrays["coverage_counter"] = np.frombuffer(data, dtype=np.uint8)
     for i in range(len(s._workloads)):
         arrays[f"marginal_{i}"] = s._synthetic_marginals[i]
         arrays[f"remainder_{i}"] = s._remainder[i]
@@ -261,6 +265,16 @@ def decode(
             if c.kind != s._counter_kind or c.epsilon != s._budget.size or c.dim != 1:
                 raise ValueError("corrupt TabularStream state: size counter")
             s._size_counter = c
+    if s._coverage is not None and "coverage_counter" in arrays:
+        c = Counter.from_bytes(
+            arrays["coverage_counter"].tobytes(), rng=s._rng, allow_seeded=allow_seeded
+        )
+        want = s._coverage.counter
+        if c.kind != want.kind or c.epsilon != want.epsilon or c.dim != want.dim:
+            raise ValueError("corrupt TabularStream state: coverage counter")
+        s._coverage.counter = c
+    elif s._coverage is not None and s._t:
+        raise ValueError("corrupt TabularStream state: no coverage counter")
     s._sample_rng.bit_generator.state = header["sample_rng"]
     s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
     if not 0.0 <= s._drift_rate <= 1.0:
@@ -278,6 +292,12 @@ def decode(
         if counted.shape != s._counted_rows.shape or counted.dtype.kind not in "iu":
             raise ValueError("corrupt TabularStream state: counted rows")
         s._counted_rows = counted.astype(np.int64)
+    if "last_step" in arrays:  # states written before it was kept: never (−1)
+        last_step = np.asarray(arrays["last_step"])
+        bad = last_step.dtype.kind not in "iu" or last_step.shape != s._last_step.shape
+        if bad or np.any(last_step < -1) or np.any(last_step >= s._t):
+            raise ValueError("corrupt TabularStream state: last selection steps")
+        s._last_step = last_step.astype(np.int64)
     for i in range(len(s._workloads)):
         s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
         s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
@@ -313,6 +333,7 @@ class Undo:
     rng: bytes | None
     counters: dict[tuple[int, int], bytes | None]
     size_counter: bytes | None
+    coverage: tuple[bytes, Any] | None
     sample_rng: Mapping[str, Any]
     fields: dict[str, Any]
 
@@ -326,12 +347,15 @@ def undo_point(s: TabularStream) -> Undo:
     }
     names = (
         *("_model", "_mixture", "_synthetic_marginals", "_remainder", "_counted_rows"),
-        *("_selections", "_last_selected", "_drift_rate", "_baseline_rows"),
+        *("_selections", "_last_selected", "_drift_rate", "_baseline_rows", "_last_step"),
     )
     return Undo(
         rng=s._rng._checkpoint_state(),
         counters=counters,
         size_counter=None if s._size_counter is None else s._size_counter.to_bytes(),
+        coverage=None
+        if s._coverage is None
+        else (s._coverage.counter.to_bytes(), s._coverage.increment),
         sample_rng=s._sample_rng.bit_generator.state,
         fields={n: _copy(getattr(s, n)) for n in names},
     )
@@ -348,6 +372,9 @@ def roll_back(s: TabularStream, undo: Undo) -> None:
         )
     if undo.size_counter is not None:
         s._size_counter = Counter.from_bytes(undo.size_counter, rng=s._rng, allow_seeded=s.seeded)
+    if undo.coverage is not None and s._coverage is not None:
+        data, s._coverage.increment = undo.coverage
+        s._coverage.counter = Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
     s._sample_rng.bit_generator.state = undo.sample_rng
     for name, value in undo.fields.items():
         setattr(s, name, value)

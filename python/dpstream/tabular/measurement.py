@@ -21,11 +21,19 @@ from dpstream.counters import Counter, KindName
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.fitting import release_stddev
-from dpstream.tabular.policy import Margins, Pooled, pooled_measurement, raked_prior
+from dpstream.tabular.policy import (
+    Adaptive,
+    Margins,
+    Policy,
+    Pooled,
+    pooled_measurement,
+    raked_prior,
+)
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
     from dpstream._rng import Rng
+    from dpstream.tabular.coverage import Coverage
     from dpstream.tabular.selection import Budget
 
 __all__ = ["WorkloadMeasurements"]
@@ -49,6 +57,8 @@ class WorkloadMeasurements:
     _synthetic_marginals: list[npt.NDArray[np.float64]]
     _model: MarginalModel | None
     _size: int
+    _coverage: Coverage | None
+    _policy: Policy
 
     def _counter(self, i: int, k: int) -> Counter:
         """Workload ``i``'s counter for the steps that select ``k`` workloads (``ε/2k``)."""
@@ -103,7 +113,14 @@ class WorkloadMeasurements:
             return released + remainder, stddev
         if grown and rest - grown > 0:
             remainder = remainder * (rest / (rest - grown))
-        return pooled_measurement(released, remainder, stddev, counted, rest, self._pooled)
+        values, sd = pooled_measurement(released, remainder, stddev, counted, rest, self._pooled)
+        if self._coverage is not None:  # the uncounted rows raked to the coverage margins
+            assert isinstance(self._policy, Adaptive)
+            clique = self._workloads[j]
+            shape = tuple(self._domain.sizes[c] for c in clique)
+            z = self._policy.drift_z
+            values = self._coverage.cover(values, released, stddev, clique, shape, z)
+        return values, sd
 
     def _anchors(self, taken: set[int], size: int) -> list[Measurement]:
         """:class:`Pooled` only: the pooled measurements, at the current size, of every
@@ -139,3 +156,15 @@ class WorkloadMeasurements:
             return prior
         shape = tuple(self._domain.sizes[c] for c in self._workloads[i])
         return raked_prior(prior, base, self._workloads[i], shape, margins)
+
+    def _covered_margins(self, size: int) -> Margins:
+        """Coverage: the batch's released one-way margins of the columns that drifted from
+        the model (:meth:`~dpstream.tabular.coverage.Coverage.batch_margins`); else none."""
+        if self._coverage is None or self._model is None or self._size <= 0:
+            return {}
+        model, policy = self._model, self._policy
+        assert isinstance(policy, Adaptive)
+        z = policy.drift_z
+        return self._coverage.batch_margins(
+            lambda c: model.marginal((c,)), size - self._size, model.total, z
+        )

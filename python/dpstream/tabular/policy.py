@@ -221,6 +221,19 @@ class Adaptive:
             by the opt-in :class:`AutoScore`, :class:`AutoK` and ``refit="auto"``.
         drift_decay: the running share of drifted steps is updated as
             ``share ← decay·share + (1 − decay)·drifted``; higher remembers longer.
+        coverage: opt-in (``False`` by default): an always-on counter of every column's
+            one-way margins at ``ε/10`` (:mod:`dpstream.tabular.coverage`) corrects the
+            scores' expected batches and the uncounted rows where they drift; it trades a
+            tenth of the selections' and measurements' ε (a little worse on stationary
+            streams) for error that keeps falling on streams in time order.
+        staleness: a public bonus added to each workload's selection score,
+            ``staleness · drift share · √(batch rows) · (steps since it was last
+            selected)`` (divided by ``√cells`` with the per-cell score): on a drifting
+            stream it re-measures workloads whose counted rows grow stale instead of
+            letting the workloads of a column on which every batch differs capture the
+            selections; on a calm stream (drift share near 0) it does almost nothing.
+            Higher trades the batch's own largest errors for more even re-measurement;
+            0 turns it off.
     """
 
     score: AutoScore | ScoreName = "l2"
@@ -229,6 +242,8 @@ class Adaptive:
     refit: RefitName = "step"
     drift_z: float = 3.0
     drift_decay: float = 0.9
+    coverage: bool = False
+    staleness: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.score, AutoScore) and self.score not in SCORES:
@@ -248,6 +263,9 @@ class Adaptive:
         _check_choice(self, "refit", REFITS)
         _check_real(self, "drift_z", 0.0, math.inf, open_high=True)
         _check_real(self, "drift_decay", 0.0, 1.0, open_high=True)
+        if not isinstance(self.coverage, (bool, np.bool_)):
+            raise TypeError(f"Adaptive.coverage must be a bool, got {type(self.coverage).__name__}")
+        _check_real(self, "staleness", 0.0, math.inf, open_high=True)
 
 
 @dataclass(frozen=True)
@@ -316,6 +334,8 @@ def to_dict(policy: Policy) -> dict[str, Any]:
     def plain(value: Any) -> Any:
         if is_dataclass(value) and not isinstance(value, type):
             return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
         if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, numbers.Real):
@@ -402,7 +422,10 @@ def uses_drift_test(policy: Policy) -> bool:
     if not isinstance(policy, Adaptive):
         return False
     return (
-        policy.refit == "auto" or isinstance(policy.score, AutoScore) or isinstance(policy.k, AutoK)
+        policy.refit == "auto"
+        or isinstance(policy.score, AutoScore)
+        or isinstance(policy.k, AutoK)
+        or policy.staleness > 0  # its bonus is scaled by the drift share
     )
 
 
@@ -439,6 +462,32 @@ def step_k(policy: Policy, t: int, workloads: int, drift_share: float) -> int:
     if taper is not None and late and drift_share <= taper.max_drift_share:
         return min(taper.k, top)
     return calm
+
+
+# ----------------------------------------------------------------------------- staleness
+
+
+def staleness_bonus(
+    policy: Policy,
+    t: int,
+    last_step: npt.NDArray[np.int64],
+    cells: npt.NDArray[np.int64],
+    rows: int,
+    drift_share: float,
+    per_cell: bool,
+) -> npt.NDArray[np.float64] | None:
+    """``Adaptive(staleness=s)``: the public bonus of each candidate's selection score,
+    ``s · drift_share · √rows · (t − last_step)`` (``last_step`` −1 for never selected;
+    divided by ``√cells`` when ``per_cell``), or ``None`` with ``s = 0`` or another policy.
+    Reads public values only: the step ``t``, the earlier selections, the released batch
+    rows and the drift share (a test of earlier releases)."""
+    if not isinstance(policy, Adaptive) or policy.staleness == 0:
+        return None
+    gap = (t - last_step).astype(np.float64)
+    out = float(policy.staleness) * drift_share * math.sqrt(max(rows, 0)) * gap
+    if per_cell:
+        out = out / np.sqrt(cells.astype(np.float64))
+    return np.asarray(out, dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------- pooled remainder

