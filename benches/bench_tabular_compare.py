@@ -75,9 +75,13 @@ ABLATIONS: dict[str, Adaptive] = {
     "auto k": Adaptive(k=AutoK(taper=None)),
     "auto k with taper": Adaptive(k=AutoK()),
     "refit auto": Adaptive(refit="auto"),
+    "staleness": Adaptive(staleness=4.0),
+    "coverage": Adaptive(coverage=True),
 }
 #: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
-OPT_IN = frozenset({"auto score", "auto k", "auto k with taper", "refit auto"})
+OPT_IN = frozenset(
+    {"auto score", "auto k", "auto k with taper", "refit auto", "staleness", "coverage"}
+)
 ORDERS = ("shuffled", "natural")
 
 
@@ -464,7 +468,9 @@ def ablate(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(HERE))
         from _report import diag_run_lines, write_section
 
-        title = f"## {SECTION}: which heuristics stay"
+        title = f"## {SECTION}: which heuristics stay" + (
+            "" if args.ablate == "all" else f" (--ablate {args.ablate})"
+        )
         run = diag_run_lines(
             f".venv/bin/python benches/bench_tabular_compare.py --ablate {args.ablate}"
         )
