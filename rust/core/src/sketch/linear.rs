@@ -314,6 +314,22 @@ impl LinearSketch {
     /// and hashes; fails, changing nothing, otherwise or if a cell would
     /// leave the `i64` range. Merging noisy sketches adds their noise too.
     pub fn merge(&mut self, other: &Self) -> Result<()> {
+        self.check_merge(other)?;
+        for (a, b) in self.cells.iter_mut().zip(&other.cells) {
+            *a = a.wrapping_add(*b); // checked above
+        }
+        Ok(())
+    }
+
+    /// The cells, for tests that plant extreme counts.
+    #[cfg(test)]
+    pub(crate) fn cells_mut(&mut self) -> &mut [i64] {
+        &mut self.cells
+    }
+
+    /// The checks of [`LinearSketch::merge`], without changing anything: `Ok`
+    /// exactly when `merge(other)` would succeed.
+    pub fn check_merge(&self, other: &Self) -> Result<()> {
         if self.kind != other.kind {
             return Err(invalid!(
                 "cannot merge a {:?} sketch into a {:?} sketch",
@@ -348,9 +364,6 @@ impl LinearSketch {
                 i / self.width,
                 i % self.width
             )));
-        }
-        for (a, b) in self.cells.iter_mut().zip(&other.cells) {
-            *a = a.wrapping_add(*b); // checked above
         }
         Ok(())
     }

@@ -379,11 +379,14 @@ impl PrivHP {
             .checked_add(other.points)
             .filter(|&n| n <= MAX_POINTS)
             .ok_or_else(|| invalid!("the merged stream would be longer than 2^62 points"))?;
-        let mut sketches = self.sketches.clone();
-        for (a, b) in sketches.iter_mut().zip(&other.sketches) {
+        // Check every pair first, then merge in place (no copy: feeding a
+        // fixed-memory summary never allocates), so a failure changes nothing.
+        for (a, b) in self.sketches.iter().zip(&other.sketches) {
+            a.check_merge(b)?;
+        }
+        for (a, b) in self.sketches.iter_mut().zip(&other.sketches) {
             a.merge(b)?;
         }
-        self.sketches = sketches;
         // Cannot overflow: every tree count is at most its summary's point count.
         for (a, b) in self.tree.iter_mut().zip(&other.tree) {
             *a += b;
@@ -1040,6 +1043,23 @@ mod tests {
         assert_eq!(whole.to_bytes().unwrap(), direct.to_bytes().unwrap());
         whole.release(&mut rng).unwrap();
         assert!(whole.empty_copy().is_err());
+    }
+
+    #[test]
+    fn a_merge_that_overflows_in_its_last_sketch_changes_nothing() {
+        let c = cfg(2, 8, 10);
+        let mut a = filled(&c, 6, 500);
+        let mut b = a.empty_copy().unwrap();
+        b.update(&[0.25, 0.75]).unwrap();
+        let last = a.sketches.len() - 1;
+        assert!(last > 0, "the test needs several sketches");
+        for cell in a.sketches[last].cells_mut() {
+            *cell = i64::MAX;
+        }
+        let before = a.clone();
+        assert!(matches!(a.merge(&b), Err(crate::error::Error::Overflow(_))));
+        assert_same_state(&a, &before);
+        assert_eq!(a.points_seen(), before.points_seen());
     }
 
     /// A summary of `n` uniform points (hashes from seed `seed`).
