@@ -330,18 +330,28 @@ def test_a_step_that_fails_later_is_rolled_back(
     assert a.to_bytes() == b.to_bytes()
 
 
-def test_batch_histograms_are_the_marginal_counts_of_each_workload() -> None:
-    """count_codes counts the 2-way workloads of one first column together: the same
-    int64 histograms as one workload at a time, whatever the mix of workloads."""
+@pytest.mark.parametrize("joint", [True, False], ids=["joint", "pairs"])
+def test_batch_histograms_are_the_marginal_counts_of_each_workload(
+    joint: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """count_codes counts every workload from the joint histogram when its cells are no
+    more than the rows (2,000 rows, 840 cells), otherwise the 2-way workloads of one
+    first column together by blocks of rows: the same int64 histograms as one workload
+    at a time, whatever the mix of workloads."""
     from dpstream.tabular import marginal_counts
-    from dpstream.tabular.marginals import count_codes
+    from dpstream.tabular import marginals as m
 
+    if not joint:
+        monkeypatch.setattr(m, "JOINT_CELLS", 0)
+        monkeypatch.setattr(m, "BLOCK_ROWS", 7)  # blocks that do not divide the rows
     g = np.random.default_rng(4)
     sizes = (3, 1, 5, 2, 7, 4)
-    for n in (0, 1, 500):
+    for n in (0, 1, 500, 2000):
         codes = np.stack([g.integers(0, s, n) for s in sizes], axis=1).astype(np.int64)
-        workloads = [(0, 2), (1, 4), (0, 5), (2,), (1, 3, 5), (3, 4), (0, 1), (2, 3, 4, 5)]
-        got = count_codes(codes, sizes, workloads)
+        workloads = [(0, 2), (1, 4), (0, 5), (2,), (1, 3, 5), (3, 4), (0, 1), (2, 3, 4, 5), ()]
+        got = m.count_codes(codes, sizes, workloads)
+        assert len(got) == len(workloads)
         for w, h in zip(workloads, got, strict=True):
-            assert h.dtype == np.int64
-            np.testing.assert_array_equal(h, marginal_counts(codes, sizes, w))
+            assert h.dtype == np.int64 and h.flags.c_contiguous
+            want = marginal_counts(codes, sizes, w) if w else np.array([n])
+            np.testing.assert_array_equal(h, want)

@@ -156,7 +156,7 @@ from dpstream._arrays import int_param, points_array
 from dpstream.partition import encode as encode_points
 from dpstream.privhp import PrivHP
 from dpstream.tabular.domain import Domain
-from dpstream.tabular.marginals import BatchMarginals, add_counts, count_codes
+from dpstream.tabular.marginals import BatchMarginals, add_counts, count_columns
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -421,8 +421,8 @@ def count_records(data: Any, domain: Domain, workloads: Sequence[Clique]) -> _Co
     histogram of every workload (:func:`dpstream.tabular.marginals.count_codes`).
     ``data`` takes every form a pandas step does; refused with the same errors.
     Exact: **sensitive**. For engines other than Dask (the Spark pattern above)."""
-    codes = domain.encode(data)
-    return codes.shape[0], count_codes(codes, domain.sizes, workloads)
+    columns = domain.encode_columns(data)
+    return columns.shape[1], count_columns(columns, domain.sizes, workloads)
 
 
 def add_record_counts(*parts: _Counted) -> _Counted:
@@ -440,32 +440,54 @@ def _count_block(block: Any, shared: tuple[Domain, tuple[Clique, ...]], index: i
         raise type(e)(f"partition {index}: {e}") from None
 
 
+def _count_frame(
+    block: Any, shared: tuple[Domain, tuple[Clique, ...]], partition_info: Any = None
+) -> _Counted:
+    """Task body of ``map_partitions``: :func:`_count_block` of a DataFrame partition."""
+    return _count_block(block, shared, int((partition_info or {}).get("number", 0)))
+
+
 def _add_counted(shared: tuple[Domain, tuple[Clique, ...]], *parts: _Counted) -> _Counted:
     """Task body of the reduction (no input: the counts of no record)."""
     return add_record_counts(*parts) if parts else count_records(None, *shared)
 
 
-def _check_meta(data: Any, domain: Domain) -> list[Delayed]:
-    """Refuse, on the client and before any task runs, a collection whose columns or
-    dtypes a pandas batch would be refused for (same errors); its partitions. A list
-    of ``dask.delayed`` partitions has no metadata: it is checked on the workers."""
+def _counted_partitions(
+    data: Any, domain: Domain, shared: tuple[Domain, tuple[Clique, ...]], key: Delayed
+) -> list[Delayed]:
+    """One ``dask.delayed`` ``(rows, counts)`` per partition. A collection whose columns
+    or dtypes a pandas batch would be refused for is refused first, on the client (same
+    errors); a list of ``dask.delayed`` partitions has no metadata: it is checked on the
+    workers.
+
+    A DataFrame is counted by ``map_partitions``, so that the counting is fused with
+    what makes the partition (e.g. the Parquet read): one task per partition, whose
+    output is the counts, and no partition left in a worker's memory to be moved to
+    another one."""
+    dask = _dask()
     dd = _dask("dask.dataframe")
     da = _dask("dask.array")
-    if isinstance(data, list) and all(_is_dask(p) for p in data):
-        return data
     if isinstance(data, dd.DataFrame):
         domain.encode(data._meta)  # the empty frame with the collection's columns and dtypes
-        return list(data.to_delayed())
-    if isinstance(data, da.Array):
+        counted = data.map_partitions(
+            _count_frame, shared, meta=(None, object), enforce_metadata=False
+        )
+        return list(counted.to_delayed())
+    if isinstance(data, list) and all(_is_dask(p) for p in data):
+        parts = data
+    elif isinstance(data, da.Array):
         d = len(domain)
         if data.ndim != 2 or data.shape[1] != d:
             raise ValueError(f"a batch array must have shape (n, {d}), got {data.shape}")
         domain.encode(np.zeros((1, d), dtype=data.dtype))  # the dtype check
-        return list(data.rechunk({1: -1}).to_delayed().ravel())
-    raise TypeError(
-        "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
-        f"partitions, got {type(data).__name__}"
-    )
+        parts = list(data.rechunk({1: -1}).to_delayed().ravel())
+    else:
+        raise TypeError(
+            "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
+            f"partitions, got {type(data).__name__}"
+        )
+    count = dask.delayed(_count_block, pure=True)
+    return [count(p, key, i) for i, p in enumerate(parts)]
 
 
 def marginals_graph(
@@ -482,10 +504,10 @@ def marginals_graph(
     reduction of ``split_every`` inputs per task. Exact: sensitive."""
     dask = _dask()
     fan_in = int_param(split_every, "split_every", low=2)
-    shared = dask.delayed((domain, tuple(tuple(w) for w in workloads)), pure=True)
-    count = dask.delayed(_count_block, pure=True)
-    level = [count(p, shared, i) for i, p in enumerate(_check_meta(data, domain))]
-    return _tree_reduce(level, _add_counted, shared, fan_in)
+    shared = (domain, tuple(tuple(w) for w in workloads))
+    key = dask.delayed(shared, pure=True)  # one graph key, shipped once per worker
+    level = _counted_partitions(data, domain, shared, key)
+    return _tree_reduce(level, _add_counted, key, fan_in)
 
 
 def batch_marginals(

@@ -153,9 +153,14 @@ class Domain:
         ``ValueError`` naming the column for a missing/extra column, a wrong shape, an
         unknown category or a code outside ``0 .. size - 1``.
         """
+        return np.ascontiguousarray(self.encode_columns(batch).T)
+
+    def encode_columns(self, batch: Any) -> npt.NDArray[np.int64]:
+        """The codes of :meth:`encode` one column after another: a ``(d, n)`` int64 array
+        (each column contiguous, as counting reads them). Same checks, same errors."""
         d = len(self._names)
         if batch is None:
-            return np.zeros((0, d), dtype=np.int64)
+            return np.zeros((d, 0), dtype=np.int64)
         if type(batch).__module__.startswith("pyarrow") and hasattr(batch, "to_pandas"):
             batch = batch.to_pandas()  # a pyarrow Table or RecordBatch
         columns = getattr(batch, "columns", None)
@@ -169,13 +174,13 @@ class Domain:
                 )
             arrays = [np.asarray(batch[name].to_numpy()) for name in self._names]
             n = len(arrays[0]) if arrays else 0
-            out = np.empty((n, d), dtype=np.int64)
+            out = np.empty((d, n), dtype=np.int64)
             for j, (name, arr) in enumerate(zip(self._names, arrays, strict=True)):
                 cats = self._categories.get(name)
                 if cats is not None:
-                    out[:, j] = _category_codes(arr, cats, name)
+                    out[j] = _category_codes(arr, cats, name)
                 else:
-                    out[:, j] = _integer_column(arr, name)
+                    out[j] = _integer_column(arr, name)
         else:
             if isinstance(batch, (str, bytes)) or not hasattr(batch, "__len__"):
                 raise TypeError(
@@ -184,17 +189,16 @@ class Domain:
                 )
             arr = np.asarray(batch)
             if arr.size == 0:
-                return np.zeros((0, d), dtype=np.int64)
+                return np.zeros((d, 0), dtype=np.int64)
             if arr.ndim != 2 or arr.shape[1] != d:
                 raise ValueError(f"a batch array must have shape (n, {d}), got {arr.shape}")
-            out = np.empty(arr.shape, dtype=np.int64)
+            out = np.empty((d, arr.shape[0]), dtype=np.int64)
             for j, name in enumerate(self._names):
-                out[:, j] = _integer_column(arr[:, j], name)
-        for j, (name, size) in enumerate(zip(self._names, self._sizes, strict=True)):
-            col = out[:, j]
-            bad = np.flatnonzero((col < 0) | (col >= size))
-            if bad.size:
-                i = int(bad[0])
+                out[j] = _integer_column(arr[:, j], name)
+        for name, size, col in zip(self._names, self._sizes, out, strict=True):
+            # One pass per column: a negative code reads as a huge unsigned one.
+            if col.size and bool((col.view(np.uint64) >= size).any()):
+                i = int(np.flatnonzero((col < 0) | (col >= size))[0])
                 raise ValueError(
                     f"column {name!r} has code {int(col[i])} in row {i}; "
                     f"codes must be in 0..{size - 1}"

@@ -26,10 +26,19 @@ import numpy.typing as npt
 
 from dpstream.tabular.domain import Codes, Domain
 
-__all__ = ["BatchMarginals", "add_counts", "count_codes"]
+__all__ = ["BatchMarginals", "add_counts", "count_codes", "count_columns"]
 
 Clique = tuple[int, ...]
 IntArray = npt.NDArray[np.int64]
+
+
+#: The most cells of the joint histogram :func:`count_codes` counts all workloads from
+#: at once (int64: 32 MiB); it does so only when these are no more than the rows.
+JOINT_CELLS = 1 << 22
+
+#: Rows per block when the 2-way workloads are counted pair by pair (the block's
+#: cell indices stay in the CPU caches instead of one array per pair and row).
+BLOCK_ROWS = 1 << 15
 
 
 def count_codes(
@@ -38,7 +47,25 @@ def count_codes(
     """The exact int64 histogram of every workload over ``codes`` (valid ``(n, d)`` codes,
     as :meth:`Domain.encode` returns them), each flattened in C order over its columns'
     sizes (the order of :func:`dpstream.tabular.marginal`)."""
-    columns = np.ascontiguousarray(codes.T, dtype=np.int64)  # one pass: columns contiguous
+    columns = np.ascontiguousarray(np.asarray(codes).T, dtype=np.int64)
+    return count_columns(columns, sizes, workloads)
+
+
+def count_columns(
+    columns: IntArray, sizes: Sequence[int], workloads: Sequence[Clique]
+) -> tuple[IntArray, ...]:
+    """:func:`count_codes` of the ``(d, n)`` codes :meth:`Domain.encode_columns` returns
+    (each column contiguous).
+
+    When the joint domain of the workloads' columns has at most as many cells as there
+    are rows (and at most :data:`JOINT_CELLS`), one ``bincount`` of every row's joint
+    cell gives the joint histogram and each workload is summed from it; otherwise the
+    2-way workloads are counted by blocks of rows and the others one at a time. Both give
+    the same integers (exact counts); only the work differs."""
+    joint = _joint_counts(columns, sizes, workloads)
+    if joint is not None:
+        return joint
+    n = columns.shape[1]
     pairs = _pair_counts(columns, sizes, workloads)
     out = []
     for clique in workloads:
@@ -47,16 +74,59 @@ def count_codes(
             out.append(pair)
             continue
         if not clique:
-            out.append(np.array([codes.shape[0]], dtype=np.int64))
+            out.append(np.array([n], dtype=np.int64))
             continue
-        # The C-order cell index (mixed radix over the clique's sizes), as
-        # numpy.ravel_multi_index computes it, on codes already checked by Domain.encode.
-        flat = columns[clique[0]].copy()
-        for c in clique[1:]:
-            flat *= int(sizes[c])
-            flat += columns[c]
         cells = math.prod(int(sizes[c]) for c in clique)
+        flat = _cell_index(columns, sizes, clique)
         out.append(np.bincount(flat, minlength=cells).astype(np.int64, copy=False))
+    return tuple(out)
+
+
+def _cell_index(columns: IntArray, sizes: Sequence[int], clique: Sequence[int]) -> IntArray:
+    """Every row's C-order cell of ``clique`` (mixed radix over its columns' sizes, as
+    ``numpy.ravel_multi_index`` computes it, on codes already checked by Domain.encode)."""
+    flat: IntArray = columns[clique[0]].copy()
+    for c in clique[1:]:
+        flat *= int(sizes[c])
+        flat += columns[c]
+    return flat
+
+
+def _joint_counts(
+    columns: IntArray, sizes: Sequence[int], workloads: Sequence[Clique]
+) -> tuple[IntArray, ...] | None:
+    """Every workload's histogram summed from the joint histogram of the columns the
+    workloads use (one pass over the rows), or ``None`` when that joint domain has more
+    cells than rows or than :data:`JOINT_CELLS`."""
+    used = sorted({int(c) for w in workloads for c in w})
+    shape = [int(sizes[c]) for c in used]
+    cells = math.prod(shape)
+    n = columns.shape[1]
+    if not used or cells > min(JOINT_CELLS, n):
+        return None
+    if any(len(set(w)) != len(w) for w in workloads):
+        return None  # a column twice in a clique: counted one workload at a time
+    # The joint cell of every row is below JOINT_CELLS: exact in int64.
+    histogram = np.bincount(_cell_index(columns, sizes, used), minlength=cells).reshape(shape)
+    # partial[k]: the joint histogram summed over the first k used columns, so that a
+    # workload whose first used column is the k-th is summed from the smallest array.
+    axis = {c: k for k, c in enumerate(used)}
+    partial = [histogram]
+    for _ in used[1:]:
+        partial.append(partial[-1].sum(axis=0))
+    out = []
+    for clique in workloads:
+        if not clique:
+            out.append(np.array([n], dtype=np.int64))
+            continue
+        first = min(axis[c] for c in clique)
+        kept = [axis[c] - first for c in clique]
+        rest = tuple(k for k in range(len(used) - first) if k not in kept)
+        counts = partial[first].sum(axis=rest) if rest else partial[first]
+        # The remaining axes are the clique's columns in sorted order: put them in the
+        # clique's order before flattening (C order over the clique's sizes).
+        order = np.argsort(np.argsort(kept))
+        out.append(np.ascontiguousarray(counts.transpose(order), dtype=np.int64).reshape(-1))
     return tuple(out)
 
 
@@ -64,21 +134,26 @@ def _pair_counts(
     columns: IntArray, sizes: Sequence[int], workloads: Sequence[Clique]
 ) -> dict[Clique, IntArray]:
     """The histograms of the 2-way workloads, those of one first column at once: one
-    ``bincount`` of every pair's C-order cell index, shifted past the pairs before it
-    (the same integer counts as one pair at a time)."""
+    ``bincount`` of every pair's C-order cell index, shifted past the pairs before it,
+    :data:`BLOCK_ROWS` rows at a time (the same integer counts as one pair at a time)."""
     seconds: dict[int, list[int]] = {}
     for clique in workloads:
         if len(clique) == 2:
             seconds.setdefault(int(clique[0]), []).append(int(clique[1]))
     out: dict[Clique, IntArray] = {}
+    n = columns.shape[1]
     for a, bs in seconds.items():
         width = np.array([int(sizes[b]) for b in bs], dtype=np.int64)
         cells = int(sizes[a]) * width
         start = np.concatenate([[0], np.cumsum(cells)[:-1]])
-        flat = columns[a][None, :] * width[:, None] + columns[bs] + start[:, None]
-        counts = np.bincount(flat.reshape(-1), minlength=int(cells.sum()))
-        for b, lo, n in zip(bs, start.tolist(), cells.tolist(), strict=True):
-            out[(a, b)] = counts[lo : lo + n].astype(np.int64)
+        counts = np.zeros(int(cells.sum()), dtype=np.int64)
+        for lo in range(0, n, BLOCK_ROWS):
+            flat = columns[a, None, lo : lo + BLOCK_ROWS] * width[:, None]
+            flat += columns[bs, lo : lo + BLOCK_ROWS]
+            flat += start[:, None]
+            counts += np.bincount(flat.reshape(-1), minlength=counts.size)
+        for b, lo, m in zip(bs, start.tolist(), cells.tolist(), strict=True):
+            out[(a, b)] = counts[lo : lo + m].copy()
     return out
 
 
@@ -157,15 +232,15 @@ class BatchMarginals:
         """Count a batch (and deletions) on this machine; ``batch`` and ``deletions``
         take every form :meth:`Domain.encode` does. Refused like a batch given to
         ``step`` (wrong columns or dtypes, unknown categories, codes outside the domain)."""
-        ins = domain.encode(batch)
-        dels = domain.encode(deletions)
+        ins = domain.encode_columns(batch)
+        dels = domain.encode_columns(deletions)
         return cls(
             domain.sizes,
             workloads,
-            count_codes(ins, domain.sizes, workloads),
-            count_codes(dels, domain.sizes, workloads),
-            ins.shape[0],
-            dels.shape[0],
+            count_columns(ins, domain.sizes, workloads),
+            count_columns(dels, domain.sizes, workloads),
+            ins.shape[1],
+            dels.shape[1],
             deletions is not None,
         )
 
