@@ -23,6 +23,7 @@ byte, to the one-process result. Client memory: the peak of Python allocations
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import tracemalloc
@@ -104,6 +105,40 @@ def online(method: str, n: int) -> OnlineSynthesizer:
     return OnlineSynthesizer(1, 2, rng=Rng(seed=SEED))
 
 
+@dataclass(frozen=True)
+class Split:
+    """Where one timed counting call spent its time (seconds)."""
+
+    wall: float
+    tasks: float  # compute time of the Dask tasks on the workers, summed (task stream)
+    client_cpu: float  # CPU of this process: the client, and the LocalCluster's scheduler
+    load: float  # 1-minute load average at its end
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def _on_cluster(client: Any, fn: Callable[..., Any], *args: Any) -> tuple[Split, Any]:
+    """``fn(*args)`` on ``client``, timed, with its tasks' compute time from the task stream."""
+    from dask.distributed import get_task_stream
+
+    with client.as_current(), get_task_stream(client) as stream:
+        cpu = time.process_time()
+        seconds, out = _timed(fn, *args)
+        cpu = time.process_time() - cpu
+    tasks = sum(
+        s["stop"] - s["start"]
+        for t in stream.data
+        for s in t.get("startstops", ())
+        if s["action"] == "compute"
+    )
+    return Split(seconds, tasks, cpu, _load()), out
+
+
 @dataclass
 class Capability:
     """One capability: how to count a batch locally and with Dask, and the client's work."""
@@ -115,6 +150,7 @@ class Capability:
     key: Callable[[Any], bytes]  # result -> bytes to compare
     state: Callable[[Any], int]  # result -> bytes the client keeps
     times: dict[tuple[str, int], list[float]] = field(default_factory=dict)
+    split: dict[tuple[str, int], list[Split]] = field(default_factory=dict)
     client_s: dict[int, float] = field(default_factory=dict)
     peak: dict[int, int] = field(default_factory=dict)
     kept: dict[int, int] = field(default_factory=dict)
@@ -225,8 +261,9 @@ def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) 
                             seconds, out = _timed(cap.dask, n, s.chunk)
                     else:
                         workers = 2 if case.endswith("2 workers") else 1
-                        with clients[workers].as_current():
-                            seconds, out = _timed(cap.dask, n, s.chunk)
+                        split, out = _on_cluster(clients[workers], cap.dask, n, s.chunk)
+                        cap.split.setdefault((case, n), []).append(split)
+                        seconds = split.wall
                     if cap.key(out) != ref:
                         raise SystemExit(f"{cap.name}, {case}, n = {n}: differs from one process")
                     cap.times.setdefault((case, n), []).append(seconds)
@@ -310,6 +347,30 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x."
         )
     lines += [
+        "",
+        f"### Where the counting time goes on the cluster ({big:,} rows, best round)",
+        "",
+        "| capability | workers | counting (s) | tasks' compute on the workers (s) | "
+        "tasks / workers (s) | the rest (s) | client process CPU (s) | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for cap in caps:
+        for case in CASES[2:]:
+            w = 2 if case.endswith("2 workers") else 1
+            b = min(cap.split[(case, big)], key=lambda x: x.wall)
+            lines.append(
+                f"| {cap.name} | {w} | {b.wall:.2f} | {b.tasks:.2f} | {b.tasks / w:.2f} | "
+                f"{b.wall - b.tasks / w:.2f} | {b.client_cpu:.2f} | {b.load:.2f} |"
+            )
+    lines += [
+        "",
+        "Counting: the call timed above (the client's work after it is not in it). Tasks' "
+        "compute: the summed compute time of its Dask tasks on the workers, from the task "
+        "stream (making the data, encoding, counting, the reduction); divided by the workers, "
+        "the time that parallelizes; the rest is the serial part: building and sending the "
+        "graph, scheduling, transfers, the client's own work on the results, and workers "
+        "idle for want of tasks. Client process CPU includes the LocalCluster's scheduler, "
+        "which runs in the client's process.",
         "",
         "### The client: its work after the counting, and its peak memory",
         "",
