@@ -276,3 +276,42 @@ def test_each_partition_is_read_once_per_batch(
         with Reads() as reads:
             assert main([*argv, *months, "--out", str(tmp_path / name)]) == 0
         assert reads.n == 3 * 4, name
+
+
+def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
+    inputs: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--batch-size`` cuts the batches from the partitions' lengths: Dask has them from
+    the Parquet footers, so no partition is read for them. 4 files of 3,000 rows in
+    batches of 3,000 rows: 4 partition reads in all (one per batch), not 4 more for the
+    lengths; the releases are those of the same run where the lengths are counted."""
+    import dpstream.partitioned as partitioned
+    from dask.callbacks import Callback
+
+    _, directory, domain = inputs
+
+    class Reads(Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def _pretask(self, key: object, dsk: object, state: object) -> None:
+            name = key[0] if isinstance(key, tuple) else key
+            self.n += str(name).startswith("read_parquet")
+
+    argv = ["table", "--domain", str(domain), "--epsilon", "1", "--quiet", "--seed", "1"]
+    argv += ["--batch-size", "3000", "--input", str(directory)]
+    with Reads() as reads:
+        assert main([*argv, "--out", str(tmp_path / "footers")]) == 0
+    assert reads.n == 4
+
+    def counted(frame: object, parts: list[object]) -> list[int]:
+        import dask
+
+        return [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
+
+    monkeypatch.setattr(partitioned, "partition_lengths", counted)
+    with Reads() as reads:
+        assert main([*argv, "--out", str(tmp_path / "counted")]) == 0
+    assert reads.n == 4 + 4
+    assert len(same_files(tmp_path / "footers", tmp_path / "counted")) >= 4

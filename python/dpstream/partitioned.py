@@ -4,7 +4,8 @@ directories): the batches of a run as lazy Dask collections, never loaded whole.
 A run over a partitioned input cuts its batches exactly as over a pandas frame
 (:func:`dpstream.cli._batches`): by the public calendar periods of ``--time-column``
 (each period read with a **filter pushed down to the Parquet reader**, so row groups
-outside it are skipped) or by ``--batch-size`` rows in input order (partition slices).
+outside it are skipped) or by ``--batch-size`` rows in input order (partition slices; the partitions'
+lengths come from the Parquet footers, so cutting the batches reads no data).
 Every batch is a :class:`LazyBatch`: the models count it on the cluster with tasks
 built on its partitions, and :meth:`LazyBatch.gather` computes them together with the
 batch's row count and digest, so each partition is read once per batch. The client
@@ -278,6 +279,22 @@ def time_dtype(path: Path, time_column: str) -> Any:
     return frame[time_column].dtype
 
 
+def partition_lengths(frame: Any, parts: list[Any]) -> list[int]:
+    """The rows of each of ``parts`` (``frame.to_delayed()``). From the Parquet files'
+    footers when Dask knows them for exactly these partitions (nothing is read); else
+    counted by one pass on the cluster (or Dask's local scheduler), one partition per
+    task: only the counts reach the client."""
+    dask = _dask()
+    try:
+        expr = importlib.import_module("dask.dataframe.dask_expr._expr")  # untyped
+        known = expr.Lengths(frame.expr).optimize()
+        if isinstance(known, expr.Literal) and len(known.value) == len(parts):
+            return [int(n) for n in known.value]
+    except (ImportError, AttributeError, TypeError, ValueError, OSError):
+        pass  # another Dask, or statistics it cannot give: count them
+    return [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
+
+
 def row_batches(
     path: Path,
     columns: list[str],
@@ -290,8 +307,8 @@ def row_batches(
     dask = _dask()
     dd = _dask("dask.dataframe")
     frame = read(path, columns)
-    parts = frame.to_delayed()  # the partitions every batch is cut from (one pass: lengths)
-    lengths = [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
+    parts = frame.to_delayed()  # the partitions every batch is cut from
+    lengths = partition_lengths(frame, parts)
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
     total = int(starts[-1])
     cuts = [0]
