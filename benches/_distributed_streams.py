@@ -111,6 +111,7 @@ class Split:
 
     wall: float
     tasks: float  # compute time of the Dask tasks on the workers, summed (task stream)
+    worker_cpu: float  # CPU time of the worker processes, summed
     client_cpu: float  # CPU of this process: the client, and the LocalCluster's scheduler
     load: float  # 1-minute load average at its end
 
@@ -126,17 +127,20 @@ def _on_cluster(client: Any, fn: Callable[..., Any], *args: Any) -> tuple[Split,
     """``fn(*args)`` on ``client``, timed, with its tasks' compute time from the task stream."""
     from dask.distributed import get_task_stream
 
+    before = client.run(time.process_time)
     with client.as_current(), get_task_stream(client) as stream:
         cpu = time.process_time()
         seconds, out = _timed(fn, *args)
         cpu = time.process_time() - cpu
+    after = client.run(time.process_time)
+    workers = sum(after[w] - before[w] for w in after)
     tasks = sum(
         s["stop"] - s["start"]
         for t in stream.data
         for s in t.get("startstops", ())
         if s["action"] == "compute"
     )
-    return Split(seconds, tasks, cpu, _load()), out
+    return Split(seconds, tasks, workers, cpu, _load()), out
 
 
 @dataclass
@@ -351,8 +355,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         f"### Where the counting time goes on the cluster ({big:,} rows, best round)",
         "",
         "| capability | workers | counting (s) | tasks' compute on the workers (s) | "
-        "tasks / workers (s) | the rest (s) | client process CPU (s) | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "tasks / workers (s) | the rest (s) | workers' CPU (s) | client process CPU (s) | "
+        "load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cap in caps:
         for case in CASES[2:]:
@@ -360,7 +365,8 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             b = min(cap.split[(case, big)], key=lambda x: x.wall)
             lines.append(
                 f"| {cap.name} | {w} | {b.wall:.2f} | {b.tasks:.2f} | {b.tasks / w:.2f} | "
-                f"{b.wall - b.tasks / w:.2f} | {b.client_cpu:.2f} | {b.load:.2f} |"
+                f"{b.wall - b.tasks / w:.2f} | {b.worker_cpu:.2f} | {b.client_cpu:.2f} | "
+                f"{b.load:.2f} |"
             )
     lines += [
         "",
@@ -369,8 +375,10 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         "stream (making the data, encoding, counting, the reduction); divided by the workers, "
         "the time that parallelizes; the rest is the serial part: building and sending the "
         "graph, scheduling, transfers, the client's own work on the results, and workers "
-        "idle for want of tasks. Client process CPU includes the LocalCluster's scheduler, "
-        "which runs in the client's process.",
+        "idle for want of tasks. Workers' CPU: the CPU time of the worker processes during "
+        "the call, summed (the same with 1 and 2 workers when nothing is duplicated; less "
+        "dependent than the times on the machine's load). Client process CPU includes "
+        "the LocalCluster's scheduler, which runs in the client's process.",
         "",
         "### The client: its work after the counting, and its peak memory",
         "",
@@ -417,9 +425,13 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         f"linearly; 10^9 rows are {TARGET // s.chunk:,} partitions of {s.chunk:,}); (2) the "
         "data is already on the workers: reading it from storage is not included; (3) W "
         "workers on W free cores scale ideally from the 2-worker rate; (4) the client's "
-        "work does not depend on the rows (the marginals and the fixed-memory summary have "
-        "a size fixed by the domain or the budget), except for the default online method, "
-        "whose state keeps 8 bytes per point seen, so 10^9 points per release need 8 GB on "
-        "the client: use `OnlineSynthesizer.for_memory` there.",
+        "work on the counts does not depend on the rows (the marginals and the fixed-memory "
+        "summary have a size fixed by the domain or the budget), except for the default "
+        "online method, whose state keeps 8 bytes per point seen, so 10^9 points per release "
+        "need 8 GB on the client: use `OnlineSynthesizer.for_memory` there. Not assumed: the "
+        "table's release has as many rows as the table, so sampling it (the client work "
+        "above) grows with the rows; and `TabularStream.step` refuses a batch with more "
+        "than 2^27 records in one cell of a workload, so 10^9 rows of these columns make "
+        "several steps, not one.",
     ]
     return "\n".join(lines) + "\n"
