@@ -1,6 +1,7 @@
 """benches/bench_distributed.py --part streams, run through its command line on tiny batches
 (issue 30): every capability's cluster result is checked equal to one process's by the
-script itself, and its section lists the rates, the client's memory and the extrapolation."""
+script itself, and its section lists the rates, where the counting time goes, the client's
+memory and the extrapolation."""
 
 from __future__ import annotations
 
@@ -28,5 +29,7 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
     assert "QUICK SMOKE RUN" in text and "Distributed PrivHP (issue 6)" not in text
     for capability in ("table (8 columns", "online, epochs (default)", "online, for_memory"):
         rows = [line for line in text.splitlines() if line.startswith(f"| {capability}")]
-        assert len(rows) == 2 + 2 + 1, capability  # rates x2, client x2, extrapolation
+        # rates x2, where the time goes (1 and 2 workers), client x2, extrapolation
+        assert len(rows) == 2 + 2 + 2 + 1, capability
+    assert "Where the counting time goes on the cluster (200,000 rows" in text
     assert "Extrapolation to 10^9 rows per release" in text
