@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,6 +61,22 @@ def same_files(a: Path, b: Path) -> list[str]:
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     return names
+
+
+def reads() -> Any:
+    """A Dask callback counting the Parquet partition reads of the local scheduler."""
+    from dask.callbacks import Callback
+
+    class Reads(Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 0
+
+        def _pretask(self, key: object, dsk: object, state: object) -> None:
+            name = key[0] if isinstance(key, tuple) else key
+            self.n += str(name).startswith("read_parquet")
+
+    return Reads()
 
 
 @pytest.fixture(scope="module")
@@ -253,18 +270,7 @@ def test_each_partition_is_read_once_per_batch(
     """A batch's counts, row count and digest are computed in one pass: with monthly
     batches over 4 files (rows of every month in every file), 3 × 4 partition reads,
     whatever the model (before, the digest's pass read every partition again)."""
-    from dask.callbacks import Callback
-
     _, directory, domain = inputs
-
-    class Reads(Callback):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()
-            self.n = 0
-
-        def _pretask(self, key: object, dsk: object, state: object) -> None:
-            name = key[0] if isinstance(key, tuple) else key
-            self.n += str(name).startswith("read_parquet")
 
     months = [*MONTHS, "--end", "2024-03", "--seed", "1", "--input", str(directory)]
     cases = {
@@ -273,9 +279,9 @@ def test_each_partition_is_read_once_per_batch(
         "fixed": ["points", *POINTS, "--memory", "2000000", "--expected-n", "50000"],
     }
     for name, argv in cases.items():
-        with Reads() as reads:
+        with reads() as seen:
             assert main([*argv, *months, "--out", str(tmp_path / name)]) == 0
-        assert reads.n == 3 * 4, name
+        assert seen.n == 3 * 4, name
 
 
 def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
@@ -286,32 +292,22 @@ def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
     batches of 3,000 rows: 4 partition reads in all (one per batch), not 4 more for the
     lengths; the releases are those of the same run where the lengths are counted."""
     import dpstream.partitioned as partitioned
-    from dask.callbacks import Callback
 
     _, directory, domain = inputs
 
-    class Reads(Callback):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()
-            self.n = 0
-
-        def _pretask(self, key: object, dsk: object, state: object) -> None:
-            name = key[0] if isinstance(key, tuple) else key
-            self.n += str(name).startswith("read_parquet")
-
     argv = ["table", "--domain", str(domain), "--epsilon", "1", "--quiet", "--seed", "1"]
     argv += ["--batch-size", "3000", "--input", str(directory)]
-    with Reads() as reads:
+    with reads() as seen:
         assert main([*argv, "--out", str(tmp_path / "footers")]) == 0
-    assert reads.n == 4
+    assert seen.n == 4
 
-    def counted(frame: object, parts: list[object]) -> list[int]:
+    def counted(frame: object, parts: list[object]) -> list[int]:  # the pass before
         import dask
 
         return [int(n) for n in dask.compute(*[dask.delayed(len)(p) for p in parts])]
 
     monkeypatch.setattr(partitioned, "partition_lengths", counted)
-    with Reads() as reads:
+    with reads() as seen:
         assert main([*argv, "--out", str(tmp_path / "counted")]) == 0
-    assert reads.n == 4 + 4
+    assert seen.n == 4 + 4
     assert len(same_files(tmp_path / "footers", tmp_path / "counted")) >= 4
