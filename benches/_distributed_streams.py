@@ -23,6 +23,7 @@ byte, to the one-process result. Client memory: the peak of Python allocations
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -157,6 +158,7 @@ class Capability:
     split: dict[tuple[str, int], list[Split]] = field(default_factory=dict)
     client_s: dict[int, float] = field(default_factory=dict)
     peak: dict[int, int] = field(default_factory=dict)
+    kernels: dict[str, float] = field(default_factory=dict)  # CPU s per row (the table)
     kept: dict[int, int] = field(default_factory=dict)
 
 
@@ -249,10 +251,64 @@ def _client_peak(fn: Callable[..., Any], *args: Any) -> tuple[int, Any]:
 CASES = ("one process", "Dask threads = 2", "LocalCluster, 1 worker", "LocalCluster, 2 workers")
 
 
+#: How one partition of the table is counted, in one process (the alternatives).
+KERNELS = (
+    "the default (one joint bincount)",
+    "2-way pairs by blocks of rows (the fallback: joint domain larger than the rows)",
+    "one workload at a time (marginal_counts)",
+)
+
+
+def kernel_cpu(chunk: int, repeats: int) -> dict[str, float]:
+    """CPU seconds per row (best of ``repeats``) of making one partition of ``chunk`` rows
+    and of counting its 28 workloads with each of :data:`KERNELS`; all give the same
+    counts (checked)."""
+    from dpstream.tabular import marginal_counts, marginals
+
+    frame = table_chunk(0, chunk)
+
+    def joint() -> list[Any]:
+        return list(BatchMarginals.of(DOMAIN, WORKLOADS, frame).inserted)
+
+    def pairs() -> list[Any]:
+        saved = marginals.JOINT_CELLS
+        marginals.JOINT_CELLS = 0  # the joint histogram is never small enough
+        try:
+            return joint()
+        finally:
+            marginals.JOINT_CELLS = saved
+
+    def each() -> list[Any]:
+        codes = DOMAIN.encode(frame)
+        return [marginal_counts(codes, DOMAIN.sizes, w).astype(np.int64) for w in WORKLOADS]
+
+    out: dict[str, float] = {}
+    want: list[Any] = []
+    cases = (
+        ("making the data", lambda: table_chunk(1, chunk)),
+        *zip(KERNELS, (joint, pairs, each), strict=True),
+    )
+    for name, fn in cases:
+        best = float("inf")
+        for _ in range(repeats):
+            cpu = time.process_time()
+            got = fn()
+            best = min(best, time.process_time() - cpu)
+        if name in KERNELS:
+            want = want or got
+            if any(not np.array_equal(a, b) for a, b in zip(got, want, strict=True)):
+                raise SystemExit(f"counting one partition: {name} differs")
+        out[name] = best / chunk
+    out["load"] = _load()
+    return out
+
+
 def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) -> list[Capability]:
     import dask
 
     caps = capabilities()
+    caps[0].kernels = kernel_cpu(s.chunk, 3 if s.quick else 5)  # the table's
+    log("the table: one partition counted in one process")
     for cap in caps:
         for n in s.sizes:
             ref = cap.key(cap.local(n, s.chunk))  # warm-up and reference
@@ -350,7 +406,31 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             f"one process = {t['one process'] / t['LocalCluster, 2 workers']:.2f}x; Dask threads "
             f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x."
         )
+    table = caps[0].kernels
     lines += [
+        "",
+        f"### The table: one partition of {s.chunk:,} rows counted in one process (CPU)",
+        "",
+        "| step | CPU ns per row | / the default |",
+        "|---|---:|---:|",
+    ]
+    for name in ("making the data", *KERNELS):
+        label = "making the data (not counting)" if name not in KERNELS else f"counting: {name}"
+        lines.append(
+            f"| {label} | {table[name] * 1e9:.0f} | {table[name] / table[KERNELS[0]]:.2f} |"
+        )
+    lines += [
+        "",
+        f"Best of several runs of `time.process_time()`, load {table['load']:.2f} at its end; "
+        "encoding (`Domain.encode_columns`, or `encode` for `marginal_counts`) is in every "
+        "counting row. The three give the same counts (checked). A worker runs the default "
+        "on each partition, after making (or reading) it."
+        + (
+            ""
+            if s.chunk >= math.prod(SIZES)
+            else f" Here the partitions have fewer rows than the joint domain's "
+            f"{math.prod(SIZES):,} cells, so the default counts as the fallback does."
+        ),
         "",
         f"### Where the counting time goes on the cluster ({big:,} rows, best round)",
         "",
