@@ -13,6 +13,10 @@ so generation is in every timing, as in the PrivHP part):
 * the client's work after it, timed apart: one ``TabularStream.step`` from the marginals
   (selection, noise, fit), one ``OnlineSynthesizer.release()``.
 
+Also: where the cluster's counting time goes (its tasks' compute from the task stream, the
+serial rest, the workers' CPU), and one table partition counted in one process by each way
+the library can count it (CPU per row, checked equal).
+
 Cases: one process (a loop over the partitions, the pandas/numpy path a user has without
 Dask), Dask's threaded scheduler with 2 threads in one process, and a ``LocalCluster`` of 1
 and 2 worker processes (one thread each). Every case's result is checked equal, byte for
