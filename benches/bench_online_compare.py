@@ -52,6 +52,8 @@ half-width (Student t). Rerun from the repository root::
     .venv/bin/python benches/bench_online_compare.py            # make bench subset (minutes)
     .venv/bin/python benches/bench_online_compare.py --full     # make reproduce: the whole sweep
     .venv/bin/python benches/bench_online_compare.py --quick --out /tmp/x   # smoke run
+    .venv/bin/python benches/bench_online_compare.py --streams blobs,rings --dims 2 --eps 1 \
+        --releases 10,100   # targeted: the sweep's methods, table printed, RESULTS.md untouched
 
 The summary goes to the section "Online synthetic points: side by side" of
 ``benches/RESULTS.md``; per-setting tables, the raw CSV and the figure go to ``--out``
@@ -634,7 +636,34 @@ def targets_table(records: list[dict[str, object]]) -> str:
 # ----------------------------------------------------------------------------- main
 
 
+def _targeted(args: argparse.Namespace) -> bool:
+    return any(v is not None for v in (args.streams, args.dims, args.eps, args.releases))
+
+
+def _csv(text: str | None, kind: type, what: str) -> list:  # type: ignore[type-arg]
+    if text is None:
+        return []
+    try:
+        return [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"--{what} must be a comma-separated list, got {text!r}") from None
+
+
 def grid(args: argparse.Namespace) -> list[tuple[str, int, float, int, int]]:
+    if _targeted(args):
+        names = _csv(args.streams, str, "streams") or list(STREAMS)
+        unknown = [s for s in names if s not in STREAMS]
+        if unknown:
+            raise SystemExit(f"unknown stream(s) {unknown}; known: {', '.join(STREAMS)}")
+        dims = _csv(args.dims, int, "dims")
+        return [
+            (stream, d, eps, r, args.n)
+            for stream in names
+            for d in STREAMS[stream][1]
+            if not dims or d in dims
+            for eps in _csv(args.eps, float, "eps") or [1.0]
+            for r in _csv(args.releases, int, "releases") or [10, 100]
+        ]
     if args.quick:
         return [(s, 2, 1.0, 10, 4000) for s in ("blobs", "drift")]
     if args.full:
@@ -675,6 +704,17 @@ def main(argv: list[str] | None = None) -> int:
         help="the same grid at R = 1000 only (n = 100,000; the R >= 100 target's largest R)",
     )
     p.add_argument("--seeds", type=int, default=None, help="repetitions (default 5; quick 2)")
+    targeted = (
+        "a targeted run (the sweep's methods; prints the per-setting table, leaves "
+        "RESULTS.md alone)"
+    )
+    p.add_argument("--streams", help=f"comma-separated stream names: {targeted}")
+    p.add_argument(
+        "--dims", help="comma-separated dimensions of a targeted run (default: each stream's)"
+    )
+    p.add_argument("--eps", help="comma-separated ε of a targeted run (default 1)")
+    p.add_argument("--releases", help="comma-separated R of a targeted run (default 10,100)")
+    p.add_argument("--n", type=int, default=100_000, help="stream length of a targeted run")
     p.add_argument("--out", type=Path, default=HERE / "out" / "online_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     args = p.parse_args(argv)
@@ -683,7 +723,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, object]] = []
     settings = grid(args)
     start = time.perf_counter()
-    sweeping = args.sweep or args.sweep_r1000 or args.full
+    targeted = _targeted(args)
+    if not settings:
+        raise SystemExit("the targeted run selects no setting (check --streams and --dims)")
+    sweeping = args.sweep or args.sweep_r1000 or args.full or targeted
     methods = SWEEP_METHODS if sweeping else METHODS
     for j, (stream, d, eps, r, n) in enumerate(settings, start=1):
         for seed in range(seeds):
@@ -699,6 +742,9 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(rows)
     table, records = summarise(rows)
     (args.out / "online_compare_settings.md").write_text(table + "\n")
+    if targeted:
+        print(table)
+        return 0
     if sweeping:
         return _write_sweep(args, records, len(settings), seeds, time.perf_counter() - start)
     speed_line = speed(20_000, 10, 1) if args.quick else speed()
