@@ -353,9 +353,7 @@ def render(
             cells = x.get("block_cells")
             if cells:
                 lines.append(
-                    f"| {d} | {name}: model cells | "
-                    + " | ".join(f"{c:,}" for c in cells)
-                    + " |"
+                    f"| {d} | {name}: model cells | " + " | ".join(f"{c:,}" for c in cells) + " |"
                 )
         b = (before or {}).get(int(d))
         if b is not None:

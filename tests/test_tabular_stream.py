@@ -495,7 +495,11 @@ def state_without_option(s: TabularStream, option: str | None = None) -> Tabular
             "pooled_stddev",
             Adaptive(k=2, remainder=Pooled(stddev="noise"), max_scored=None),
         ),
-        (Adaptive(k=2, refit="selection"), "refit", Adaptive(k=2, refit="selection", max_scored=None)),
+        (
+            Adaptive(k=2, refit="selection"),
+            "refit",
+            Adaptive(k=2, refit="selection", max_scored=None),
+        ),
         (
             Adaptive(k=AutoK(taper=None)),
             "k_schedule",

@@ -29,7 +29,6 @@ from dpstream._rng import Rng
 from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
-from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.policy import (
     Adaptive,
     AutoK,
@@ -40,6 +39,7 @@ from dpstream.tabular.policy import (
     Taper,
     from_dict,
 )
+from dpstream.tabular.tables import LazyTables
 
 if TYPE_CHECKING:
     from dpstream.tabular.stream import TabularStream
@@ -221,11 +221,11 @@ def _options(header: Mapping[str, Any]) -> dict[str, Any]:
                 stacklevel=4,
             )
     else:
-        policy = cfg["policy"]
-        if isinstance(policy, dict) and policy.get("name") == "adaptive":
+        stored = cfg["policy"]
+        if isinstance(stored, dict) and stored.get("name") == "adaptive":
             # States written before max_scored existed scored every workload.
-            policy = {"max_scored": None, **policy}
-        cfg["policy"] = from_dict(policy)
+            stored = {"max_scored": None, **stored}
+        cfg["policy"] = from_dict(stored)
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
     return cfg

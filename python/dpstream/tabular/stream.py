@@ -42,6 +42,12 @@ table to the previous one; insertions only.
   of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
   ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` adds a public bonus to the scores
   (no ε; sensitivities unchanged).
+* ``Adaptive(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
+  selections run over a uniformly random subset of ``m`` workloads (over all of them if
+  none of the subset fits ``max_model_cells``), a function of a key drawn from the
+  generator when the stream is made and of the time alone: public, the same for
+  neighbouring streams, so each selection is permute-and-flip with the same ε and
+  sensitivity over a public candidate set (no ε). Up to ``m`` workloads nothing is drawn.
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
@@ -99,7 +105,6 @@ from dpstream.tabular.policy import (
     uses_drift_test,
 )
 from dpstream.tabular.public_values import PublicValues
-from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.selection import (
     CELL_LIMIT,
     SIZE_SHARE,
@@ -107,6 +112,7 @@ from dpstream.tabular.selection import (
     ScoreKind,
     select,
 )
+from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.workloads import Clique, all_workloads
 
 __all__ = ["SIZE_SHARE", "Budget", "TabularStream", "released_size"]
@@ -479,7 +485,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     def _select(
         self,
         batch: list[npt.NDArray[np.float64]],
-        base: list[npt.NDArray[np.float64]] | None,
+        base: LazyTables | None,
         model_marginals: Any,
         taken: set[int],
         order: list[int],
@@ -652,13 +658,12 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     def _synthetic_marginal(self, i: int) -> npt.NDArray[np.float64]:
         """``q_i(g_t)``: workload ``i``'s marginal of the model (the average of the mixture's,
         with :class:`Paper`) scaled to the released size (read between steps)."""
+        assert self._model is not None, "read after a step"
         parts = [*self._mixture, self._model]
         size = self._size
         clique = self._workloads[i]
-        out: npt.NDArray[np.float64] = sum(
-            p.marginal(clique) * (size / max(p.total, 1e-300))  # type: ignore[union-attr]
-            for p in parts
-        ) / len(parts)
+        total: Any = sum(p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts)
+        out: npt.NDArray[np.float64] = total / len(parts)
         return out
 
     def _model_remainder(self, i: int) -> npt.NDArray[np.float64]:
