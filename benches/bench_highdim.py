@@ -69,13 +69,19 @@ BLOCK = 10
 SEED = 31
 EPSILON = 1
 OUT_DIR = HERE / "out" / "highdim"
+MBI_PYTHON = HERE.parent / ".venv-mbi" / "bin" / "python"
 
 
 def run_one(
-    columns: int, steps: int, batch: int, max_scored: int | None = MAX_SCORED
+    columns: int,
+    steps: int,
+    batch: int,
+    max_scored: int | None = MAX_SCORED,
+    save_fit: Path | None = None,
 ) -> dict[str, object]:
     """One stream: ``steps`` batches of ``batch`` rows over ``columns`` columns, the
-    default policy with ``Adaptive(max_scored=max_scored)``."""
+    default policy with ``Adaptive(max_scored=max_scored)``; ``save_fit``: write the last
+    fit's measurements there (:func:`fit_times`)."""
     import dpstream
     from dpstream import streams
     from dpstream.tabular import Adaptive, Domain, TabularStream, workload_errors
@@ -100,6 +106,14 @@ def run_one(
         return run
 
     stream.synthetic_codes = timed(stream.synthetic_codes)  # type: ignore[method-assign]
+    last_fit: list[Any] = []
+    fit = stream._fit
+
+    def remember(ms: Any, total: float, warm: Any) -> Any:
+        last_fit[:] = [ms, total]
+        return fit(ms, total, warm)
+
+    stream._fit = remember
     stream._table = timed(stream._table)  # type: ignore[method-assign]
     seconds: list[float] = []
     release_seconds: list[float] = []
@@ -128,6 +142,16 @@ def run_one(
         for w in stream.workloads
     ]  # fmt: skip
     tree_cells = cells(stream._model.junction_tree)
+    if save_fit is not None and last_fit:
+        ms, total = last_fit
+        np.savez(
+            save_fit,
+            sizes=np.array(domain.sizes),
+            total=np.array(total),
+            stddev=np.array([m.stddev for m in ms]),
+            **{f"clique_{k}": np.array(m.clique) for k, m in enumerate(ms)},
+            **{f"values_{k}": m.values for k, m in enumerate(ms)},
+        )
     model_seconds = [a - b for a, b in zip(seconds, release_seconds, strict=True)]
     return {
         "columns": columns,
@@ -197,11 +221,79 @@ def agreement(columns: int, models: int, values: int = 6) -> dict[str, int]:
     return counts
 
 
-def run_child(columns: int, steps: int, batch: int, max_scored: int | None) -> dict[str, object]:
+#: Propagations of each fit timed by :func:`fit_times` (mbi: half as many mirror-descent
+#: steps, each two propagations; no early stop for either).
+FIT_PROPAGATIONS = 100
+#: Seconds an mbi fit may take before it is reported as not finished.
+MBI_TIMEOUT = 900
+
+
+def fit_times(path: Path) -> dict[str, object]:
+    """One cold fit on the measurements of ``path`` (the last fit of a run) by the built-in
+    PGM and by Private-PGM (``mbi``, when importable): seconds and the loss each reaches.
+    Run in the interpreter that has ``mbi`` (``--mbi``)."""
+    from dpstream.tabular.estimation import Measurement
+    from dpstream.tabular.pgm import estimate_pgm
+
+    data = np.load(path)
+    sizes = tuple(int(x) for x in data["sizes"])
+    total = float(data["total"])
+    ms = [
+        Measurement(tuple(int(c) for c in data[f"clique_{k}"]), data[f"values_{k}"], float(sd))
+        for k, sd in enumerate(data["stddev"])
+    ]
+
+    def loss(model: Any) -> float:
+        return float(
+            sum(np.sum((model.marginal(m.clique) - m.values) ** 2) / m.stddev**2 for m in ms)
+        )
+
+    out: dict[str, object] = {"measurements": len(ms), "cliques": len({m.clique for m in ms})}
+    start = time.perf_counter()
+    model = estimate_pgm(sizes, ms, total, iters=FIT_PROPAGATIONS, tol=None)
+    out["pgm_seconds"] = time.perf_counter() - start
+    out["pgm_loss"] = loss(model)
+    try:
+        from dpstream.tabular.mbi_fit import estimate_mbi
+
+        start = time.perf_counter()
+        other = estimate_mbi(sizes, ms, total, iters=FIT_PROPAGATIONS // 2)
+        out["mbi_seconds"] = time.perf_counter() - start
+        out["mbi_loss"] = loss(other)
+        start = time.perf_counter()  # again: jax's compilation of this model is done
+        estimate_mbi(sizes, ms, total, iters=FIT_PROPAGATIONS // 2)
+        out["mbi_again_seconds"] = time.perf_counter() - start
+    except ImportError as e:
+        out["mbi_error"] = f"not installed: {e}".splitlines()[0]
+    except Exception as e:  # reported, not hidden: where mbi does not run
+        out["mbi_error"] = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+    return out
+
+
+def run_fit_times(python: str, path: Path) -> dict[str, object]:
+    """:func:`fit_times` in ``python`` (the mbi venv), the sources of this checkout first."""
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "python")}
+    try:
+        out = subprocess.run(
+            [python, "-W", "ignore", __file__, "--fit-times", str(path)],
+            capture_output=True, text=True, check=True, timeout=MBI_TIMEOUT, env=env,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"mbi_error": f"timed out after {MBI_TIMEOUT} s"}
+    except subprocess.CalledProcessError as e:
+        return {"mbi_error": (e.stderr.strip().splitlines() or ["failed"])[-1][:200]}
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def run_child(
+    columns: int, steps: int, batch: int, max_scored: int | None, save_fit: Path | None = None
+) -> dict[str, object]:
     """:func:`run_one` in a fresh interpreter (its own peak memory)."""
     scored = str(max_scored or 0)
+    extra = ["--save-fit", str(save_fit)] if save_fit is not None else []
     out = subprocess.run(
-        [sys.executable, __file__, "--one", str(columns), str(steps), str(batch), scored],
+        [sys.executable, __file__, "--one", str(columns), str(steps), str(batch), scored, *extra],
         capture_output=True,
         text=True,
         check=True,
@@ -234,6 +326,7 @@ def render(
     before: dict[int, dict[str, Any]] | None = None,
     before_commit: str = "a46e0bb",
     unbounded: dict[int, dict[str, Any]] | None = None,
+    fits: dict[int, dict[str, Any]] | None = None,
 ) -> str:
     unbounded = unbounded or {}
     scored = _label(results[0].get("max_scored"))
@@ -358,6 +451,37 @@ def render(
         b = (before or {}).get(int(d))
         if b is not None:
             lines.append(block_row(d, "before: whole step", per_block(b["seconds"])))
+    if fits:
+        lines += [
+            "",
+            "### One fit on the same measurements: the built-in PGM and Private-PGM (mbi)",
+            "",
+            "The measurements of each run's last fit (the step's selections and every "
+            f"workload measured before), fitted once from a cold start, {FIT_PROPAGATIONS} "
+            "belief propagations each (mbi: "
+            f"`MirrorDescent` with {FIT_PROPAGATIONS // 2} steps of two), no early stop; "
+            "loss: Σ ‖μ − y‖² / σ² over the measurements, at the model each returns.",
+            "",
+            "| columns | measurements (cliques) | built-in: seconds | mbi: seconds, first / "
+            "again (compiled) | mbi again / built-in | loss: built-in / mbi |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for d, f in fits.items():
+            pgm = f.get("pgm_seconds")
+            if pgm is None:
+                lines.append(f"| {d} | – | – | – | – | {f.get('mbi_error', 'failed')} |")
+                continue
+            head = f"| {d} | {f['measurements']:,} ({f['cliques']:,}) | {pgm:.2f} |"
+            if "mbi_seconds" in f:
+                lines.append(
+                    f"{head} {f['mbi_seconds']:.2f} / {f['mbi_again_seconds']:.2f} | "
+                    f"{f['mbi_again_seconds'] / pgm:.1f}× | "
+                    f"{f['pgm_loss']:.4g} / {f['mbi_loss']:.4g} |"
+                )
+            else:
+                lines.append(
+                    f"{head} did not run: {f['mbi_error']} | – | {f['pgm_loss']:.4g} / – |"
+                )
     lines += [
         "",
         "### The feasibility rule against the greedy rebuild",
@@ -417,14 +541,30 @@ def main(argv: list[str] | None = None) -> int:
         default="a46e0bb",
         help="the commit whose sources made the --before folder (named in the note)",
     )
+    parser.add_argument(
+        "--mbi",
+        default=None,
+        help="a Python with Private-PGM (mbi) to time one fit on the last measurements "
+        "(default: the repository's .venv-mbi, if there is one, except with --quick)",
+    )
+    parser.add_argument("--no-mbi", action="store_true", help="skip the fit timing")
     parser.add_argument("--one", nargs=4, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--save-fit", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--fit-times", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.max_scored < 0:
         parser.error(f"--max-scored must be at least 0, got {args.max_scored}")
     if args.one:
         d, n, b, m = args.one
-        print(json.dumps(run_one(d, n, b, m or None)))
+        print(json.dumps(run_one(d, n, b, m or None, args.save_fit)))
         return 0
+    if args.fit_times:
+        print(json.dumps(fit_times(args.fit_times)))
+        return 0
+    mbi = args.mbi
+    if mbi is None and MBI_PYTHON.exists() and not args.quick:
+        mbi = str(MBI_PYTHON)
+    mbi = None if args.no_mbi else mbi
     columns = QUICK_COLUMNS if args.quick else COLUMNS
     if args.columns:
         columns = tuple(int(c) for c in args.columns.split(","))
@@ -436,8 +576,13 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     results = []
     unbounded: dict[int, dict[str, Any]] = {}
+    fits: dict[int, dict[str, object]] = {}
     for d in columns:
-        r = run_child(d, steps, batch, cap)
+        saved = args.out / f"fit-{d}-steps-{steps}.npz" if mbi else None
+        r = run_child(d, steps, batch, cap, saved)
+        if saved is not None and mbi is not None:
+            fits[d] = run_fit_times(mbi, saved)
+            print(f"  one fit: {fits[d]}", file=sys.stderr)
         (args.out / f"columns-{d}-steps-{steps}.json").write_text(json.dumps(r, indent=1))
         print(f"{d} columns: median {r['median_seconds']:.2f} s per step", file=sys.stderr)
         print(f"  per {BLOCK} steps: {[round(x, 2) for x in per_block(r['seconds'])]}",
@@ -462,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
             *([f"--steps {args.steps}"] if args.steps else []),
             *([f"--max-scored {args.max_scored}"] if args.max_scored != (MAX_SCORED or 0) else []),
             *(["--no-unbounded"] if args.no_unbounded else []),
+            *(["--no-mbi"] if args.no_mbi else []),
         ]
     )
     before = None
@@ -474,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --before {args.before} --before-commit {args.before_commit}"
     section = render(
         results, agreements, command.rstrip(), time.perf_counter() - start, before,
-        args.before_commit, unbounded,
+        args.before_commit, unbounded, fits,
     )  # fmt: skip
     publish(section, SECTION_TITLE, args.results, args.no_write)
     ratios = [

@@ -87,3 +87,17 @@ def test_the_default_bound_leaves_small_tables_to_one_run(tmp_path: Path) -> Non
     )  # fmt: skip
     assert "Scoring" not in run.stdout and "max_scored=500: whole step" in run.stdout
     assert not (tmp_path / "columns-5-steps-1-all.json").exists()
+
+
+def test_the_fit_timing_reports_where_mbi_does_not_run(tmp_path: Path) -> None:
+    """--mbi with this interpreter (no mbi here): the built-in fit is timed on the last
+    fit's measurements, and mbi's row says why it did not run."""
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--columns", "5", "--steps", "2", "--no-write",
+         "--out", str(tmp_path), "--mbi", sys.executable],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    assert "### One fit on the same measurements" in run.stdout
+    row = [ln for ln in run.stdout.splitlines() if ln.startswith("| 5 | ") and "did not" in ln]
+    assert len(row) == 1 and "not installed" in row[0]
+    assert (tmp_path / "fit-5-steps-2.npz").exists()
