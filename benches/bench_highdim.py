@@ -142,6 +142,12 @@ def run_one(
         for w in stream.workloads
     ]  # fmt: skip
     tree_cells = cells(stream._model.junction_tree)
+    # Which workloads the final model could still take (max_model_cells), and how many of
+    # them lie inside one of its nodes already (they cost no cells).
+    limit = stream._limit
+    structure = limit.structure(stream._model, [])
+    fitting = [i for i in range(len(stream.workloads)) if limit.fits(structure, i)]
+    inside = sum(structure.tree.covers(stream._workloads[i]) for i in fitting)
     if save_fit is not None and last_fit:
         ms, total = last_fit
         np.savez(
@@ -170,6 +176,8 @@ def run_one(
         "independent_max_we": float(np.max(we)),
         "tree_cells": tree_cells,
         "block_cells": block_cells,
+        "fitting_workloads": len(fitting),
+        "inside_node_workloads": int(inside),
         "measured_workloads": int(sum(1 for v in stream.selection_counts.values() if v > 0)),
         "workloads": len(stream.workloads),
     }
@@ -351,9 +359,9 @@ def render(
         "| columns | 2-way workloads | seconds per step: median / last | × the smallest | "
         "without the release's rows: median (×) | "
         "peak memory (MB) | AvgWE | MaxWE | independent, noiseless: AvgWE / MaxWE | "
-        "model cells | workloads measured |" + (" before: seconds per step, median / last |"
-                                                if before is not None else ""),
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if before else ""),
+        "model cells | workloads measured | workloads the model can take (inside a node) |"
+        + (" before: seconds per step, median / last |" if before is not None else ""),
+        "|" + "---:|" * (12 + (before is not None)),
     ]  # fmt: skip
     smallest = float(results[0]["median_seconds"])
     small_model = statistics.median(model_seconds(results[0]))
@@ -365,8 +373,10 @@ def render(
             f"{work:.2f} ({work / small_model:.1f}×) | "
             f"{r['peak_rss_mb']:.0f} | {r['avg_we']:.4f} | {r['max_we']:.4f} | "
             f"{r['independent_avg_we']:.4f} / {r['independent_max_we']:.4f} | "
-            f"{r['tree_cells']:,} | {r['measured_workloads']:,} |"
-        )
+            f"{r['tree_cells']:,} | {r['measured_workloads']:,} | "
+            + (f"{r['fitting_workloads']:,} ({r['inside_node_workloads']:,}) |"
+               if "fitting_workloads" in r else "– |")
+        )  # fmt: skip
         if before is not None:
             b = before.get(int(r["columns"]))
             row += f" {b['median_seconds']:.2f} / {b['last_seconds']:.2f} |" if b else " – |"
@@ -380,7 +390,9 @@ def render(
         f"sources of commit {before_commit} and the same data generator, from the folder "
         "given to `--before` (a separate run, at its own time and load).",
         "- Model cells: the cells of the model's junction tree at the end (bound: "
-        "`max_model_cells` = 200,000); workloads measured: those selected at least once. "
+        "`max_model_cells` = 200,000); workloads measured: those selected at least once; "
+        "the model can take: the workloads whose insertion keeps the final model within the "
+        "bound (the candidates of a next selection), inside a node: those it holds already. "
         "A workload can be measured when its insertion keeps the tree within the bound; an "
         "unmeasured one is estimated by the model (the product of its columns' marginals "
         "where they lie in independent parts of the tree, variable elimination within "
