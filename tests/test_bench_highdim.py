@@ -47,6 +47,9 @@ def test_no_write_prints_the_section(tmp_path: Path) -> None:
     assert run.stdout.startswith("## High-dimensional tabular streams (issue 31)")
     assert "| 5 | 10 |" in run.stdout
     assert (tmp_path / "columns-5-steps-1.json").exists()
+    # 10 workloads, all scored by the default bound: one run, no comparison
+    assert "Scoring" not in run.stdout and "max_scored=500: whole step" in run.stdout
+    assert not (tmp_path / "columns-5-steps-1-all.json").exists()
 
 
 def test_a_bound_below_the_workloads_runs_every_size_both_ways(tmp_path: Path) -> None:
@@ -77,16 +80,6 @@ def test_a_bound_below_the_workloads_runs_every_size_both_ways(tmp_path: Path) -
         for what in ("whole step", "model work", "model cells")
     ]
     assert "median step / the smallest size's: 6: 1.0×" in run.stderr
-
-
-def test_the_default_bound_leaves_small_tables_to_one_run(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--columns", "5", "--steps", "1", "--no-write",
-         "--out", str(tmp_path)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    assert "Scoring" not in run.stdout and "max_scored=500: whole step" in run.stdout
-    assert not (tmp_path / "columns-5-steps-1-all.json").exists()
 
 
 def test_the_fit_timing_reports_where_mbi_does_not_run(tmp_path: Path) -> None:
