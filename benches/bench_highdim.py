@@ -488,11 +488,11 @@ def render(
                 lines.append(
                     f"{head} {f['mbi_seconds']:.2f} / {f['mbi_again_seconds']:.2f} | "
                     f"{f['mbi_again_seconds'] / pgm:.1f}× | "
-                    f"{f['pgm_loss']:.4g} / {f['mbi_loss']:.4g} |"
+                    f"{f['pgm_loss']:,.0f} / {f['mbi_loss']:,.0f} |"
                 )
             else:
                 lines.append(
-                    f"{head} did not run: {f['mbi_error']} | – | {f['pgm_loss']:.4g} / – |"
+                    f"{head} did not run: {f['mbi_error']} | – | {f['pgm_loss']:,.0f} / – |"
                 )
     lines += [
         "",
