@@ -628,6 +628,13 @@ CASES: list[Case] = [
     Case("constructor", "Adaptive staleness < 0", ValueError,
          "Adaptive.staleness must be in [0, inf), got -1",
          lambda _: Adaptive(staleness=-1), after=NO_OBJECT),
+    Case("constructor", "Adaptive max_scored = 0", ValueError,
+         "Adaptive.max_scored must be at least 1, got 0",
+         lambda _: Adaptive(max_scored=0), after=NO_OBJECT),
+    Case("constructor", "Adaptive max_scored neither an int nor None", TypeError,
+         "Adaptive.max_scored must be an int, got float",
+         lambda _: Adaptive(max_scored=100.0),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Pooled unknown stddev", ValueError,
          "Pooled.stddev must be one of ('noise', 'shrinkage'), got 'risk'",
          lambda _: Pooled(stddev="risk"),  # type: ignore[arg-type]

@@ -5,7 +5,9 @@ header (format, domain, options, sizes, generator states) and arrays (counters, 
 marginals). **Sensitive**: the counters hold exact sums and the header the exact table
 size. Format 2 stores the options with the serialised policy
 (:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies) stores the old
-keyword options and is read through :func:`policy_from_options`, the one migration.
+keyword options and is read through :func:`policy_from_options`, the one migration of
+options; a format-2 ``Adaptive`` written before ``max_scored`` existed loads with
+``max_scored=None`` (every workload scored, as it ran).
 Also here: the snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
 """
 
@@ -37,6 +39,7 @@ from dpstream.tabular.policy import (
     Taper,
     from_dict,
 )
+from dpstream.tabular.tables import LazyTables
 
 if TYPE_CHECKING:
     from dpstream.tabular.stream import TabularStream
@@ -88,6 +91,7 @@ def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, A
             if old["remainder"] == "pooled"
             else old["remainder"],
             refit=old["refit"],
+            max_scored=None,  # every workload was scored then
         )
     except (TypeError, ValueError) as e:
         raise ValueError(f"an old TabularStream option cannot be migrated: {e}") from None
@@ -165,6 +169,7 @@ def encode(s: TabularStream) -> bytes:
         "exact_size": s._exact_size,
         "insert_only": s._insert_only,
         "sample_rng": s._sample_rng.bit_generator.state,
+        "pool_key": s._pool_key,
         **_put_model(arrays, "", s._model),
         "mixture": [_put_model(arrays, f"mix{m}_", c) for m, c in enumerate(s._mixture)],
         "last_selected": s._last_selected,
@@ -216,7 +221,11 @@ def _options(header: Mapping[str, Any]) -> dict[str, Any]:
                 stacklevel=4,
             )
     else:
-        cfg["policy"] = from_dict(cfg["policy"])
+        stored = cfg["policy"]
+        if isinstance(stored, dict) and stored.get("name") == "adaptive":
+            # States written before max_scored existed scored every workload.
+            stored = {"max_scored": None, **stored}
+        cfg["policy"] = from_dict(stored)
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
     return cfg
@@ -276,6 +285,13 @@ def decode(
     elif s._coverage is not None and s._t:
         raise ValueError("corrupt TabularStream state: no coverage counter")
     s._sample_rng.bit_generator.state = header["sample_rng"]
+    # The constructor drew a pool key from a fresh generator: the state's key continues.
+    key = header.get("pool_key")
+    if (key is None) != (s._pool_key is None) or (
+        key is not None and not (isinstance(key, list) and len(key) == 4)
+    ):
+        raise ValueError("corrupt TabularStream state: pool key")
+    s._pool_key = None if key is None else [int(x) for x in key]
     s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
     if not 0.0 <= s._drift_rate <= 1.0:
         raise ValueError("corrupt TabularStream state: drift rate")
@@ -382,6 +398,6 @@ def roll_back(s: TabularStream, undo: Undo) -> None:
 
 def _copy(value: Any) -> Any:
     """A copy of a state field deep enough that a step cannot change it in place."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, LazyTables)):
         return value.copy()
     return list(value) if isinstance(value, list) else value

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from dpstream._rng import Rng
     from dpstream.tabular.coverage import Coverage
     from dpstream.tabular.selection import Budget
+    from dpstream.tabular.tables import LazyTables
 
 __all__ = ["WorkloadMeasurements"]
 
@@ -52,9 +53,9 @@ class WorkloadMeasurements:
     _horizon: int | None
     _rng: Rng
     _pooled: Pooled | None
-    _remainder: list[npt.NDArray[np.float64]]
+    _remainder: LazyTables
     _counted_rows: npt.NDArray[np.int64]
-    _synthetic_marginals: list[npt.NDArray[np.float64]]
+    _synthetic_marginals: LazyTables
     _model: MarginalModel | None
     _size: int
     _coverage: Coverage | None

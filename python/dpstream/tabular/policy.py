@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._rng import Rng
 from dpstream.tabular.raking import batch_margin, one_way, rake
 
 __all__ = [
@@ -55,6 +56,9 @@ RefitName = Literal["selection", "step", "auto"]
 REFITS: tuple[RefitName, ...] = ("selection", "step", "auto")
 StddevName = Literal["noise", "shrinkage"]
 STDDEVS: tuple[StddevName, ...] = ("noise", "shrinkage")
+#: :attr:`Adaptive.max_scored`'s default: at most this many workloads scored per step
+#: (every 2-way workload of up to 32 columns; 1,225 at 50 columns, 4,950 at 100).
+MAX_SCORED = 500
 
 
 def _check_int(owner: object, name: str, minimum: int) -> None:
@@ -234,6 +238,17 @@ class Adaptive:
             selections; on a calm stream (drift share near 0) it does almost nothing.
             Higher trades the batch's own largest errors for more even re-measurement;
             0 turns it off.
+        max_scored: the most workloads a step scores (``None``: all). With more workloads
+            than this, each step draws a uniformly random subset of this many from the
+            stream's generator, and only they are checked against ``max_model_cells`` and
+            scored (all workloads if none of them fits). The subset is public: it is drawn
+            before the step reads any record and depends on nothing but the generator and
+            the number of workloads, so it is the same for neighbouring streams, and the
+            selection over it is permute-and-flip with the same ε and sensitivity. It
+            trades the chance of selecting the worst-fitted workload of the step for a
+            step whose time stops growing with the number of workloads; the default,
+            ``MAX_SCORED``, scores every workload of tables up to 32 columns (all
+            2-way workloads) and changes nothing there.
     """
 
     score: AutoScore | ScoreName = "l2"
@@ -244,6 +259,7 @@ class Adaptive:
     drift_decay: float = 0.9
     coverage: bool = False
     staleness: float = 0.0
+    max_scored: int | None = MAX_SCORED
 
     def __post_init__(self) -> None:
         if not isinstance(self.score, AutoScore) and self.score not in SCORES:
@@ -266,6 +282,8 @@ class Adaptive:
         if not isinstance(self.coverage, (bool, np.bool_)):
             raise TypeError(f"Adaptive.coverage must be a bool, got {type(self.coverage).__name__}")
         _check_real(self, "staleness", 0.0, math.inf, open_high=True)
+        if self.max_scored is not None:
+            _check_int(self, "max_scored", 1)
 
 
 @dataclass(frozen=True)
@@ -488,6 +506,36 @@ def staleness_bonus(
     if per_cell:
         out = out / np.sqrt(cells.astype(np.float64))
     return np.asarray(out, dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------- scored subset
+
+
+def pool_key(policy: Policy, workloads: int, rng: Rng) -> list[int] | None:
+    """The key of the subsets :func:`scored_pool` draws: 256 bits from ``rng``, drawn once
+    when the stream is made, or ``None`` (no draw: every workload is scored, and such a
+    stream's noise is unchanged) unless the policy is ``Adaptive(max_scored=m)`` with more
+    than ``m`` workloads."""
+    cap = policy.max_scored if isinstance(policy, Adaptive) else None
+    if cap is None or workloads <= cap:
+        return None
+    return [int(x) for x in rng.integers(4)]
+
+
+def scored_pool(policy: Policy, workloads: int, key: list[int] | None, t: int) -> list[int] | None:
+    """The indices (sorted) of the ``m`` workloads step ``t`` scores under
+    ``Adaptive(max_scored=m)``, or ``None`` (every workload; ``key`` ``None``).
+
+    A uniformly random ``m``-subset from a generator seeded with ``key`` and ``t`` alone:
+    it depends on nothing the stream reads or releases, so it is the same for every
+    stream of the same key, neighbouring or not (public), and the selection over it is
+    permute-and-flip with the same ε and sensitivity."""
+    if key is None:
+        return None
+    cap = policy.max_scored if isinstance(policy, Adaptive) else None
+    assert cap is not None and workloads > cap, "pool_key draws a key only for a bound"
+    gen = np.random.Generator(np.random.PCG64([*key, int(t)]))
+    return sorted(int(i) for i in gen.choice(workloads, cap, replace=False))
 
 
 # ----------------------------------------------------------------------------- pooled remainder

@@ -42,6 +42,12 @@ table to the previous one; insertions only.
   of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
   ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` adds a public bonus to the scores
   (no ε; sensitivities unchanged).
+* ``Adaptive(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
+  selections run over a uniformly random subset of ``m`` workloads (over all of them if
+  none of the subset fits ``max_model_cells``), a function of a key drawn from the
+  generator when the stream is made and of the time alone: public, the same for
+  neighbouring streams, so each selection is permute-and-flip with the same ε and
+  sensitivity over a public candidate set (no ε). Up to ``m`` workloads nothing is drawn.
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
@@ -91,6 +97,8 @@ from dpstream.tabular.policy import (
     expected_batch,
     k_levels,
     note_margins,
+    pool_key,
+    scored_pool,
     staleness_bonus,
     step_k,
     to_dict,
@@ -104,6 +112,7 @@ from dpstream.tabular.selection import (
     ScoreKind,
     select,
 )
+from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.workloads import Clique, all_workloads
 
 __all__ = ["SIZE_SHARE", "Budget", "TabularStream", "released_size"]
@@ -235,6 +244,9 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
+        # Adaptive(max_scored=m) with more than m workloads: the key of the public subsets
+        # each step scores (drawn now, after the sampling seed; None: no draw).
+        self._pool_key = pool_key(self._policy, len(cliques), self._rng)
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
@@ -288,11 +300,13 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         # Public (the arguments' form): no step has been given a `deletions` argument.
         self._insert_only = True
         # Public: the model, the earlier components of a mixture release (Paper), the
-        # synthetic table's workload marginals and remainders.
+        # synthetic table's workload marginals and remainders (each computed when first
+        # read after a step: :mod:`dpstream.tabular.tables`).
         self._model: MarginalModel | None = None
         self._mixture: list[MarginalModel] = []
-        self._synthetic_marginals = [np.zeros(int(c)) for c in self._cells]
-        self._remainder = [np.zeros(int(c)) for c in self._cells]
+        zeros = [np.zeros(int(c)) for c in self._cells]
+        self._synthetic_marginals = LazyTables(zeros, self._synthetic_marginal)
+        self._remainder = LazyTables([z.copy() for z in zeros], self._model_remainder)
         # Public: net rows of the steps at which each workload was selected (its counter's rows).
         self._counted_rows = np.zeros(len(cliques), dtype=np.int64)
         self._baseline_rows: list[Codes] = []
@@ -399,8 +413,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
                 "no workload fits the model within max_model_cells; raise it or use a "
                 "policy with fewer selections per step"
             )
-        if not all(np.all(np.isfinite(m)) for m in self._synthetic_marginals) or not all(
-            np.all(np.isfinite(r)) for r in self._remainder
+        if not all(np.all(np.isfinite(m)) for m in self._synthetic_marginals.known()) or not all(
+            np.all(np.isfinite(r)) for r in self._remainder.known()
         ):
             raise ValueError("the model's marginals are not finite (corrupt state)")
 
@@ -471,7 +485,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     def _select(
         self,
         batch: list[npt.NDArray[np.float64]],
-        base: list[npt.NDArray[np.float64]] | None,
+        base: LazyTables | None,
         model_marginals: Any,
         taken: set[int],
         order: list[int],
@@ -481,19 +495,22 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         drifting: bool = False,
         budget: Budget | None = None,
         drift_share: float = 0.0,
+        pool: list[int] | None = None,
     ) -> int | None:
         """Permute-and-flip (:func:`~dpstream.tabular.selection.select`) over the workloads
-        not yet taken at this step that fit ``model`` with this step's selections ``order``;
-        ``None`` when none does (the step then ends its selections: a public rule).
+        of ``pool`` (``None``: all) not yet taken at this step that fit ``model`` with this
+        step's selections ``order``; over all workloads if none of ``pool`` does; ``None``
+        when no workload does (the step then ends its selections). Public rules.
 
         The selection target is ``batch[i] + base[i]`` (``q_i(∇f_t + g_{t−1})``; ``base``
         ``None`` for zeros); only ``batch`` depends on the current records."""
         structure = self._limit.structure(model, order)
-        candidates = [
-            i
-            for i in range(len(self._workloads))
-            if i not in taken and self._limit.fits(structure, i)
-        ]
+        candidates: list[int] = []
+        for scope in (pool, None) if pool is not None else (None,):
+            every = range(len(self._workloads)) if scope is None else scope
+            candidates = [i for i in every if i not in taken and self._limit.fits(structure, i)]
+            if candidates:
+                break
         if not candidates:
             return None
         per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
@@ -525,7 +542,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
     def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
         policy = self._policy
         # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
-        base = list(self._synthetic_marginals)
+        base = self._synthetic_marginals  # read, not written, until the step's end
         model = self._model
         per_step = self._refit != "selection"  # "auto" starts like "step"
         drift_rate = self._drift_rate
@@ -555,6 +572,9 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         order: list[int] = []
         measurements: list[Measurement] = []
         fits: list[MarginalModel] = []  # h_{t,l} after each selection but the last
+        # Adaptive(max_scored=m): the m workloads this step scores (public: a function of
+        # the stream's pool key and t alone); None: all.
+        pool = scored_pool(policy, len(self._workloads), self._pool_key, self._t)
         for n_taken in range(k):
             drifting = (
                 isinstance(policy, Adaptive)
@@ -573,11 +593,15 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
                 drifting,
                 budget,
                 drift_rate,
+                pool,
             )
             if j is None:  # no workload fits max_model_cells any more: the step ends here
                 break
             taken.add(j)
             order.append(j)
+            # A selected workload keeps its remainder r(t−1, j): read it (from the model
+            # and the release it stands for) before its counter moves.
+            self._remainder.hold(j)
             counter = self._counter(j, k)
             # The released increment (a noisy batch histogram) is read only when it is used.
             before = counter.release.astype(np.float64) if per_step or test else None
@@ -626,13 +650,25 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._mixture = fits if isinstance(policy, Paper) else []
         self._drift_rate = drift_rate
         self._record(order)
-        parts = [*self._mixture, model]
-        for i, clique in enumerate(self._workloads):
-            self._synthetic_marginals[i] = sum(
-                p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts
-            ) / len(parts)
-            if i not in taken:
-                self._remainder[i] = self._synthetic_marginals[i] - self._release(i)[0]
+        # g_t's marginals and, for the workloads not selected now, r(t, i): computed from
+        # the new model when read (the selected ones keep r(t−1, j)).
+        self._synthetic_marginals.reset()
+        self._remainder.reset(keep=taken)
+
+    def _synthetic_marginal(self, i: int) -> npt.NDArray[np.float64]:
+        """``q_i(g_t)``: workload ``i``'s marginal of the model (the average of the mixture's,
+        with :class:`Paper`) scaled to the released size (read between steps)."""
+        assert self._model is not None, "read after a step"
+        parts = [*self._mixture, self._model]
+        size = self._size
+        clique = self._workloads[i]
+        total: Any = sum(p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts)
+        out: npt.NDArray[np.float64] = total / len(parts)
+        return out
+
+    def _model_remainder(self, i: int) -> npt.NDArray[np.float64]:
+        """``r(t, i) = q_i(g_t) − C_i(t)`` of a workload not selected at step ``t``."""
+        return self._synthetic_marginals[i] - self._release(i)[0]
 
     # ------------------------------------------------------------------ Algorithm 2
 
