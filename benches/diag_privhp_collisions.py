@@ -120,11 +120,14 @@ def main(argv: list[str] | None = None) -> None:
         for side, pts in zip("ab", setup.neighbours, strict=True)
     )
     seconds = time.perf_counter() - start
-    print(f"## {setup.name}: pair loss {loss:.4f}")
-    print(f"{args.runs} runs per neighbour (seed {args.seed}) in {seconds:.0f} s; ", end="")
-    print(f"A and B collide in {ha.mean():.2%} / {hb.mean():.2%} of them\n")
-    print("| runs | tail | runs a / b | favoured | other | log ratio | bound | bound / loss |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    header = (
+        f"## {setup.name}: pair loss {loss:.4f}\n{args.runs} runs per neighbour (seed "
+        f"{args.seed}) in {seconds:.0f} s; A and B collide in {ha.mean():.2%} / "
+        f"{hb.mean():.2%} of them\n\n"
+        "| runs | tail | runs a / b | favoured | other | log ratio | bound | bound / loss |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|"
+    )
+    print(header)
     best = {}
     for label, (xa, xb) in (("all", (da, db)), ("no collision", (da[~ha], db[~hb]))):
         rows = bounds(xa, xb)
