@@ -12,7 +12,7 @@ paper-threshold``).
 
 Not here: a planted variant. With twice every ε (``test_audit_planted.py``'s hook) the
 thresholds halve and this one release no longer separates the streams beyond the claim:
-``diag_audit_tails.py paper-threshold --planted 2`` finds log ratios of at most ≈ 3.5 for
+``diag_audit_tails.py paper-threshold --planted 2`` finds log ratios of at most ≈ 3.6 for
 a claim of 6.364 (docs/audits.md, "What is left").
 """
 
