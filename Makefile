@@ -17,7 +17,7 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi test-planted lint bench reproduce develop docs clean
+.PHONY: demo test test-rust test-python test-mbi test-planted audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/python -m dpstream.cli demo --out demo-output
@@ -54,6 +54,12 @@ test-planted: $(DEPS)
 		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
 	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		tests/audit/test_audit_planted.py
+
+# Long privacy audits (pytest marker `long`, deselected by the default pytest options, so
+# not part of `make test`): method="paper" with the replaced step deciding two Algorithm-2
+# threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU; docs/audits.md).
+audit-long: $(EXT)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m long tests/audit/test_audit_long.py
 
 $(MBI_DEPS): Makefile
 	$(PYTHON) -m venv $(MBI_VENV)

@@ -10,7 +10,9 @@ tests then use the tails with the best bound on the release build.
 
 Rerun (from the repository root): ``.venv/bin/python benches/diag_audit_tails.py epochs``
 (about 20 s on an idle core), ``... paper --runs 8000`` (about a minute) and ``... privhp``
-(``OnlineSynthesizer.for_memory``; about 30 s). With the
+(``OnlineSynthesizer.for_memory``; about 30 s), ``... paper-threshold --runs 5000``
+(``method="paper"`` with the replaced step deciding two threshold crossings, the audit of
+``make audit-long``; about 2 minutes on a loaded machine). With the
 planted-bugs extension on ``PYTHONPATH`` (``make test-planted`` builds it into
 ``build/planted``), ``--planted 2`` shows the tails under the planted bug.
 """
@@ -26,11 +28,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from audit.online_setups import epochs_setup, paper_setup, privhp_setup
+from audit.online_setups import epochs_setup, paper_setup, paper_threshold_setup, privhp_setup
 from dpstream import Rng, _core
 from dpstream.audit import clopper_pearson
 
-SETUPS = {"epochs": epochs_setup, "paper": paper_setup, "privhp": privhp_setup}
+SETUPS = {
+    "epochs": epochs_setup,
+    "paper": paper_setup,
+    "paper-threshold": paper_threshold_setup,
+    "privhp": privhp_setup,
+}
 ALPHA = 1e-6
 
 

@@ -27,6 +27,7 @@ def test_tails_count_each_side_in_its_favoured_direction() -> None:
     [
         ("epochs", "## online epochs: level-6 pair: pair loss 1.0000"),
         ("privhp", "## online privhp (for_memory): level-8 pair: pair loss 1.1716"),
+        ("paper-threshold", "## online paper: threshold-crossing depth-10 pair: pair loss 6.3641"),
     ],
 )
 def test_command_line_on_a_tiny_run(method: str, header: str) -> None:

@@ -223,15 +223,108 @@ def paper_setup() -> Setup:
     )
 
 
-def paper_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
-    """``size`` runs: one release at ``t = 16``; its ``D``."""
+def one_paper_release(
+    epsilon: Fraction, boxes: tuple[Box, Box], points: np.ndarray, rng: Rng, size: int
+) -> np.ndarray:
+    """``size`` runs of ``method="paper"`` at ``epsilon``: one release after all the
+    points; ``D = count(A) − count(B)`` of it."""
     out = np.empty(size)
     for i in range(size):
-        s = OnlineSynthesizer(PAPER_EPSILON, 2, method="paper", rng=rng)
+        s = OnlineSynthesizer(epsilon, 2, method="paper", rng=rng)
         s.update(points)
         cells = s.cells()
-        out[i] = released_count(*cells, PAPER_A) - released_count(*cells, PAPER_B)
+        out[i] = released_count(*cells, boxes[0]) - released_count(*cells, boxes[1])
     return out
+
+
+def paper_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """``size`` runs: one release at ``t = 16``; its ``D``."""
+    return one_paper_release(PAPER_EPSILON, (PAPER_A, PAPER_B), points, rng, size)
+
+
+# ---------------------------------------------------------------------------------------
+# method="paper" with the replaced step deciding two Algorithm-2 threshold crossings
+# ---------------------------------------------------------------------------------------
+
+THRESHOLD_EPSILON = Fraction(128)
+THRESHOLD_LEVEL = 10  # t_10 = ⌈2^10/128⌉ = 8, t_11 = 16: level 10 is steps 8–15 (H = 8)
+THRESHOLD_START = 8  # t_10: the replaced step, the first of level 10
+THRESHOLD_STEPS = 15  # one release at t = 15 = t_11 − 1, the last step of level 10
+THRESHOLD_HORIZON = 8  # H = t_11 − t_10: the horizon of level 10's Algorithm-2 counters
+THRESHOLD_T0 = 3  # their public threshold ⌊9 ln 8 / (ε_{10,10}/2)⌋ (checked by a test)
+THRESHOLD_TREE_LEVELS = 4  # L = ⌈log2(H + 1)⌉ of their A_sub (checked by a test)
+# A and B: siblings at depth 10 (the deepest cells at level 10), children of P = cell([0] * 9).
+THRESHOLD_A = cell([0] * THRESHOLD_LEVEL)
+THRESHOLD_B = cell([0] * (THRESHOLD_LEVEL - 1) + [1])
+THRESHOLD_ELSEWHERE = np.array([0.9, 0.9])  # outside P
+
+
+def paper_threshold_loss(eps_r: Fraction) -> Fraction:
+    """The pair's loss ``2 (ε_r/4 + ε_r/(4L)) = (ε_r/2)(1 + 1/L)`` with ``L = 4``."""
+    return eps_r / 2 * (1 + Fraction(1, THRESHOLD_TREE_LEVELS))
+
+
+def paper_threshold_setup() -> Setup:
+    """One release at t = 15, d = 2, ε = 128; the replaced step 8 decides whether the
+    Algorithm-2 counters of ``A`` and ``B`` cross their threshold.
+
+    * Time levels ``t_r = ⌈2^r/128⌉``: levels 0–7 start at 1 (only level 7 holds a
+      step), level 8 is steps 2–3, level 9 steps 4–7, level 10 steps 8–15. At ``t = 15``
+      the partition has depth 10, and ``A``, ``B`` are siblings at depth 10: their
+      counters start at level 10 (``r_0 = 10``, ``S̃ = 0``), each an Algorithm-2
+      counter with ``ε_r/2``, ``ε_r = online_epsilon(128, 2, 10, 10) ≈ 10.18``, horizon
+      ``H = 8``: threshold ``T_0 = ⌊9 ln 8/(ε_r/2)⌋ = 3``, test and threshold noise
+      ``Lap_Z(4/ε_r)``, and ``A_sub`` a binary tree of ``L = 4`` levels with p-sums at
+      scale ``4L/ε_r`` (both checked against the library by a test).
+    * Steps 1–7 alternate between the centres of ``B`` and ``A`` (shared: only cells of
+      depth ≤ 9 exist then, and they hold ``A`` and ``B`` together). Step 8, the first
+      of level 10, is at the centre of ``A`` in stream ``a`` and of ``B`` in stream
+      ``b``; steps 9–11 are in ``B``, steps 12–14 in ``A``, step 15 outside ``P``.
+    * The crossings: the tests before steps 9–15 all count step 8. In stream ``a``
+      ``A`` holds 4 = ``T_0 + 1`` points at its last test and ``B`` 3; in stream ``b``
+      ``A`` holds 3 and ``B`` 4. Without noise the counter holding 4 closes its first
+      segment (it crosses the threshold) and the one holding 3 does not: the replaced
+      step decides both crossings. Several depths: the released depth-10 leaves and
+      every ancestor's counter (depths 1–9, shared) enter the consistency step.
+
+    Analytical loss: ``x`` and ``y`` share every cell of depth ≤ 9, so only the
+    counters of ``A`` and ``B`` see step 8, by ±1 each, within level 10; the release at
+    ``t = 15`` comes before level 10 ends, so no level sum (``Lap_Z(2/ε_r)``) is
+    released. For each of the two counters the release is ``Ñ``, the tree's output at
+    the number ``k`` of closed segments: a function of the partition into segments and
+    of the p-sums of ``k``'s binary decomposition. The partition (the segment closing
+    times) costs ``ε_r/4`` (Lemma 3.2's AboveThreshold argument, threshold and test
+    noise ``Lap_Z(4/ε_r)``); given it, step 8 changes one segment's count by 1, which
+    enters exactly one p-sum of the decomposition, at scale ``4L/ε_r``: ``ε_r/(4L)``.
+    The pair loses ``2 (ε_r/4 + ε_r/(4L)) = (ε_r/2)(1 + 1/L) = 5ε_r/8 ≈ 6.364``
+    (:func:`paper_threshold_loss`), not ε = 128: ε is split over depths, time levels,
+    the two halves of each counter and the tree's levels. Consistency is
+    post-processing; it keeps ``count(A) − count(B) = max(Ñ_A, 0) − max(Ñ_B, 0)`` (up
+    to the rounding of an odd excess) unless a child is clipped at 0.
+    """
+    steps = np.arange(1, THRESHOLD_STEPS + 1)
+    a_centre, b_centre = centre(THRESHOLD_A), centre(THRESHOLD_B)
+    a = np.array([a_centre if s % 2 == 0 else b_centre for s in steps])
+    a[8:11] = b_centre  # steps 9–11
+    a[11:14] = a_centre  # steps 12–14
+    a[14] = THRESHOLD_ELSEWHERE  # step 15
+    b = a.copy()
+    a[THRESHOLD_START - 1], b[THRESHOLD_START - 1] = a_centre, b_centre
+    eps_r = online_epsilon(THRESHOLD_EPSILON, 2, THRESHOLD_LEVEL, THRESHOLD_LEVEL)
+    return Setup(
+        "online paper: threshold-crossing depth-10 pair",
+        THRESHOLD_EPSILON,
+        paper_threshold_loss(eps_r),
+        (a, b),
+        paper_threshold_mechanism,
+        (4, -4),
+    )
+
+
+def paper_threshold_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+    """``size`` runs: one release at ``t = 15``; its ``D``."""
+    boxes = (THRESHOLD_A, THRESHOLD_B)
+    return one_paper_release(THRESHOLD_EPSILON, boxes, points, rng, size)
 
 
 # ---------------------------------------------------------------------------------------
