@@ -329,6 +329,13 @@ def main(argv: list[str] | None = None) -> int:
         f"({', '.join(ABLATIONS)}, or all), on both orders, instead of the comparison",
     )
     p.add_argument(
+        "--ablate-r",
+        type=int,
+        default=None,
+        help="--ablate: the number of equal batches R (default 12, the rule's settings, or 4 "
+        "with --quick; 48: smaller batches, 1/48 of the table each)",
+    )
+    p.add_argument(
         "--from-csv",
         type=Path,
         default=None,
@@ -434,7 +441,9 @@ def ablate(args: argparse.Namespace) -> int:
         )
     seeds = args.seeds or (1 if args.quick else 2)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
-    r = 4 if args.quick else 12
+    if args.ablate_r is not None and args.ablate_r < 1:
+        raise SystemExit(f"--ablate-r must be at least 1, got {args.ablate_r}")
+    r = args.ablate_r or (4 if args.quick else 12)
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
     skipped: list[str] = []
@@ -468,11 +477,13 @@ def ablate(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(HERE))
         from _report import diag_run_lines, write_section
 
+        at_r = "" if r == 12 else f" --ablate-r {r}"
+        mode = "" if args.ablate == "all" else f"--ablate {args.ablate}"
         title = f"## {SECTION}: which heuristics stay" + (
-            "" if args.ablate == "all" else f" (--ablate {args.ablate})"
+            f" ({' '.join(x for x in (mode, at_r.strip()) if x)})" if mode or at_r else ""
         )
         run = diag_run_lines(
-            f".venv/bin/python benches/bench_tabular_compare.py --ablate {args.ablate}"
+            f".venv/bin/python benches/bench_tabular_compare.py --ablate '{args.ablate}'{at_r}"
         )
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0
