@@ -490,8 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--slopes",
         action="store_true",
         help="the default on the shuffled streams in equal batches of "
-        f"{' and '.join(map(str, SLOPE_BATCHES))} rows (--streams and --variants ignored), "
-        "each seed its own permutation; writes its RESULTS.md section",
+        f"{' and '.join(map(str, SLOPE_BATCHES))} rows (--variants ignored; --streams: "
+        "those of them given), each seed its own permutation; writes its RESULTS.md section",
     )
     p.add_argument(
         "--max-batches",
@@ -511,6 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs = [
             Job(s, "default", e, r, steps, None, b, b * a.max_batches)
             for s in SLOPE_STREAMS
+            if s in a.streams
             for b in SLOPE_BATCHES
             for e in a.epsilons
             for r in range(a.first_seed, a.first_seed + seeds)
@@ -528,11 +529,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes: list[Outcome] = []
     start = time.perf_counter()
 
-    def report(final: bool) -> None:
+    def report(final: bool) -> list[Outcome]:
         # Written after every finished job, so that a run stopped early keeps its results.
         here = {_key(o.job) for o in outcomes}
         rest = [o for o in earlier if _key(o.job) not in here]
         write(outcomes + rest, a.out, command, quiet=not final)
+        return outcomes + rest
 
     runner: Callable[[Job], Outcome] = run
     if a.jobs > 1:
@@ -544,14 +546,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for j in jobs:
             outcomes.append(runner(j))
             report(False)
-    report(True)
+    every = report(True)
     if a.slopes and not a.quick and not a.no_write:
-        write_slope_section(outcomes, command, time.perf_counter() - start)
+        seconds = time.perf_counter() - start if outcomes else sum(o.seconds for o in every)
+        write_slope_section(every, seconds)
     return 0
 
 
-def write_slope_section(outcomes: list[Outcome], command: str, seconds: float) -> None:
-    """The ``--slopes`` section of ``benches/RESULTS.md``."""
+def write_slope_section(outcomes: list[Outcome], seconds: float) -> None:
+    """The ``--slopes`` section of ``benches/RESULTS.md`` (``outcomes``: this run's and those
+    it merged; ``seconds``: this run's, or the merged runs' summed)."""
     sys.path.insert(0, str(HERE))
     from _report import diag_run_lines, write_section
 
@@ -561,7 +565,10 @@ def write_slope_section(outcomes: list[Outcome], command: str, seconds: float) -
     body = [
         title,
         "",
-        *diag_run_lines(f"PYTHONPATH=python .venv/bin/python {command}"),
+        *diag_run_lines(
+            "PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --slopes "
+            f"--seeds {len({o.job.seed for o in outcomes})} --jobs 2"
+        ),
         "",
         "Issue 29's stationary target: on a shuffled stream the default's AvgWE keeps falling "
         "as the table grows, the least-squares slope of log AvgWE against log rows over the "

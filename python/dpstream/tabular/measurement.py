@@ -139,6 +139,17 @@ class WorkloadMeasurements:
             out.append(Measurement(self._workloads[i], values, stddev))
         return out
 
+    def _note_release(self, parts: list[MarginalModel], size: int, taken: set[int]) -> None:
+        """After a step's fit: the synthetic table's workload marginals at ``size`` rows (the
+        average of the models ``parts``, a mixture release's components, each scaled to
+        ``size``), and the remainder ``g_t − C_j`` of every workload not selected (``taken``)
+        at this step, which Algorithm 3's ``"model"`` remainder reads."""
+        for i, clique in enumerate(self._workloads):
+            mean = sum(p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts)
+            self._synthetic_marginals[i] = np.asarray(mean, dtype=np.float64) / len(parts)
+            if i not in taken:
+                self._remainder[i] = self._synthetic_marginals[i] - self._release(i)[0]
+
     def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
         """``h_{t,0}`` for the ``"l2"`` scores: ``g_{t−1}``'s marginal scaled to ``size``
         rows (uniform before there is a model: the paper's ``g_0``)."""
