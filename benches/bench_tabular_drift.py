@@ -548,20 +548,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             report(False)
     every = report(True)
     if a.slopes and not a.quick and not a.no_write:
-        seconds = time.perf_counter() - start if outcomes else sum(o.seconds for o in every)
-        write_slope_section(every, seconds)
+        write_slope_section(every, time.perf_counter() - start if outcomes else None)
     return 0
 
 
-def write_slope_section(outcomes: list[Outcome], seconds: float) -> None:
+def write_slope_section(outcomes: list[Outcome], seconds: float | None) -> None:
     """The ``--slopes`` section of ``benches/RESULTS.md`` (``outcomes``: this run's and those
-    it merged; ``seconds``: this run's, or the merged runs' summed)."""
+    it merged; ``seconds``: this run's, ``None`` when it only merged earlier runs)."""
     sys.path.insert(0, str(HERE))
     from _report import diag_run_lines, write_section
 
     title = f"## {SLOPE_SECTION}"
     most = max(o.job.rows // o.job.batch for o in outcomes if o.job.rows and o.job.batch)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    timing = (
+        f"{seconds:.0f} s on this machine (load average at the end {load})."
+        if seconds is not None
+        else f"Merged from earlier runs (--merge): their runs took "
+        f"{sum(o.seconds for o in outcomes):.0f} s summed on this machine."
+    )
     body = [
         title,
         "",
@@ -579,7 +584,7 @@ def write_slope_section(outcomes: list[Outcome], seconds: float) -> None:
         + ", or the whole table: Adult has 48,842 rows, flights 336,776), cut into equal "
         "batches. AvgWE and "
         "MaxWE of the release against the table so far, over all 2-way workloads, mean over "
-        f"seeds. {seconds:.0f} s on this machine (load average at the end {load}).",
+        f"seeds. {timing}",
         "",
         *slope_summary(outcomes),
     ]
