@@ -464,7 +464,7 @@ def ablate(args: argparse.Namespace) -> int:
             f"R = {', '.join(str(x) for x in sorted({row['R'] for row in rows}))} equal batches, "
             f"orders {', '.join(ORDERS)}, ε ∈ "
             f"{{{', '.join(f'{e:g}' for e in sorted({row['eps'] for row in rows}))}}}, "  # type: ignore[type-var]
-            f"{len({row['seed'] for row in rows})} seeds; "
+            f"{(n := len({row['seed'] for row in rows}))} seed{'s' if n > 1 else ''}; "
             f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε). "
             "Each heuristic is compared with the default: switched off if it is in the default, "
             "switched on if it is opt-in.",
