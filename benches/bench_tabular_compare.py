@@ -484,8 +484,11 @@ def ablate(args: argparse.Namespace) -> int:
         title = f"## {SECTION}: which heuristics stay" + (
             f" ({' '.join(x for x in (mode, at_r.strip()) if x)})" if mode or at_r else ""
         )
+        n_seeds = len({row["seed"] for row in rows})
+        at_seeds = "" if n_seeds == 2 else f" --seeds {n_seeds}"
         run = diag_run_lines(
-            f".venv/bin/python benches/bench_tabular_compare.py --ablate '{args.ablate}'{at_r}"
+            f".venv/bin/python benches/bench_tabular_compare.py --ablate '{args.ablate}'"
+            f"{at_r}{at_seeds}"
         )
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0
