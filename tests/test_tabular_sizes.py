@@ -355,3 +355,20 @@ def test_batch_histograms_are_the_marginal_counts_of_each_workload(
             assert h.dtype == np.int64 and h.flags.c_contiguous
             want = marginal_counts(codes, sizes, w) if w else np.array([n])
             np.testing.assert_array_equal(h, want)
+
+
+def test_the_next_size_is_exact_with_public_sizes_and_the_counter_release_otherwise() -> None:
+    from dpstream.counters import Counter
+    from dpstream.tabular.table_size import next_size
+
+    # Public sizes: no counter, the exact size and rows.
+    assert next_size(None, 100, -7, 13, monotone=False) == (93, 13)
+    # A counter: its release post-processed, and the change of the released size as rows.
+    rng = dpstream.Rng(seed=5)
+    twin = Counter("simple", 1, 1, rng=dpstream.Rng(seed=5))
+    raw = int(twin.step(40)[0])
+    size, rows = next_size(Counter("simple", 1, 1, rng=rng), 10, 40, 40, monotone=True)
+    assert size == max(10, raw) and rows == abs(size - 10)
+    size, rows = next_size(Counter("simple", 1, 1, rng=dpstream.Rng(seed=5)), 10, 40, 40,
+                           monotone=False)  # fmt: skip
+    assert size == max(raw, 0) and rows == abs(size - 10)

@@ -14,8 +14,7 @@ from fractions import Fraction
 import dpstream
 import numpy as np
 from dpstream.counters import Counter
-from dpstream.tabular import Domain, TabularStream
-from dpstream.tabular import stream as stream_module
+from dpstream.tabular import Domain, TabularStream, table_size
 from dpstream.tabular.stream import SIZE_SHARE
 
 
@@ -36,7 +35,7 @@ def _size_mechanism(stream_epsilon: Fraction, steps: int, claimed_share: Fractio
         out = []
         for t in range(steps):
             raw = c.step(np.full(size, nets[t], dtype=np.int64))
-            new = stream_module.released_size(released, raw, monotone=True)
+            new = table_size.released_size(released, raw, monotone=True)
             out += [new, new - released]
             released = new
         return np.column_stack(out)

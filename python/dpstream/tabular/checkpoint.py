@@ -8,7 +8,8 @@ size. Format 2 stores the options with the serialised policy
 keyword options and is read through :func:`policy_from_options`, the one migration of
 options; a format-2 ``Adaptive`` written before ``max_scored`` existed loads with
 ``max_scored=None`` (every workload scored, as it ran).
-Also here: the snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
+Also here: :class:`Checkpointed` (the stream's ``to_bytes`` / ``from_bytes``), and the
+snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -38,13 +39,14 @@ from dpstream.tabular.policy import (
     Pooled,
     Taper,
     from_dict,
+    to_dict,
 )
 from dpstream.tabular.tables import LazyTables
 
 if TYPE_CHECKING:
     from dpstream.tabular.stream import TabularStream
 
-__all__ = ["decode", "encode", "policy_from_options", "roll_back", "undo_point"]
+__all__ = ["Checkpointed", "decode", "encode", "policy_from_options", "roll_back", "undo_point"]
 
 _MAGIC = b"DPSTREAM-TABULAR"
 _FORMAT = 2
@@ -146,6 +148,14 @@ def _get_model(
 
         return DenseModel(domain.sizes, arrays[f"{prefix}dense"])
     return None
+
+
+def options(epsilon: Fraction, workloads: Any, policy: Policy, **rest: Any) -> dict[str, Any]:
+    """The constructor's options as a state's header keeps them (a ``dpstream table`` run's
+    fingerprint): ε exact, the workloads as lists, the policy serialised
+    (:func:`~dpstream.tabular.policy.to_dict`), the other options (``rest``) as given."""
+    listed = workloads if isinstance(workloads, int) else [list(w) for w in workloads]
+    return {"epsilon": str(epsilon), "workloads": listed, "policy": to_dict(policy), **rest}
 
 
 def _counter_name(s: TabularStream, k: int, i: int) -> str:
@@ -337,6 +347,35 @@ def decode(
         s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
         k += 1
     return s
+
+
+class Checkpointed:
+    """:meth:`to_bytes` and :meth:`from_bytes` of :class:`~dpstream.tabular.TabularStream`."""
+
+    def to_bytes(self) -> bytes:
+        """The whole state, for a checkpoint (versioned; :mod:`dpstream.tabular.checkpoint`).
+
+        **Sensitive**: the counters hold exact sums and the header the exact table size —
+        protect the bytes like the raw data. An OS-seeded generator's key is not included
+        (a loaded stream draws a fresh one); a seeded stream resumes exactly."""
+        return encode(self)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> Self:
+        """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt.
+
+        A seeded stream's checkpoint is refused unless ``allow_seeded=True`` (it resumes
+        the seeded generator: reproducible, **not private**). A state written before
+        policies existed is migrated (:func:`policy_from_options`) to the policy that
+        continues it exactly; one written before ``public_sizes`` existed loads as
+        ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, got {type(data).__name__}")
+        try:
+            return decode(cls, data, allow_seeded=bool(allow_seeded))  # type: ignore[arg-type,return-value]
+        except (KeyError, TypeError, AttributeError, IndexError, NotImplementedError) as e:
+            # A damaged container or header fields of the wrong type or shape: corrupt data.
+            raise ValueError(f"corrupt TabularStream state: {type(e).__name__}: {e}") from None
 
 
 # ----------------------------------------------------------------------------- undo

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from dpstream.counters import Counter
@@ -22,7 +23,7 @@ from dpstream.tabular.workloads import Clique
 if TYPE_CHECKING:
     from dpstream.tabular.pgm import ModelTree
 
-__all__ = ["CellLimit", "EstimatorName", "Structure", "make_fit"]
+__all__ = ["CellLimit", "EstimatorName", "Structure", "check_int", "make_fit"]
 
 EstimatorName = Literal["pgm", "mw", "mbi"]
 ESTIMATORS: tuple[EstimatorName, ...] = ("pgm", "mw", "mbi")
@@ -33,6 +34,16 @@ FIT_TOL = 0.03
 #: tree rejects is checked again by a greedy triangulation (one rebuild per candidate;
 #: see :meth:`CellLimit.fits`). Wider tables rely on the bound alone.
 EXACT_CHECK_COLUMNS = 20
+
+
+def check_int(value: object, name: str, minimum: int) -> int:
+    """``value`` as an int of at least ``minimum`` (an estimator option such as ``iters``);
+    ``TypeError`` / ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return int(value)
 
 
 class Structure(NamedTuple):

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from dpstream.tabular.domain import Codes, Domain
 
-__all__ = ["BatchMarginals", "add_counts", "count_codes", "count_columns"]
+__all__ = ["BatchMarginals", "add_counts", "count_codes", "count_columns", "step_marginals"]
 
 Clique = tuple[int, ...]
 IntArray = npt.NDArray[np.int64]
@@ -266,3 +266,23 @@ class BatchMarginals:
             f"BatchMarginals(workloads={len(self.workloads)}, "
             f"has_deletions={self.has_deletions})  # exact counts: sensitive"
         )
+
+
+def step_marginals(
+    domain: Domain, workloads: Sequence[Clique], batch: Any, deletions: Any
+) -> BatchMarginals:
+    """The exact workload marginals of a step's records (what :meth:`TabularStream.step`
+    takes): counted here, counted on a Dask cluster (a Dask collection), or given (a
+    :class:`BatchMarginals`, with ``deletions=None``)."""
+    if isinstance(batch, BatchMarginals):
+        if deletions is not None:
+            raise ValueError(
+                "precomputed BatchMarginals hold the deletions too: pass deletions=None"
+            )
+        batch.check(domain, workloads)
+        return batch
+    if any(hasattr(b, "__dask_graph__") for b in (batch, deletions)):
+        from dpstream.distributed import batch_marginals
+
+        return batch_marginals(batch, domain, workloads, deletions=deletions)
+    return BatchMarginals.of(domain, workloads, batch, deletions)

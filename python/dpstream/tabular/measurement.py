@@ -12,7 +12,7 @@ the model): post-processing, no privacy cost.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,7 @@ class WorkloadMeasurements:
     _counted_rows: npt.NDArray[np.int64]
     _synthetic_marginals: LazyTables
     _model: MarginalModel | None
+    _mixture: list[MarginalModel]
     _size: int
     _coverage: Coverage | None
     _policy: Policy
@@ -139,6 +140,29 @@ class WorkloadMeasurements:
             values, stddev = self._measurement(i, released, stddev, size, grown=grown)
             out.append(Measurement(self._workloads[i], values, stddev))
         return out
+
+    def _note_release(self, taken: set[int]) -> None:
+        """After a step's fit: ``g_t``'s workload marginals and, for the workloads not selected
+        now (``taken`` keep ``r(t−1, j)``), the remainders ``r(t, i)`` that Algorithm 3's
+        ``"model"`` remainder reads: computed from the new model when read."""
+        self._synthetic_marginals.reset()
+        self._remainder.reset(keep=taken)
+
+    def _synthetic_marginal(self, i: int) -> npt.NDArray[np.float64]:
+        """``q_i(g_t)``: workload ``i``'s marginal of the model (the average of the mixture's,
+        with :class:`~dpstream.tabular.policy.Paper`) scaled to the released size (read
+        between steps)."""
+        assert self._model is not None, "read after a step"
+        parts = [*self._mixture, self._model]
+        size = self._size
+        clique = self._workloads[i]
+        total: Any = sum(p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts)
+        out: npt.NDArray[np.float64] = total / len(parts)
+        return out
+
+    def _model_remainder(self, i: int) -> npt.NDArray[np.float64]:
+        """``r(t, i) = q_i(g_t) − C_i(t)`` of a workload not selected at step ``t``."""
+        return self._synthetic_marginals[i] - self._release(i)[0]
 
     def _prior(self, i: int, size: int) -> npt.NDArray[np.float64]:
         """``h_{t,0}`` for the ``"l2"`` scores: ``g_{t−1}``'s marginal scaled to ``size``

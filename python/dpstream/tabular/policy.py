@@ -415,6 +415,21 @@ def from_dict(data: Any) -> Policy:
     return built
 
 
+def score_kind(policy: Policy) -> str:
+    """The score of a step's selections (:func:`~dpstream.tabular.selection.select`):
+    ``"paper"`` for :class:`Paper`, ``"auto"`` for :class:`AutoScore`, else the policy's."""
+    if isinstance(policy, Paper):
+        return "paper"
+    return "auto" if isinstance(policy.score, AutoScore) else policy.score
+
+
+def per_cell_score(policy: Policy, drift_share: float) -> bool:
+    """:class:`AutoScore`: whether a step's selections use the per-cell score (the running
+    share of drifted steps above its ``drift_share``)."""
+    auto = policy.score if isinstance(policy, Adaptive) else None
+    return isinstance(auto, AutoScore) and drift_share > auto.drift_share
+
+
 # ----------------------------------------------------------------------------- the drift test
 
 
@@ -433,6 +448,27 @@ def drifted(
     stat = float(np.sum((increment - e) ** 2 / (variance + e + 1.0)))
     cells = increment.size
     return stat > cells + z * math.sqrt(2.0 * cells)
+
+
+def drift_test(
+    policy: Adaptive,
+    share: float,
+    increment: npt.NDArray[np.float64],
+    expected: npt.NDArray[np.float64],
+    base: npt.NDArray[np.float64],
+    variance: float,
+    size_variance: float | None,
+) -> tuple[bool, float]:
+    """The drift test of a step's first measurement (:func:`drifted` at ``policy.drift_z``)
+    and the running share of drifted steps after it (decay ``policy.drift_decay``, from
+    ``share``). ``expected``: the model's batch of the released size; with a private size
+    (``size_variance`` not ``None``) rescaled first by :func:`expected_batch`. Post-processing
+    of releases and public values."""
+    if size_variance is not None:
+        expected = expected_batch(expected, base, increment, variance, size_variance)
+    moved = drifted(increment, expected, variance, policy.drift_z)
+    decay = policy.drift_decay
+    return moved, decay * share + (1.0 - decay) * moved
 
 
 def uses_drift_test(policy: Policy) -> bool:

@@ -26,7 +26,8 @@ table to the previous one; insertions only.
   :attr:`TabularStream.size` is ε-DP. Public: the domain, the options and the policy,
   the time index, and whether a step is given a ``deletions`` argument (not its records).
 * The table's size is released by a scalar continual counter of each batch's net rows
-  (``ε·SIZE_SHARE`` = ``ε/20``, the workload counters' kind and horizon); everything that
+  (``ε·SIZE_SHARE`` = ``ε/20``, the workload counters' kind and horizon;
+  :mod:`dpstream.tabular.table_size`); everything that
   needs a size reads that release. It is post-processed: a running maximum while the
   stream is insert-only, else clipped at 0. The exact size is kept only to refuse
   deleting more records than the table holds.
@@ -61,7 +62,6 @@ Why each heuristic, and the measurements behind the defaults: ``docs/tabular.md`
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Literal
 
 import numpy as np
@@ -72,6 +72,7 @@ from dpstream._rng import Rng
 from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
+from dpstream.tabular.checkpoint import Checkpointed
 from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
@@ -79,29 +80,29 @@ from dpstream.tabular.fitting import (
     ESTIMATORS,
     CellLimit,
     EstimatorName,
+    check_int,
     increment_variance,
     make_fit,
 )
-from dpstream.tabular.marginals import BatchMarginals
+from dpstream.tabular.marginals import step_marginals
 from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import (
     Adaptive,
-    AutoScore,
     Baseline,
     Margins,
     Paper,
     Policy,
     Pooled,
     check_policy,
-    drifted,
-    expected_batch,
+    drift_test,
     k_levels,
     note_margins,
+    per_cell_score,
     pool_key,
+    score_kind,
     scored_pool,
     staleness_bonus,
     step_k,
-    to_dict,
     uses_drift_test,
 )
 from dpstream.tabular.public_values import PublicValues
@@ -112,23 +113,16 @@ from dpstream.tabular.selection import (
     ScoreKind,
     select,
 )
+from dpstream.tabular.table_size import next_size
 from dpstream.tabular.tables import LazyTables
-from dpstream.tabular.workloads import Clique, all_workloads
+from dpstream.tabular.workloads import Clique, workload_list
 
-__all__ = ["SIZE_SHARE", "Budget", "TabularStream", "released_size"]
+__all__ = ["SIZE_SHARE", "Budget", "TabularStream"]
 
 SamplingName = Literal["round", "iid"]
 
 
-def _int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
-
-
-class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
+class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpointed):
     """ε-DP synthetic tables for a stream of categorical records.
 
     Default guarantee: ε-DP for one record added to or removed from the stream, the
@@ -192,36 +186,16 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._domain = domain
         self._epsilon = exact_fraction(epsilon, "epsilon")
         self._policy = check_policy(policy)
-        self._config: dict[str, Any] = {
-            "epsilon": str(self._epsilon),
-            "workloads": workloads if isinstance(workloads, int) else [list(w) for w in workloads],
-            "policy": to_dict(policy),
-            "counter": counter,
-            "horizon": horizon,
-            "estimator": estimator,
-            "iters": iters,
-            "max_model_cells": max_model_cells,
-            "sampling": sampling,
-            "public_sizes": public_sizes,
-        }
-        if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
-            cliques = all_workloads(domain, int(workloads))
-        elif isinstance(workloads, list):
-            cliques = [self._check_workload(w) for w in workloads]
-            if not cliques or len(set(cliques)) != len(cliques):
-                raise ValueError("workloads must be a non-empty list without repeats")
-        else:
-            raise TypeError("workloads must be an int k or a list of column-index tuples")
-        self._workloads: list[Clique] = cliques
+        self._config = checkpoint.options(
+            self._epsilon, workloads, policy, counter=counter, horizon=horizon,
+            estimator=estimator, iters=iters, max_model_cells=max_model_cells,
+            sampling=sampling, public_sizes=public_sizes,
+        )  # fmt: skip
+        self._workloads: list[Clique] = workload_list(domain, workloads)
+        cliques = self._workloads
         self._k, levels = k_levels(policy, len(cliques))
         self._baseline = isinstance(policy, Baseline)
-        self._score: ScoreKind = (
-            "paper"
-            if isinstance(policy, Paper)
-            else "auto"
-            if isinstance(policy.score, AutoScore)
-            else policy.score
-        )
+        self._score: ScoreKind = score_kind(policy)
         adaptive = policy if isinstance(policy, Adaptive) else None
         self._pooled = (
             adaptive.remainder if adaptive and isinstance(adaptive.remainder, Pooled) else None
@@ -236,10 +210,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
         self._estimator: EstimatorName = estimator
-        self._iters = _int(iters, "iters", 1)
+        self._iters = check_int(iters, "iters", 1)
         self._fit = make_fit(estimator, domain.sizes, self._iters)
         self._limit = CellLimit(
-            domain, cliques, estimator, _int(max_model_cells, "max_model_cells", 1)
+            domain, cliques, estimator, check_int(max_model_cells, "max_model_cells", 1)
         )
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
@@ -253,17 +227,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._public_sizes = bool(public_sizes)
         covered = len(covered_columns(cliques)) if adaptive and adaptive.coverage else 0
         self._budgets = {
-            k: self.budget(
-                self._epsilon,
-                k,
-                cliques,
-                domain,
-                score=self._score,
-                public_sizes=public_sizes,
-                coverage_columns=covered,
-            )
+            k: self.budget(self._epsilon, k, cliques, domain, score=self._score,
+                           public_sizes=public_sizes, coverage_columns=covered)
             for k in levels
-        }
+        }  # fmt: skip
         self._budget = self._budgets[self._k]
         self._counter_kind: KindName = counter
         # Per number of selections k of a step: one counter per workload (ε/2k), fed at the
@@ -284,14 +251,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         # Adaptive(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
         self._coverage: Coverage | None = None
         if covered:
-            self._coverage = Coverage(
-                counter,
-                self._budget.coverage_counter_epsilon,
-                cliques,
-                domain.sizes,
-                horizon,
-                self._rng,
-            )
+            eps = self._budget.coverage_counter_epsilon
+            self._coverage = Coverage(counter, eps, cliques, domain.sizes, horizon, self._rng)
         self._t = 0
         # The released size |f_t| (public) and the exact size, kept only to refuse deleting
         # more records than the table holds (never released; sensitive like the counters).
@@ -349,7 +310,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         nothing was released, but the error follows from the step's noisy values, so a
         retry of the same batch counts as another step against ε.
         """
-        counts = self._batch_marginals(batch, deletions)
+        counts = step_marginals(self._domain, self._workloads, batch, deletions)
         n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
         if n_dels and self._baseline:
             raise ValueError("the baseline method takes insertions only")
@@ -367,7 +328,11 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
             )
         undo = checkpoint.undo_point(self)
         try:
-            size, rows = self._next_size(n_ins - n_dels, n_ins + n_dels, not counts.has_deletions)
+            # The released size |f_t| and the batch's rows as the scores see them (public).
+            monotone = self._baseline or (self._insert_only and not counts.has_deletions)
+            size, rows = next_size(
+                self._size_counter, self._size, n_ins - n_dels, n_ins + n_dels, monotone=monotone
+            )
             if self._coverage is not None:
                 self._coverage.step(diff)
             if self._baseline:
@@ -382,22 +347,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
         return self._table(self.synthetic_codes())
-
-    def _batch_marginals(self, batch: Any, deletions: Any) -> BatchMarginals:
-        """The exact workload marginals of a step's records: counted here, counted on a
-        Dask cluster (a Dask collection), or given (a :class:`BatchMarginals`)."""
-        if isinstance(batch, BatchMarginals):
-            if deletions is not None:
-                raise ValueError(
-                    "precomputed BatchMarginals hold the deletions too: pass deletions=None"
-                )
-            batch.check(self._domain, self._workloads)
-            return batch
-        if any(hasattr(b, "__dask_graph__") for b in (batch, deletions)):
-            from dpstream.distributed import batch_marginals
-
-            return batch_marginals(batch, self._domain, self._workloads, deletions=deletions)
-        return BatchMarginals.of(self._domain, self._workloads, batch, deletions)
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are
@@ -417,17 +366,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
             np.all(np.isfinite(r)) for r in self._remainder.known()
         ):
             raise ValueError("the model's marginals are not finite (corrupt state)")
-
-    def _next_size(self, net: int, rows: int, no_deletions: bool) -> tuple[int, int]:
-        """The size ``|f_t|`` this step releases and the batch's rows as the selection scores
-        see them (both public): with ``public_sizes`` the exact ones; else the size
-        counter's release, post-processed (:func:`released_size`), and the change of it."""
-        if self._size_counter is None:
-            return self._size + net, rows
-        raw = self._size_counter.step(net)
-        monotone = self._baseline or (self._insert_only and no_deletions)
-        size = int(released_size(np.array([self._size]), raw, monotone=monotone)[0])
-        return size, abs(size - self._size)
 
     def synthetic_codes(self) -> Codes:
         """The current synthetic table as an ``(size, d)`` int64 array (post-processing).
@@ -451,34 +389,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         except ImportError:  # pragma: no cover - pandas is a test dependency
             return codes
         return self._domain.decode(codes)
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def to_bytes(self) -> bytes:
-        """The whole state, for a checkpoint (versioned; :mod:`dpstream.tabular.checkpoint`).
-
-        **Sensitive**: the counters hold exact sums and the header the exact table size —
-        protect the bytes like the raw data. An OS-seeded generator's key is not included
-        (a loaded stream draws a fresh one); a seeded stream resumes exactly."""
-        return checkpoint.encode(self)
-
-    @classmethod
-    def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> TabularStream:
-        """Rebuild a stream from :meth:`to_bytes` output; ``ValueError`` if corrupt.
-
-        A seeded stream's checkpoint is refused unless ``allow_seeded=True`` (it resumes
-        the seeded generator: reproducible, **not private**). A state written before
-        policies existed is migrated
-        (:func:`~dpstream.tabular.checkpoint.policy_from_options`) to the policy that
-        continues it exactly; one written before ``public_sizes`` existed loads as
-        ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why."""
-        if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"data must be bytes, got {type(data).__name__}")
-        try:
-            return checkpoint.decode(cls, data, allow_seeded=bool(allow_seeded))
-        except (KeyError, TypeError, AttributeError, IndexError, NotImplementedError) as e:
-            # A damaged container or header fields of the wrong type or shape: corrupt data.
-            raise ValueError(f"corrupt TabularStream state: {type(e).__name__}: {e}") from None
 
     # ------------------------------------------------------------------ selection
 
@@ -514,27 +424,15 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         if not candidates:
             return None
         per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
-        bonus = staleness_bonus(
-            self._policy,
-            self._t,
-            self._last_step[candidates],
-            self._cells[candidates],
-            rows,
-            drift_share,
-            per_cell,
-        )
+        last, cells = self._last_step[candidates], self._cells[candidates]
+        bonus = staleness_bonus(self._policy, self._t, last, cells, rows, drift_share, per_cell)
         pick = select(
-            self._score,
-            [batch[i] for i in candidates],
+            self._score, [batch[i] for i in candidates],
             [base[i] if base is not None else 0.0 for i in candidates],
-            [model_marginals(i) for i in candidates],
-            rows=rows,
-            table_rows=table_rows,
-            budget=self._budget if budget is None else budget,
-            drifting=drifting,
-            rng=self._rng,
-            bonus=bonus,
-        )
+            [model_marginals(i) for i in candidates], rows=rows, table_rows=table_rows,
+            budget=self._budget if budget is None else budget, drifting=drifting,
+            rng=self._rng, bonus=bonus,
+        )  # fmt: skip
         return candidates[pick]
 
     # ------------------------------------------------------------------ Algorithm 3
@@ -576,25 +474,12 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         # the stream's pool key and t alone); None: all.
         pool = scored_pool(policy, len(self._workloads), self._pool_key, self._t)
         for n_taken in range(k):
-            drifting = (
-                isinstance(policy, Adaptive)
-                and isinstance(policy.score, AutoScore)
-                and drift_rate > policy.score.drift_share
-            )
+            drifting = per_cell_score(policy, drift_rate)
             j = self._select(
-                diff,
-                base,
-                model_marginals,
-                taken,
-                order,
-                model,
-                rows,
-                size,
-                drifting,
-                budget,
+                diff, base, model_marginals, taken, order, model, rows, size, drifting, budget,
                 drift_rate,
                 pool,
-            )
+            )  # fmt: skip
             if j is None:  # no workload fits max_model_cells any more: the step ends here
                 break
             taken.add(j)
@@ -616,14 +501,13 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
                     assert isinstance(policy, Adaptive)
                     # the model's batch of this size (raked to the coverage margins, if any)
                     expected = self._raked_prior(j, size, base[j], covered) - base[j]
-                    variance = increment_variance(counter)
-                    if self._size_counter is not None:
-                        size_var = increment_variance(self._size_counter)
-                        expected = expected_batch(expected, base[j], increment, variance, size_var)
-                    moved = drifted(increment, expected, variance, policy.drift_z)
+                    sc = self._size_counter  # None: public sizes
+                    size_var = None if sc is None else increment_variance(sc)
+                    moved, drift_rate = drift_test(
+                        policy, drift_rate, increment, expected, base[j],
+                        increment_variance(counter), size_var,
+                    )  # fmt: skip
                     per_step = per_step and not (self._refit == "auto" and moved)
-                    decay = policy.drift_decay
-                    drift_rate = decay * drift_rate + (1.0 - decay) * moved
                 if per_step:
                     shape = tuple(self._domain.sizes[c] for c in self._workloads[j])
                     var = increment_variance(counter)
@@ -650,25 +534,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._mixture = fits if isinstance(policy, Paper) else []
         self._drift_rate = drift_rate
         self._record(order)
-        # g_t's marginals and, for the workloads not selected now, r(t, i): computed from
-        # the new model when read (the selected ones keep r(t−1, j)).
-        self._synthetic_marginals.reset()
-        self._remainder.reset(keep=taken)
-
-    def _synthetic_marginal(self, i: int) -> npt.NDArray[np.float64]:
-        """``q_i(g_t)``: workload ``i``'s marginal of the model (the average of the mixture's,
-        with :class:`Paper`) scaled to the released size (read between steps)."""
-        assert self._model is not None, "read after a step"
-        parts = [*self._mixture, self._model]
-        size = self._size
-        clique = self._workloads[i]
-        total: Any = sum(p.marginal(clique) * (size / max(p.total, 1e-300)) for p in parts)
-        out: npt.NDArray[np.float64] = total / len(parts)
-        return out
-
-    def _model_remainder(self, i: int) -> npt.NDArray[np.float64]:
-        """``r(t, i) = q_i(g_t) − C_i(t)`` of a workload not selected at step ``t``."""
-        return self._synthetic_marginals[i] - self._release(i)[0]
+        self._note_release(taken)
 
     # ------------------------------------------------------------------ Algorithm 2
 
@@ -676,22 +542,3 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep):
         self._last_selected = list(order)
         self._selections[order] += 1
         self._last_step[order] = self._t
-
-    def _check_workload(self, w: object) -> Clique:
-        if not isinstance(w, tuple) or not w:
-            raise TypeError(f"a workload is a non-empty tuple of column indices, got {w!r}")
-        cols = tuple(int(c) for c in w)
-        if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(self._domain):
-            raise ValueError(f"workload {w!r} must be strictly increasing column indices")
-        return cols
-
-
-def released_size(
-    previous: npt.NDArray[np.int64], raw: npt.NDArray[np.int64], *, monotone: bool
-) -> npt.NDArray[np.int64]:
-    """The released table size (post-processing of the size counter's release ``raw``):
-    with ``monotone`` (an insert-only stream) the running maximum with the size released
-    before, ``previous`` (which starts at 0), else ``raw`` clipped at 0. Elementwise, so an
-    audit can run many streams at once."""
-    out: npt.NDArray[np.int64] = np.maximum(previous, raw) if monotone else np.maximum(raw, 0)
-    return out

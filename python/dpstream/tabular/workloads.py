@@ -36,6 +36,7 @@ __all__ = [
     "marginal",
     "marginal_errors",
     "workload_errors",
+    "workload_list",
 ]
 
 Clique = tuple[int, ...]
@@ -48,6 +49,26 @@ def all_workloads(domain: Domain, k: int = 2) -> list[Clique]:
     if not 1 <= int(k) <= len(domain):
         raise ValueError(f"k must be between 1 and the number of columns {len(domain)}, got {k}")
     return list(itertools.combinations(range(len(domain)), int(k)))
+
+
+def workload_list(domain: Domain, workloads: object) -> list[Clique]:
+    """The workloads a stream is given: ``k`` for all ``k``-way workloads, or a non-empty
+    list, without repeats, of strictly increasing column-index tuples (checked)."""
+    if isinstance(workloads, (int, np.integer)) and not isinstance(workloads, bool):
+        return all_workloads(domain, int(workloads))
+    if not isinstance(workloads, list):
+        raise TypeError("workloads must be an int k or a list of column-index tuples")
+    cliques = []
+    for w in workloads:
+        if not isinstance(w, tuple) or not w:
+            raise TypeError(f"a workload is a non-empty tuple of column indices, got {w!r}")
+        cols = tuple(int(c) for c in w)
+        if list(cols) != sorted(set(cols)) or cols[0] < 0 or cols[-1] >= len(domain):
+            raise ValueError(f"workload {w!r} must be strictly increasing column indices")
+        cliques.append(cols)
+    if not cliques or len(set(cliques)) != len(cliques):
+        raise ValueError("workloads must be a non-empty list without repeats")
+    return cliques
 
 
 def marginal(codes: Codes, domain: Domain, clique: Clique) -> npt.NDArray[np.float64]:
