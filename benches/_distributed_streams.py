@@ -56,10 +56,18 @@ class StreamSettings:
     chunk: int
     rounds: int
     quick: bool = False
+    #: Partition sizes of the table's scaling table (the largest batch, 1 and 2 workers).
+    chunks: tuple[int, ...] = ()
 
 
-FULL = StreamSettings(sizes=(10**6, 10**7), chunk=10**6, rounds=2)
-QUICK = StreamSettings(sizes=(10**5, 2 * 10**5), chunk=5 * 10**4, rounds=1, quick=True)
+FULL = StreamSettings(
+    sizes=(10**6, 10**7), chunk=10**6, rounds=3, chunks=(10**6, 2_500_000, 5 * 10**6)
+)
+QUICK = StreamSettings(
+    sizes=(10**5, 2 * 10**5), chunk=5 * 10**4, rounds=1, quick=True, chunks=(5 * 10**4, 10**5)
+)
+#: Rounds of the scaling table (the best is the figure).
+CHUNK_ROUNDS = 3
 
 
 def table_chunk(i: int, m: int) -> Any:
@@ -163,6 +171,8 @@ class Capability:
     client_s: dict[int, float] = field(default_factory=dict)
     peak: dict[int, int] = field(default_factory=dict)
     kernels: dict[str, float] = field(default_factory=dict)  # CPU s per row (the table)
+    #: The table at the largest batch: partition size -> workers -> best seconds.
+    by_chunk: dict[int, dict[int, float]] = field(default_factory=dict)
     kept: dict[int, int] = field(default_factory=dict)
 
 
@@ -336,6 +346,19 @@ def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) 
                 cap.peak[n], out = _client_peak(cap.dask, n, s.chunk)
             cap.kept[n] = cap.state(out)
             cap.client_s[n] = cap.client(out)
+    table, big = caps[0], s.sizes[-1]
+    for chunk in s.chunks:
+        # The data depend on the partitioning (partition i is drawn from [seed, i]).
+        ref = table.key(table.local(big, chunk))
+        best: dict[int, float] = {}
+        for _ in range(1 if s.quick else CHUNK_ROUNDS):
+            for workers in (1, 2):
+                split, out = _on_cluster(clients[workers], table.dask, big, chunk)
+                if table.key(out) != ref:
+                    raise SystemExit(f"{table.name}, partitions of {chunk:,}: differs")
+                best[workers] = min(best.get(workers, math.inf), split.wall)
+        table.by_chunk[chunk] = best
+        log(f"{table.name}, n = {big:,} in partitions of {chunk:,}: 1 and 2 workers")
     return caps
 
 
@@ -410,6 +433,22 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             f"one process = {t['one process'] / t['LocalCluster, 2 workers']:.2f}x; Dask threads "
             f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x."
         )
+    if caps[0].by_chunk:
+        lines += [
+            "",
+            f"The table's scaling by partition size ({big:,} rows, LocalCluster, best of "
+            f"{1 if s.quick else CHUNK_ROUNDS} interleaved rounds, results checked equal to "
+            "one process's):",
+            "",
+            "| partition rows | partitions | 1 worker (rows/s) | 2 workers (rows/s) | "
+            "2 workers / 1 worker |",
+            "|---:|---:|---:|---:|---:|",
+        ]
+        for chunk, best in caps[0].by_chunk.items():
+            lines.append(
+                f"| {chunk:,} | {len(parts(big, chunk))} | {big / best[1]:,.0f} | "
+                f"{big / best[2]:,.0f} | {best[1] / best[2]:.2f}x |"
+            )
     table = caps[0].kernels
     lines += [
         "",

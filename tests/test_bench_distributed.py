@@ -33,3 +33,6 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
         assert len(rows) == 2 + 2 + 2 + 1, capability
     assert "Where the counting time goes on the cluster (200,000 rows" in text
     assert "Extrapolation to 10^9 rows per release" in text
+    # the table's scaling by partition size: one row per partition size of the quick run
+    assert "The table's scaling by partition size (200,000 rows" in text
+    assert "| 50,000 | 4 |" in text and "| 100,000 | 2 |" in text
