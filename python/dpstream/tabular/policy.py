@@ -552,10 +552,16 @@ def pool_key(policy: Policy, workloads: int, rng: Rng) -> list[int] | None:
     when the stream is made, or ``None`` (no draw: every workload is scored, and such a
     stream's noise is unchanged) unless the policy is ``Adaptive(max_scored=m)`` with more
     than ``m`` workloads."""
-    cap = policy.max_scored if isinstance(policy, Adaptive) else None
-    if cap is None or workloads <= cap:
+    if _scored_cap(policy, workloads) is None:
         return None
     return [int(x) for x in rng.integers(4)]
+
+
+def _scored_cap(policy: Policy, workloads: int) -> int | None:
+    """``m`` of ``Adaptive(max_scored=m)`` when there are more than ``m`` workloads, else
+    ``None`` (every workload is scored)."""
+    cap = policy.max_scored if isinstance(policy, Adaptive) else None
+    return None if cap is None or workloads <= cap else cap
 
 
 def scored_pool(policy: Policy, workloads: int, key: list[int] | None, t: int) -> list[int] | None:
@@ -568,8 +574,8 @@ def scored_pool(policy: Policy, workloads: int, key: list[int] | None, t: int) -
     permute-and-flip with the same ε and sensitivity."""
     if key is None:
         return None
-    cap = policy.max_scored if isinstance(policy, Adaptive) else None
-    assert cap is not None and workloads > cap, "pool_key draws a key only for a bound"
+    cap = _scored_cap(policy, workloads)
+    assert cap is not None, "pool_key draws a key only for a bound"
     gen = np.random.Generator(np.random.PCG64([*key, int(t)]))
     return sorted(int(i) for i in gen.choice(workloads, cap, replace=False))
 

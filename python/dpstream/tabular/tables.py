@@ -43,10 +43,6 @@ class LazyTables:
     def __setitem__(self, i: int, value: Table) -> None:
         self._values[i] = value
 
-    def __iter__(self) -> Iterator[Table]:
-        """Every entry (computing those not yet read: ``W`` tables)."""
-        return (self[i] for i in range(len(self._values)))
-
     def hold(self, i: int) -> None:
         """Compute entry ``i`` now (if not held) from the state it stands for, and keep it."""
         self._values[i] = self[i]
