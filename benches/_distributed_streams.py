@@ -61,7 +61,7 @@ class StreamSettings:
 
 
 FULL = StreamSettings(
-    sizes=(10**6, 10**7), chunk=10**6, rounds=3, chunks=(10**6, 2_500_000, 5 * 10**6)
+    sizes=(10**6, 10**7), chunk=10**6, rounds=5, chunks=(10**6, 2_500_000, 5 * 10**6)
 )
 QUICK = StreamSettings(
     sizes=(10**5, 2 * 10**5), chunk=5 * 10**4, rounds=1, quick=True, chunks=(5 * 10**4, 10**5)
@@ -173,6 +173,9 @@ class Capability:
     kernels: dict[str, float] = field(default_factory=dict)  # CPU s per row (the table)
     #: The table at the largest batch: partition size -> workers -> best seconds.
     by_chunk: dict[int, dict[int, float]] = field(default_factory=dict)
+    #: The same at the first partition size on LocalClusters with Dask's default worker
+    #: settings (the statistical profiler on): workers -> best seconds.
+    dask_defaults: dict[int, float] = field(default_factory=dict)
     kept: dict[int, int] = field(default_factory=dict)
 
 
@@ -359,7 +362,40 @@ def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) 
                 best[workers] = min(best.get(workers, math.inf), split.wall)
         table.by_chunk[chunk] = best
         log(f"{table.name}, n = {big:,} in partitions of {chunk:,}: 1 and 2 workers")
+    if s.chunks:
+        table.dask_defaults = _with_dask_defaults(table, big, s.chunks[0], s.quick)
+        log(f"{table.name}, n = {big:,}: 1 and 2 workers with Dask's default worker settings")
     return caps
+
+
+def _with_dask_defaults(table: Capability, n: int, chunk: int, quick: bool) -> dict[int, float]:
+    """Best seconds of the table's counting on LocalClusters of 1 and 2 workers started
+    with Dask's default worker settings instead of ``partitioned.LOCAL_CLUSTER_CONFIG``
+    (the alternative the library's setting is measured against)."""
+    from dask.distributed import Client, LocalCluster
+
+    clients, clusters = {}, []
+    for workers in (1, 2):
+        cluster = LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+        clusters.append(cluster)
+        clients[workers] = Client(cluster, set_as_default=False)
+    try:
+        ref = table.key(table.local(n, chunk))
+        best: dict[int, float] = {}
+        for _ in range(1 if quick else CHUNK_ROUNDS):
+            for workers in (1, 2):
+                split, out = _on_cluster(clients[workers], table.dask, n, chunk)
+                if table.key(out) != ref:
+                    raise SystemExit(f"{table.name}, Dask's default settings: differs")
+                best[workers] = min(best.get(workers, math.inf), split.wall)
+        return best
+    finally:
+        for c in clients.values():
+            c.close()
+        for cl in clusters:
+            cl.close()
 
 
 def fmt_bytes(b: float) -> str:
@@ -406,7 +442,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         f"reduction, fed by `merge_summary`; `memory_bytes = {MEMORY:,}`, `expected_n = 10^9`); "
         "one process: `update` per partition.",
         "- Cases: one process (the loop above); Dask's threaded scheduler, 2 threads, one "
-        "process; `LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`, W = 1, 2. "
+        "process; `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
+        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with the workers' "
+        "statistical profiler off, `partitioned.LOCAL_CLUSTER_CONFIG`), W = 1, 2. "
         f"{s.rounds} interleaved round(s); the best is the figure, the median is shown too. "
         "Every case's result was checked equal, byte for byte, to one process's "
         "(marginals; the synthesizer's `to_bytes()`).",
@@ -424,12 +462,27 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
                 for c in CASES
             ]
             lines.append(f"| {cap.name} | {n:,} | " + " | ".join(cells) + " |")
-    lines += ["", "Ratios at the largest batch (best rounds):", ""]
+    lines += [
+        "",
+        "Ratios at the largest batch (best rounds; for 2 workers / 1 worker also the median "
+        "and the range of the per-round ratios, each round timing both clusters back to back):",
+        "",
+    ]
     for cap in caps:
         t = {c: min(cap.times[(c, big)]) for c in CASES}
+        per_round = [
+            one / two
+            for one, two in zip(
+                cap.times[("LocalCluster, 1 worker", big)],
+                cap.times[("LocalCluster, 2 workers", big)],
+                strict=True,
+            )
+        ]
         lines.append(
             f"- {cap.name}: 2 workers / 1 worker = "
-            f"{t['LocalCluster, 1 worker'] / t['LocalCluster, 2 workers']:.2f}x; 2 workers / "
+            f"{t['LocalCluster, 1 worker'] / t['LocalCluster, 2 workers']:.2f}x (per round: "
+            f"median {statistics.median(per_round):.2f}x, {min(per_round):.2f}x to "
+            f"{max(per_round):.2f}x); 2 workers / "
             f"one process = {t['one process'] / t['LocalCluster, 2 workers']:.2f}x; Dask threads "
             f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x."
         )
@@ -444,9 +497,14 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             "2 workers / 1 worker |",
             "|---:|---:|---:|---:|---:|",
         ]
-        for chunk, best in caps[0].by_chunk.items():
+        rows = [(f"{chunk:,}", chunk, best) for chunk, best in caps[0].by_chunk.items()]
+        if caps[0].dask_defaults:
+            chunk = s.chunks[0]
+            label = f"{chunk:,}, Dask's default worker settings (profiler on)"
+            rows.append((label, chunk, caps[0].dask_defaults))
+        for label, chunk, best in rows:
             lines.append(
-                f"| {chunk:,} | {len(parts(big, chunk))} | {big / best[1]:,.0f} | "
+                f"| {label} | {len(parts(big, chunk))} | {big / best[1]:,.0f} | "
                 f"{big / best[2]:,.0f} | {best[1] / best[2]:.2f}x |"
             )
     table = caps[0].kernels

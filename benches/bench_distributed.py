@@ -63,6 +63,7 @@ import numpy as np
 from _distributed_streams import fmt_bytes, fmt_duration
 from _report import cpu_model, git_revision, version, write_section
 from dpstream import PrivHP, distributed
+from dpstream.partitioned import local_cluster
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
@@ -221,7 +222,7 @@ def main() -> None:
         results_path = Path(tempfile.mkdtemp(prefix="bench_distributed_")) / "RESULTS.md"
     results_path = (results_path or RESULTS_PATH).resolve()
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client
     except ImportError as exc:
         parser.exit(2, f"bench_distributed.py needs dask[distributed] ({exc}): `make develop`\n")
 
@@ -244,9 +245,7 @@ def main() -> None:
     clients: dict[int, Any] = {}
     for workers in (2, 1):
         t0 = time.perf_counter()
-        cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-        )
+        cluster = local_cluster(workers)  # what `--dask local:N` starts
         clients[workers] = Client(cluster, set_as_default=False)
         startup[workers] = time.perf_counter() - t0
         clusters.append(cluster)
@@ -383,7 +382,9 @@ def render(
             for c in configs
         )
         + ".",
-        "- Cluster: `LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`; each "
+        "- Cluster: `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
+        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`, the workers' "
+        "statistical profiler off); each "
         "task counts one partition with `threads = 1`; summaries cross processes as their "
         f"`to_bytes()` encoding (pickle) and are merged with `split_every = {SPLIT_EVERY}`. "
         "Start-up (not in the rates): "

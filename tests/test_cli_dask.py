@@ -311,3 +311,18 @@ def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
         assert main([*argv, "--out", str(tmp_path / "counted")]) == 0
     assert seen.n == 4 + 4
     assert len(same_files(tmp_path / "footers", tmp_path / "counted")) >= 4
+
+
+def test_local_cluster_workers_run_without_the_profiler() -> None:
+    """``--dask local:N`` starts its workers with ``LOCAL_CLUSTER_CONFIG`` (the statistical
+    profiler off) and leaves the client's own Dask settings as they were."""
+    import dask
+    import dask.distributed as dist
+    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, local_cluster
+
+    key = "distributed.worker.profile.enabled"
+    assert LOCAL_CLUSTER_CONFIG[key] is False
+    before = dask.config.get(key)
+    with local_cluster(1) as cluster, dist.Client(cluster, set_as_default=False) as client:
+        assert list(client.run(dask.config.get, key).values()) == [False]
+    assert dask.config.get(key) == before

@@ -33,7 +33,15 @@ import numpy as np
 
 from dpstream._digest import digest, row_sums
 
-__all__ = ["LazyBatch", "connect", "periods", "read", "row_batches"]
+__all__ = [
+    "LOCAL_CLUSTER_CONFIG",
+    "LazyBatch",
+    "connect",
+    "local_cluster",
+    "periods",
+    "read",
+    "row_batches",
+]
 
 
 class InputError(ValueError):
@@ -49,11 +57,30 @@ def _dask(module: str = "dask") -> Any:
         ) from e
 
 
+#: Dask settings of the workers :func:`local_cluster` starts. Their statistical profiler
+#: (a thread that samples each running task's stack every 10 ms, for the dashboard's
+#: profile page) is off: with as many worker processes as cores it has no idle core to
+#: run on and takes CPU from the counting (``benches/bench_distributed.py --part
+#: streams`` measures both). A cluster given by its address keeps its own settings.
+LOCAL_CLUSTER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+
+
+def local_cluster(n_workers: int) -> Any:
+    """The LocalCluster of ``--dask local:N``: ``n_workers`` worker processes of one thread
+    each, with :data:`LOCAL_CLUSTER_CONFIG`; the caller closes it."""
+    dist = _dask("dask.distributed")
+    dask = _dask()
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        return dist.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+
+
 def connect(spec: str) -> tuple[Any, Any]:
-    """A ``dask.distributed`` client for ``--dask``: ``local:N`` starts a LocalCluster of
-    ``N`` single-threaded worker processes, anything else is a scheduler address.
-    Returns ``(client, cluster or None)``; an unreachable scheduler is an
-    :class:`InputError` of one line."""
+    """A ``dask.distributed`` client for ``--dask``: ``local:N`` starts
+    :func:`local_cluster` of ``N`` workers, anything else is a scheduler address. Returns
+    ``(client, cluster or None)``; an unreachable scheduler is an :class:`InputError` of one
+    line."""
     dist = _dask("dask.distributed")
     import logging
 
@@ -65,9 +92,7 @@ def connect(spec: str) -> tuple[Any, Any]:
             n = 0
         if n < 1:
             raise InputError(f"--dask local:N needs a positive number of workers, got {spec!r}")
-        cluster = dist.LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"
-        )
+        cluster = local_cluster(n)
         return dist.Client(cluster), cluster
     try:
         # Probed first: a Client that fails to connect stays Dask's default scheduler,
