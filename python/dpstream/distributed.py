@@ -589,11 +589,15 @@ def cell_counts(points: Any, dim: int) -> tuple[Any, Any]:
 
 
 def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
-    """Task body: :func:`cell_counts` of one partition (a refusal names it)."""
+    """Task body: :func:`cell_counts` of one partition (a refusal names it), its counts in
+    the narrowest unsigned dtype that holds them (uint8 for points in distinct cells): the
+    client fetches every partition's counts, 9 bytes per distinct cell instead of 16."""
     try:
-        return cell_counts(block, dim)
+        cells, counts = cell_counts(block, dim)
     except (TypeError, ValueError) as e:
         raise type(e)(f"partition {index}: {e}") from None
+    top = int(counts.max()) if counts.size else 0
+    return cells, counts.astype(np.min_scalar_type(top), copy=False)
 
 
 def _block_array(block: Any) -> Any:
@@ -685,4 +689,4 @@ def update_online(
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
     for cells, counts in gather(tasks):
-        synth.update_counts(cells, counts)
+        synth.update_counts(cells, counts.astype(np.uint64))
