@@ -69,6 +69,7 @@ from dpstream.tabular import (
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _report import rule_verdict  # noqa: E402
+
 SECTION = "Tabular stream: side by side"
 METHODS = ("default", "paper", "baseline", "offline ε/R", "offline once ε")
 COMPETITORS = ("baseline", "offline ε/R")
@@ -86,8 +87,15 @@ ABLATIONS: dict[str, Adaptive] = {
 }
 #: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
 OPT_IN = frozenset(
-    {"auto score", "auto k", "auto k with taper", "refit auto", "staleness", "gated staleness",
-     "coverage"}
+    {
+        "auto score",
+        "auto k",
+        "auto k with taper",
+        "refit auto",
+        "staleness",
+        "gated staleness",
+        "coverage",
+    }
 )
 ORDERS = ("shuffled", "natural")
 
@@ -266,7 +274,7 @@ def ablation_table(rows: list[dict[str, Any]]) -> str:
                 with_h, without = np.mean(per["default"], axis=0), np.mean(per[h], axis=0)
                 if h in OPT_IN:
                     with_h, without = without, with_h
-                pairs.append(((float(with_h[0]), float(with_h[1])), (float(without[0]), float(without[1]))))
+                pairs.append(((with_h[0], with_h[1]), (without[0], without[1])))
             if not pairs:  # not run on this data set
                 continue
             n = len(pairs)

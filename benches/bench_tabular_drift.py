@@ -380,7 +380,8 @@ def rule_lines(outcomes: list[Outcome], reference: str) -> list[str]:
                 ratios = (mine[0] / theirs[0], mine[1] / theirs[1])
                 where.append((max(ratios), f"{'MaxWE' if ratios[1] > ratios[0] else 'AvgWE'}, "
                                            f"{stream}, ε = {eps:g}"))  # fmt: skip
-            if not any(pair[0] in w for _, w in where):  # the ordered stream was not run
+            ran = {stream for stream, v, _ in finals if v == variant}
+            if pair[0] not in ran:  # the ordered stream was not run
                 continue
             wins, worst, ok = rule_verdict(pairs)  # type: ignore[arg-type]
             lines.append(

@@ -70,9 +70,7 @@ def test_a_gated_variant_runs_on_a_tuning_stream_and_acts_only_once_its_gate_ope
     assert done.returncode == 0, done.stderr
     with (tmp_path / "results.csv").open() as f:
         rows = [r for r in csv.DictReader(f) if r["stream"] == "adult-rsorted"]
-    errors = {
-        (r["variant"], int(r["step"])): (float(r["AvgWE"]), float(r["MaxWE"])) for r in rows
-    }
+    errors = {(r["variant"], int(r["step"])): (float(r["AvgWE"]), float(r["MaxWE"])) for r in rows}
     steps = sorted({s for _, s in errors})
     for step in steps:  # 12 steps of 200 rows: a gate of 100 never opens
         assert errors[("staleness=4,gate=100", step)] == errors[("staleness=0", step)]
