@@ -40,6 +40,13 @@ seeds). Batches of 50 over all of flights would be 6,736 steps: ``--slopes`` kee
 stationary sample of flights; all 48,842 rows of Adult) and whole tables at batch 1,000.
 It writes the section "Tabular stream: slope on shuffled streams" of ``benches/RESULTS.md``.
 
+``--rule-against VARIANT`` also reports issue 29's rule for keeping a heuristic in the
+default, each other variant against ``VARIANT``: per ordered stream and its shuffled twin,
+a setting is (stream, ε), a win a lower final AvgWE and MaxWE (mean over the seeds both
+ran); it passes with wins in at least 75% of the settings, never more than 10% worse. It
+writes the section "Tabular stream on drifting streams (against VARIANT)" of
+``benches/RESULTS.md`` (merged runs included: ``--seeds 0 --merge ...`` rewrites it).
+
 Reported per (stream, variant): AvgWE and MaxWE at 3%, 10%, 25%, 50% and 100% of the steps
 (mean over seeds), the ratio of each ordered stream's final AvgWE to its shuffled twin's, and
 the least-squares slope of log AvgWE against log rows over the second half of the stream
@@ -105,6 +112,7 @@ SLOPE_STREAMS = ("adult-shuffled", "flights-shuffled")
 SLOPE_BATCHES = (50, 1000)
 SLOPE_STEPS = 1000
 SLOPE_SECTION = "Tabular stream: slope on shuffled streams"
+RULE_SECTION = "Tabular stream on drifting streams"
 HERE = Path(__file__).resolve().parent
 
 
@@ -574,13 +582,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=SLOPE_STEPS,
         help="--slopes: keep the first max-batches × batch rows of each permutation",
     )
-    p.add_argument("--no-write", action="store_true", help="--slopes: do not touch RESULTS.md")
+    p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     p.add_argument(
         "--rule-against",
         default=None,
         metavar="VARIANT",
         help="also report issue 29's rule for every other variant against this one, per "
-        "ordered stream and its shuffled twin, over the streams and ε run",
+        "ordered stream and its shuffled twin, over the streams and ε run; writes its "
+        "RESULTS.md section (not with --quick or --no-write)",
     )
     a = p.parse_args(argv)
     for v in a.variants:  # refused before any run
@@ -631,7 +640,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     every = report(True)
     if a.slopes and not a.quick and not a.no_write:
         write_slope_section(every, time.perf_counter() - start if outcomes else None)
+    elif a.rule_against is not None and not a.quick and not a.no_write:
+        write_rule_section(every, a.rule_against, command)
     return 0
+
+
+def write_rule_section(outcomes: list[Outcome], reference: str, command: str) -> None:
+    """``--rule-against``: the section "Tabular stream on drifting streams (against ...)" of
+    ``benches/RESULTS.md``: this run's and the merged runs' summary and rule tables."""
+    from _report import diag_run_lines, write_section
+
+    title = f"## {RULE_SECTION} (against {reference})"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    drift = [o for o in outcomes if o.job.batch is None]
+    body = [
+        title,
+        "",
+        *diag_run_lines(f"PYTHONPATH=python .venv/bin/python {command}"),
+        "",
+        "Each ordered stream and its shuffled twin (see the script's docstring), every "
+        "variant against `" + reference + "`. Runs took "
+        f"{sum(o.seconds for o in drift):.0f} s summed on this machine (load average at the "
+        f"end {load}).",
+        "",
+        *summary(drift, command)[3:],
+        "",
+        *rule_lines(drift, reference),
+    ]
+    write_section("\n".join(body), title, HERE / "RESULTS.md")
 
 
 def write_slope_section(outcomes: list[Outcome], seconds: float | None) -> None:
