@@ -20,11 +20,12 @@ Variants (``--variants``):
 
 * ``default``: the library default (``policy=Adaptive()``).
 * ``coverage``: ``Adaptive(coverage=True)`` (:mod:`dpstream.tabular.coverage`).
-* ``staleness=S``: ``Adaptive(staleness=S, staleness_gate=0)`` (a public bonus for
-  workloads not selected recently, scaled by the drift share, at every step);
-  ``staleness=S,gate=T``: the same bonus only at steps whose released batch is less than
-  ``1/T`` of the released table (``Adaptive(staleness=S, staleness_gate=T)``);
-  ``coverage+staleness=S``: both fields.
+* ``staleness=S``: ``Adaptive(staleness=S, staleness_gate=0, staleness_share=0)`` (a
+  public bonus for workloads not selected recently, scaled by the drift share, at every
+  step); ``staleness=S,gate=T,share=D``: the same bonus only at steps whose released batch
+  is less than ``1/T`` of the released table and while the drift share is at least ``D``
+  (``Adaptive(staleness=S, staleness_gate=T, staleness_share=D)``; either option may be
+  left out: 0); ``coverage+staleness=S``: both fields.
 * ``iters``: the default with 10 times the fit's iterations and no early stop
   (diagnostic: is the fit's budget the limit?).
 * ``oracle``: the default with every pooled measurement's uncounted rows replaced by their
@@ -100,7 +101,8 @@ PAIRS = (
     ("flights-late", "flights-late-shuffled"), ("adult-rsorted", "adult-shuffled"),
 )  # fmt: skip
 VARIANTS = (
-    "default", "coverage", "staleness=S", "staleness=S,gate=T", "coverage+staleness=S", "iters",
+    "default", "coverage", "staleness=S", "staleness=S,gate=T,share=D", "coverage+staleness=S",
+    "iters",
     "oracle",
 )  # fmt: skip
 FRACTIONS = (0.03, 0.10, 0.25, 0.50, 1.0)
@@ -280,11 +282,16 @@ def build(variant: str, domain: Domain, epsilon: float, seed: int) -> Lazy:
         return Lazy(domain, epsilon, policy=Adaptive(coverage=True), rng=rng)
     head, _, value = variant.partition("staleness=")
     if head in ("", "coverage+") and value:
-        strength, _, gate = value.partition(",gate=")
+        strength, *rest = value.split(",")
+        options = dict(x.partition("=")[::2] for x in rest)
+        unknown = sorted(set(options) - {"gate", "share"})
+        if unknown:
+            raise ValueError(f"unknown staleness option {unknown[0]!r} in {variant!r}")
         policy = Adaptive(
             coverage=head == "coverage+",
             staleness=float(strength),
-            staleness_gate=float(gate) if gate else 0.0,
+            staleness_gate=float(options.get("gate", 0.0)),
+            staleness_share=float(options.get("share", 0.0)),
         )
         return Lazy(domain, epsilon, policy=policy, rng=rng)
     if variant == "iters":

@@ -184,8 +184,20 @@ def test_the_staleness_bonus_reads_public_values_and_grows_with_the_gap() -> Non
     np.testing.assert_allclose(per_cell, got / np.array([2.0, 3.0, 4.0]))  # type: ignore[operator]
     off = Adaptive(staleness=0.0)
     assert staleness_bonus(off, 10, last, cells, 100, table, 0.5, per_cell=False) is None
-    zero = staleness_bonus(policy, 10, last, cells, 100, table, 0.0, per_cell=False)
-    np.testing.assert_array_equal(zero, 0.0)  # a calm stream: no bonus
+    # A calm stream: no bonus (below the policy's staleness_share, none at all).
+    assert staleness_bonus(policy, 10, last, cells, 100, table, 0.0, per_cell=False) is None
+    any_share = Adaptive(staleness=2.0, staleness_share=0.0)
+    zero = staleness_bonus(any_share, 10, last, cells, 100, table, 0.0, per_cell=False)
+    np.testing.assert_array_equal(zero, 0.0)
+
+
+def test_the_staleness_bonus_acts_only_at_a_drift_share_of_at_least_staleness_share() -> None:
+    last = np.array([-1, 3], dtype=np.int64)
+    cells = np.array([4, 9], dtype=np.int64)
+    policy = Adaptive(staleness=2.0, staleness_gate=0.0, staleness_share=0.3)
+    for share in (0.0, 0.1, 0.29, 0.3, 0.31, 1.0):
+        got = staleness_bonus(policy, 10, last, cells, 100, 200, share, per_cell=False)
+        assert (got is not None) == (share >= 0.3), share
 
 
 @pytest.mark.parametrize("gate", [0.0, 8.0, 64.0])
@@ -265,3 +277,31 @@ def test_staleness_re_measures_workloads_a_drifting_column_would_starve() -> Non
     never = {k: sum(v == 0 for v in c.values()) for k, c in counts.items()}
     top = {k: max(c.values()) for k, c in counts.items()}
     assert never[4.0] <= never[0.0] and top[4.0] < top[0.0]
+
+
+def test_a_state_from_before_the_staleness_gate_resumes_with_the_bonus_at_every_step() -> None:
+    """A checkpoint written before ``staleness_gate`` and ``staleness_share`` existed (its
+    serialised policy lacks them) had the bonus at every step and any drift share: it loads
+    as ``staleness_gate=0, staleness_share=0`` and continues bit for bit."""
+    import io
+    import json
+
+    d = Domain({"a": 7, "b": 3, "c": 3, "e": 3})
+    out = [weekday_batch(d, t, 300, 11 + t) for t in range(12)]
+    old = Adaptive(staleness=4.0, staleness_gate=0.0, staleness_share=0.0)
+    a = TabularStream(d, 2, policy=old, iters=20, rng=dpstream.Rng(seed=9))
+    for x in out[:6]:
+        a.step(x)
+    magic = b"DPSTREAM-TABULAR"
+    npz = np.load(io.BytesIO(a.to_bytes()[len(magic) :]))
+    arrays = {k: npz[k] for k in npz.files}
+    header = json.loads(arrays["header"].tobytes())
+    for field in ("staleness_gate", "staleness_share"):
+        del header["config"]["policy"][field]
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    b = TabularStream.from_bytes(magic + buf.getvalue(), allow_seeded=True)
+    assert b.policy == old
+    for x in out[6:]:
+        assert a.step(x).equals(b.step(x))

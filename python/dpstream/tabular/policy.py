@@ -63,6 +63,10 @@ MAX_SCORED = 500
 #: batch is less than 1/64 of the released table (with equal batches: from step 64, so
 #: never at R ≤ 48 releases).
 STALENESS_GATE = 64.0
+#: :attr:`Adaptive.staleness_share`'s default: the staleness bonus acts only while at least
+#: half of the recent steps drifted (chosen on the tuning streams of
+#: ``benches/bench_tabular_drift.py``: about 1 in time order, below 0.15 shuffled).
+STALENESS_SHARE = 0.5
 
 
 def _check_int(owner: object, name: str, minimum: int) -> None:
@@ -247,6 +251,10 @@ class Adaptive:
             equal batches: from step ``gate`` on), so with few large batches, where each
             step's best-scored workloads matter most, the stream is the one without the
             bonus; higher keeps it off longer, 0 lets it act at every step.
+        staleness_share: and only while the running share of drifted steps is at least
+            this, so a stationary stream (whose drift test fires on a few percent of steps)
+            keeps its best-scored selections; lower lets the bonus act on calmer streams,
+            0 at any drift share.
         max_scored: the most workloads a step scores (``None``: all). With more workloads
             than this, each step draws a uniformly random subset of this many from the
             stream's generator, and only they are checked against ``max_model_cells`` and
@@ -269,6 +277,7 @@ class Adaptive:
     coverage: bool = False
     staleness: float = 0.0
     staleness_gate: float = STALENESS_GATE
+    staleness_share: float = STALENESS_SHARE
     max_scored: int | None = MAX_SCORED
 
     def __post_init__(self) -> None:
@@ -293,6 +302,7 @@ class Adaptive:
             raise TypeError(f"Adaptive.coverage must be a bool, got {type(self.coverage).__name__}")
         _check_real(self, "staleness", 0.0, math.inf, open_high=True)
         _check_real(self, "staleness_gate", 0.0, math.inf, open_high=True)
+        _check_real(self, "staleness_share", 0.0, 1.0, open_high=False)
         if self.max_scored is not None:
             _check_int(self, "max_scored", 1)
 
@@ -545,8 +555,9 @@ def staleness_bonus(
     """``Adaptive(staleness=s, staleness_gate=τ)``: the public bonus of each candidate's
     selection score, ``s · drift_share · √rows · (t − last_step)`` (``last_step`` −1 for
     never selected; divided by ``√cells`` when ``per_cell``), or ``None`` (no bonus: the
-    scores are exactly those without the field) with ``s = 0``, another policy, or a step
-    whose batch is not a small share of the table: ``rows · τ ≥ table_rows``.
+    scores are exactly those without the field) with ``s = 0``, another policy, a step
+    whose batch is not a small share of the table (``rows · τ ≥ table_rows``) or a calm
+    stream (``drift_share`` below the policy's ``staleness_share``).
 
     Privacy: the bonus is added to the scores before permute-and-flip, so it must be the
     same for neighbouring streams. It reads public values only: the step ``t``, the earlier
@@ -558,6 +569,8 @@ def staleness_bonus(
     if not isinstance(policy, Adaptive) or policy.staleness == 0:
         return None
     if rows * float(policy.staleness_gate) >= table_rows:
+        return None
+    if drift_share < policy.staleness_share:
         return None
     gap = (t - last_step).astype(np.float64)
     out = float(policy.staleness) * drift_share * math.sqrt(max(rows, 0)) * gap
