@@ -55,6 +55,8 @@ def test_an_unknown_stream_or_variant_is_refused_by_the_command_line(tmp_path: P
     assert done.returncode == 2 and "unknown variant 'timed'" in done.stderr
     done = _run(tmp_path, "--variants", "staleness=2,gate=-1")
     assert done.returncode == 2 and "Adaptive.staleness_gate must be in" in done.stderr
+    done = _run(tmp_path, "--variants", "staleness=2,decay=1")
+    assert done.returncode == 2 and "unknown staleness option 'decay'" in done.stderr
 
 
 def test_a_gated_variant_runs_on_a_tuning_stream_and_acts_only_once_its_gate_opens(
