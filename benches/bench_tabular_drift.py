@@ -375,15 +375,19 @@ def rule_lines(outcomes: list[Outcome], reference: str) -> list[str]:
         finals.setdefault(key, {})[o.job.seed] = (o.avg_we[-1], o.max_we[-1])
     lines = [
         f"Issue 29's rule against `{reference}` (wins: lower final AvgWE and MaxWE, mean over "
-        "the seeds both ran; passes: wins in ≥ 75% of the settings, never > 10% worse):",
+        "the seeds both ran; passes: wins in ≥ 75% of the settings, never > 10% worse). "
+        "Identical: settings where every seed's final AvgWE and MaxWE equal the reference's "
+        "(the variant did not act, or acted without effect); the last column applies the "
+        "rule to the other settings only:",
         "",
-        "| variant | streams | settings (stream, ε) | wins | worst with/without | where | passes |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | streams | settings (stream, ε) | wins | worst with/without | where | passes "
+        "| identical | wins among the others | passes among the others |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     variants = sorted({v for _, v, _ in finals} - {reference})
     for variant in variants:
         for pair in PAIRS:
-            pairs, where = [], []
+            pairs, where, same = [], [], []
             for (stream, v, eps), runs in sorted(finals.items()):
                 ref = finals.get((stream, reference, eps), {})
                 seeds = sorted(set(runs) & set(ref))
@@ -392,6 +396,7 @@ def rule_lines(outcomes: list[Outcome], reference: str) -> list[str]:
                 mine = tuple(float(np.mean([runs[s][m] for s in seeds])) for m in (0, 1))
                 theirs = tuple(float(np.mean([ref[s][m] for s in seeds])) for m in (0, 1))
                 pairs.append((mine, theirs))
+                same.append(all(runs[s] == ref[s] for s in seeds))
                 ratios = (mine[0] / theirs[0], mine[1] / theirs[1])
                 where.append((max(ratios), f"{'MaxWE' if ratios[1] > ratios[0] else 'AvgWE'}, "
                                            f"{stream}, ε = {eps:g}"))  # fmt: skip
@@ -399,9 +404,12 @@ def rule_lines(outcomes: list[Outcome], reference: str) -> list[str]:
             if pair[0] not in ran:  # the ordered stream was not run
                 continue
             wins, worst, ok = rule_verdict(pairs)  # type: ignore[arg-type]
+            others = [p for p, x in zip(pairs, same, strict=True) if not x]
+            o_wins, _, o_ok = rule_verdict(others)  # type: ignore[arg-type]
             lines.append(
                 f"| {variant} | {' / '.join(pair)} | {len(pairs)} | {wins} | {worst:.2f} | "
-                f"{max(where)[1]} | {'yes' if ok else 'no'} |"
+                f"{max(where)[1]} | {'yes' if ok else 'no'} | {sum(same)} | "
+                f"{o_wins} of {len(others)} | {'yes' if o_ok else 'no'} |"
             )
     return lines
 
@@ -654,12 +662,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_rule_section(outcomes: list[Outcome], reference: str, command: str) -> None:
     """``--rule-against``: the section "Tabular stream on drifting streams (against ...)" of
-    ``benches/RESULTS.md``: this run's and the merged runs' summary and rule tables."""
+    ``benches/RESULTS.md`` (": tuning streams" in the title when a tuning stream was run):
+    this run's and the merged runs' summary and rule tables."""
     from _report import diag_run_lines, write_section
 
-    title = f"## {RULE_SECTION} (against {reference})"
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     drift = [o for o in outcomes if o.job.batch is None]
+    tuning = any(o.job.stream in TUNING for o in drift)
+    title = f"## {RULE_SECTION}{': tuning streams' if tuning else ''} (against {reference})"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     body = [
         title,
         "",

@@ -243,7 +243,8 @@ class Adaptive:
             selected)`` (divided by ``√cells`` with the per-cell score): on a drifting
             stream it re-measures workloads whose counted rows grow stale instead of
             letting the workloads of a column on which every batch differs capture the
-            selections; on a calm stream (drift share near 0) it does almost nothing.
+            selections. It acts only where its two gates below let it (many small batches
+            of a drifting stream); elsewhere the scores are exactly those without it.
             Higher trades the batch's own largest errors for more even re-measurement;
             0 turns it off.
         staleness_gate: the bonus acts only at steps whose released batch is less than
