@@ -259,18 +259,19 @@ def ablation_table(rows: list[dict[str, Any]]) -> str:
         )
     lines = [
         "| heuristic | in the default today | data | settings | wins with it (AvgWE and MaxWE) "
-        "| worst with/without | passes the rule |",
-        "|---|---|---|---|---|---|---|",
+        "| worst with/without | passes the rule | identical (every seed) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     verdict: dict[str, list[bool]] = {}
     heuristics = sorted({str(r["method"]) for r in rows} - {"default"})
     datasets = sorted({str(r["dataset"]) for r in rows})
     for h in heuristics:
         for data in datasets:
-            pairs = []
+            pairs, same = [], 0
             for key, per in means.items():
                 if key[0] != data or h not in per:
                     continue
+                same += per["default"] == per[h]  # every seed's final errors equal
                 with_h, without = np.mean(per["default"], axis=0), np.mean(per[h], axis=0)
                 if h in OPT_IN:
                     with_h, without = without, with_h
@@ -282,7 +283,7 @@ def ablation_table(rows: list[dict[str, Any]]) -> str:
             verdict.setdefault(h, []).append(ok)
             lines.append(
                 f"| {h} | {'no' if h in OPT_IN else 'yes'} | {data} | {n} | {wins} | {worst:.2f} "
-                f"| {'yes' if ok else 'no'} |"
+                f"| {'yes' if ok else 'no'} | {same} |"
             )
     lines.append("")
     lines.append(
