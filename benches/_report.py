@@ -209,3 +209,16 @@ def publish(
     else:
         write_section(section, title, results_path)
     print(f"wrote {results_path}", file=sys.stderr, flush=True)
+
+
+def rule_verdict(
+    pairs: list[tuple[tuple[float, float], tuple[float, float]]],
+) -> tuple[int, float, bool]:
+    """Issue 29's rule for keeping a heuristic in the default, over settings given as
+    ``((AvgWE, MaxWE) with it, (AvgWE, MaxWE) without it)`` (means over seeds): the number
+    of settings it wins (lower AvgWE and lower MaxWE), the worst ratio with/without over
+    both metrics, and whether it passes (wins in at least 75% of the settings, never more
+    than 10% worse)."""
+    wins = sum(w[0] < wo[0] and w[1] < wo[1] for w, wo in pairs)
+    worst = max((max(w[0] / wo[0], w[1] / wo[1]) for w, wo in pairs), default=0.0)
+    return wins, float(worst), bool(pairs and wins >= 0.75 * len(pairs) and worst <= 1.10)

@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -66,6 +67,9 @@ from dpstream.tabular import (
 )
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _report import rule_verdict  # noqa: E402
+
 SECTION = "Tabular stream: side by side"
 METHODS = ("default", "paper", "baseline", "offline ε/R", "offline once ε")
 COMPETITORS = ("baseline", "offline ε/R")
@@ -77,12 +81,21 @@ ABLATIONS: dict[str, Adaptive] = {
     "auto k": Adaptive(k=AutoK(taper=None)),
     "auto k with taper": Adaptive(k=AutoK()),
     "refit auto": Adaptive(refit="auto"),
-    "staleness": Adaptive(staleness=4.0),
+    "staleness": Adaptive(staleness=4.0, staleness_gate=0.0),
+    "gated staleness": Adaptive(staleness=4.0),
     "coverage": Adaptive(coverage=True),
 }
 #: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
 OPT_IN = frozenset(
-    {"auto score", "auto k", "auto k with taper", "refit auto", "staleness", "coverage"}
+    {
+        "auto score",
+        "auto k",
+        "auto k with taper",
+        "refit auto",
+        "staleness",
+        "gated staleness",
+        "coverage",
+    }
 )
 ORDERS = ("shuffled", "natural")
 
@@ -246,31 +259,31 @@ def ablation_table(rows: list[dict[str, Any]]) -> str:
         )
     lines = [
         "| heuristic | in the default today | data | settings | wins with it (AvgWE and MaxWE) "
-        "| worst with/without | passes the rule |",
-        "|---|---|---|---|---|---|---|",
+        "| worst with/without | passes the rule | identical (every seed) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     verdict: dict[str, list[bool]] = {}
     heuristics = sorted({str(r["method"]) for r in rows} - {"default"})
     datasets = sorted({str(r["dataset"]) for r in rows})
     for h in heuristics:
         for data in datasets:
-            wins, worst, n = 0, 0.0, 0
+            pairs, same = [], 0
             for key, per in means.items():
                 if key[0] != data or h not in per:
                     continue
+                same += per["default"] == per[h]  # every seed's final errors equal
                 with_h, without = np.mean(per["default"], axis=0), np.mean(per[h], axis=0)
                 if h in OPT_IN:
                     with_h, without = without, with_h
-                n += 1
-                wins += bool(with_h[0] < without[0] and with_h[1] < without[1])
-                worst = max(worst, float(with_h[0] / without[0]), float(with_h[1] / without[1]))
-            if n == 0:  # not run on this data set
+                pairs.append(((with_h[0], with_h[1]), (without[0], without[1])))
+            if not pairs:  # not run on this data set
                 continue
-            ok = wins >= 0.75 * n and worst <= 1.10
+            n = len(pairs)
+            wins, worst, ok = rule_verdict(pairs)
             verdict.setdefault(h, []).append(ok)
             lines.append(
                 f"| {h} | {'no' if h in OPT_IN else 'yes'} | {data} | {n} | {wins} | {worst:.2f} "
-                f"| {'yes' if ok else 'no'} |"
+                f"| {'yes' if ok else 'no'} | {same} |"
             )
     lines.append("")
     lines.append(
@@ -385,9 +398,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(body)
     if not args.no_write and not args.quick:
-        import sys
-
-        sys.path.insert(0, str(HERE))
         from _report import diag_run_lines, write_section
 
         mode = " --full" if args.full else ""
@@ -474,9 +484,6 @@ def ablate(args: argparse.Namespace) -> int:
     )
     print(body)
     if not args.no_write and not args.quick:
-        import sys
-
-        sys.path.insert(0, str(HERE))
         from _report import diag_run_lines, write_section
 
         at_r = "" if r == 12 else f" --ablate-r {r}"

@@ -11,13 +11,21 @@ workloads) of the release against the table so far at checkpoints:
 * ``adult-sorted``: Adult sorted by all its columns, first column (age) first (the
   "Adult-ordered" stream of ``bench_tabular.py``), batches of 200 (245 steps);
   ``adult-shuffled``: the same rows in a random order, same batch sizes.
+* Tuning streams, for choosing constants away from the benchmark (``--streams`` only):
+  ``flights-late`` (the second half of 2013, days 182–364, one batch per day, 183 steps)
+  and ``flights-late-shuffled``; ``adult-rsorted`` (Adult sorted by all its columns, last
+  column first; twin ``adult-shuffled``).
 
 Variants (``--variants``):
 
 * ``default``: the library default (``policy=Adaptive()``).
 * ``coverage``: ``Adaptive(coverage=True)`` (:mod:`dpstream.tabular.coverage`).
-* ``staleness=S``: ``Adaptive(staleness=S)`` (a public bonus for workloads not selected
-  recently, scaled by the drift share); ``coverage+staleness=S``: both.
+* ``staleness=S``: ``Adaptive(staleness=S, staleness_gate=0, staleness_share=0)`` (a
+  public bonus for workloads not selected recently, scaled by the drift share, at every
+  step); ``staleness=S,gate=T,share=D``: the same bonus only at steps whose released batch
+  is less than ``1/T`` of the released table and while the drift share is at least ``D``
+  (``Adaptive(staleness=S, staleness_gate=T, staleness_share=D)``; either option may be
+  left out: 0); ``coverage+staleness=S``: both fields.
 * ``iters``: the default with 10 times the fit's iterations and no early stop
   (diagnostic: is the fit's budget the limit?).
 * ``oracle``: the default with every pooled measurement's uncounted rows replaced by their
@@ -32,6 +40,13 @@ seeds). Batches of 50 over all of flights would be 6,736 steps: ``--slopes`` kee
 ``SLOPE_STEPS`` = 1,000 batches, the first 50,000 rows of each permutation at batch 50 (a
 stationary sample of flights; all 48,842 rows of Adult) and whole tables at batch 1,000.
 It writes the section "Tabular stream: slope on shuffled streams" of ``benches/RESULTS.md``.
+
+``--rule-against VARIANT`` also reports issue 29's rule for keeping a heuristic in the
+default, each other variant against ``VARIANT``: per ordered stream and its shuffled twin,
+a setting is (stream, ε), a win a lower final AvgWE and MaxWE (mean over the seeds both
+ran); it passes with wins in at least 75% of the settings, never more than 10% worse. It
+writes the section "Tabular stream on drifting streams (against VARIANT)" of
+``benches/RESULTS.md`` (merged runs included: ``--seeds 0 --merge ...`` rewrites it).
 
 Reported per (stream, variant): AvgWE and MaxWE at 3%, 10%, 25%, 50% and 100% of the steps
 (mean over seeds), the ratio of each ordered stream's final AvgWE to its shuffled twin's, and
@@ -64,6 +79,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _report import rule_verdict
 from dpstream import Rng
 from dpstream.datasets import load_adult
 from dpstream.tabular import Adaptive, Domain, TabularStream, workload_errors
@@ -74,9 +90,21 @@ FloatArray = npt.NDArray[np.float64]
 
 OUT = Path(__file__).resolve().parent / "out" / "tabular_drift"
 STREAMS = ("flights-time", "flights-shuffled", "adult-sorted", "adult-shuffled")
+#: Streams for choosing constants (``--streams`` only; not the benchmark's): the second half
+#: of the flights year (from day ``LATE_DAY``) in time order and shuffled, and Adult sorted
+#: by its columns last column first (its shuffled twin is ``adult-shuffled``).
+TUNING = ("flights-late", "flights-late-shuffled", "adult-rsorted")
+LATE_DAY = 182
 #: (ordered stream, its shuffled twin)
-PAIRS = (("flights-time", "flights-shuffled"), ("adult-sorted", "adult-shuffled"))
-VARIANTS = ("default", "coverage", "staleness=S", "coverage+staleness=S", "iters", "oracle")
+PAIRS = (
+    ("flights-time", "flights-shuffled"), ("adult-sorted", "adult-shuffled"),
+    ("flights-late", "flights-late-shuffled"), ("adult-rsorted", "adult-shuffled"),
+)  # fmt: skip
+VARIANTS = (
+    "default", "coverage", "staleness=S", "staleness=S,gate=T,share=D", "coverage+staleness=S",
+    "iters",
+    "oracle",
+)  # fmt: skip
 FRACTIONS = (0.03, 0.10, 0.25, 0.50, 1.0)
 SLOPE_POINTS = 8
 ADULT_BATCH = 200
@@ -86,6 +114,7 @@ SLOPE_STREAMS = ("adult-shuffled", "flights-shuffled")
 SLOPE_BATCHES = (50, 1000)
 SLOPE_STEPS = 1000
 SLOPE_SECTION = "Tabular stream: slope on shuffled streams"
+RULE_SECTION = "Tabular stream on drifting streams"
 HERE = Path(__file__).resolve().parent
 
 
@@ -148,6 +177,9 @@ def make_stream(
         from dpstream.datasets import load_nycflights
 
         codes, _, dom, day = load_nycflights()
+        if name.startswith("flights-late"):  # tuning: the second half of the year
+            keep = day >= LATE_DAY
+            codes, day = codes[keep], day[keep] - LATE_DAY
         if subset is not None:
             keep = day < subset
             codes, day = codes[keep], day[keep]
@@ -160,6 +192,8 @@ def make_stream(
         sizes = [ADULT_BATCH] * full + ([rest] if rest else [])
         if name == "adult-sorted":
             codes = codes[np.lexsort(codes.T[::-1])]
+        elif name == "adult-rsorted":  # tuning: sorted by the last column first
+            codes = codes[np.lexsort(codes.T)]
     if name.endswith("shuffled"):
         codes = codes[shuffle.permutation(codes.shape[0])]
     return Stream(name, domain, _cut(codes, sizes))
@@ -248,7 +282,17 @@ def build(variant: str, domain: Domain, epsilon: float, seed: int) -> Lazy:
         return Lazy(domain, epsilon, policy=Adaptive(coverage=True), rng=rng)
     head, _, value = variant.partition("staleness=")
     if head in ("", "coverage+") and value:
-        policy = Adaptive(coverage=head == "coverage+", staleness=float(value))
+        strength, *rest = value.split(",")
+        options = dict(x.partition("=")[::2] for x in rest)
+        unknown = sorted(set(options) - {"gate", "share"})
+        if unknown:
+            raise ValueError(f"unknown staleness option {unknown[0]!r} in {variant!r}")
+        policy = Adaptive(
+            coverage=head == "coverage+",
+            staleness=float(strength),
+            staleness_gate=float(options.get("gate", 0.0)),
+            staleness_share=float(options.get("share", 0.0)),
+        )
         return Lazy(domain, epsilon, policy=policy, rng=rng)
     if variant == "iters":
         return LazyIters(domain, epsilon, iters=1000, rng=rng)
@@ -319,6 +363,55 @@ def slope(o: Outcome) -> float:
 def _at(o: Outcome, frac: float, values: list[float]) -> float:
     target = max(1, round(frac * o.steps[-1]))
     return values[o.steps.index(target)] if target in o.steps else math.nan
+
+
+def rule_lines(outcomes: list[Outcome], reference: str) -> list[str]:
+    """Issue 29's rule for each variant against ``reference`` (``--rule-against``), per pair
+    of an ordered stream and its shuffled twin: a setting is (stream of the pair, ε), the
+    errors the final AvgWE and MaxWE, mean over the seeds both were run with."""
+    finals: dict[tuple[str, str, float], dict[int, tuple[float, float]]] = {}
+    for o in outcomes:
+        key = (o.job.stream, o.job.variant, o.job.epsilon)
+        finals.setdefault(key, {})[o.job.seed] = (o.avg_we[-1], o.max_we[-1])
+    lines = [
+        f"Issue 29's rule against `{reference}` (wins: lower final AvgWE and MaxWE, mean over "
+        "the seeds both ran; passes: wins in ≥ 75% of the settings, never > 10% worse). "
+        "Identical: settings where every seed's final AvgWE and MaxWE equal the reference's "
+        "(the variant did not act, or acted without effect); the last column applies the "
+        "rule to the other settings only:",
+        "",
+        "| variant | streams | settings (stream, ε) | wins | worst with/without | where | passes "
+        "| identical | wins among the others | passes among the others |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    variants = sorted({v for _, v, _ in finals} - {reference})
+    for variant in variants:
+        for pair in PAIRS:
+            pairs, where, same = [], [], []
+            for (stream, v, eps), runs in sorted(finals.items()):
+                ref = finals.get((stream, reference, eps), {})
+                seeds = sorted(set(runs) & set(ref))
+                if v != variant or stream not in pair or not seeds:
+                    continue
+                mine = tuple(float(np.mean([runs[s][m] for s in seeds])) for m in (0, 1))
+                theirs = tuple(float(np.mean([ref[s][m] for s in seeds])) for m in (0, 1))
+                pairs.append((mine, theirs))
+                same.append(all(runs[s] == ref[s] for s in seeds))
+                ratios = (mine[0] / theirs[0], mine[1] / theirs[1])
+                where.append((max(ratios), f"{'MaxWE' if ratios[1] > ratios[0] else 'AvgWE'}, "
+                                           f"{stream}, ε = {eps:g}"))  # fmt: skip
+            ran = {stream for stream, v, _ in finals if v == variant}
+            if pair[0] not in ran:  # the ordered stream was not run
+                continue
+            wins, worst, ok = rule_verdict(pairs)  # type: ignore[arg-type]
+            others = [p for p, x in zip(pairs, same, strict=True) if not x]
+            o_wins, _, o_ok = rule_verdict(others)  # type: ignore[arg-type]
+            lines.append(
+                f"| {variant} | {' / '.join(pair)} | {len(pairs)} | {wins} | {worst:.2f} | "
+                f"{max(where)[1]} | {'yes' if ok else 'no'} | {sum(same)} | "
+                f"{o_wins} of {len(others)} | {'yes' if o_ok else 'no'} |"
+            )
+    return lines
 
 
 def summary(outcomes: list[Outcome], command: str) -> list[str]:
@@ -437,7 +530,10 @@ def read(path: Path) -> list[Outcome]:
     return list(out.values())
 
 
-def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = False) -> None:
+def write(
+    outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = False,
+    reference: str | None = None,
+) -> None:  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     with (out / "results.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -452,6 +548,8 @@ def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = Fal
                 )
     drift = [o for o in outcomes if o.job.batch is None]
     lines = summary(drift, command) if drift or not outcomes else [f"Run by `{command}`."]
+    if reference is not None and drift:
+        lines += ["", *rule_lines(drift, reference)]
     if len(drift) < len(outcomes):
         lines += ["", "Slopes on shuffled streams of equal batches (--slopes):", ""]
         lines += slope_summary(outcomes)
@@ -463,7 +561,7 @@ def write(outcomes: list[Outcome], out: Path, command: str, *, quiet: bool = Fal
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--streams", nargs="+", default=list(STREAMS), choices=STREAMS)
+    p.add_argument("--streams", nargs="+", default=list(STREAMS), choices=STREAMS + TUNING)
     p.add_argument(
         "--variants",
         nargs="+",
@@ -499,7 +597,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=SLOPE_STEPS,
         help="--slopes: keep the first max-batches × batch rows of each permutation",
     )
-    p.add_argument("--no-write", action="store_true", help="--slopes: do not touch RESULTS.md")
+    p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    p.add_argument(
+        "--rule-against",
+        default=None,
+        metavar="VARIANT",
+        help="also report issue 29's rule for every other variant against this one, per "
+        "ordered stream and its shuffled twin, over the streams and ε run; writes its "
+        "RESULTS.md section (not with --quick or --no-write)",
+    )
     a = p.parse_args(argv)
     for v in a.variants:  # refused before any run
         try:
@@ -533,7 +639,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Written after every finished job, so that a run stopped early keeps its results.
         here = {_key(o.job) for o in outcomes}
         rest = [o for o in earlier if _key(o.job) not in here]
-        write(outcomes + rest, a.out, command, quiet=not final)
+        write(outcomes + rest, a.out, command, quiet=not final, reference=a.rule_against)
         return outcomes + rest
 
     runner: Callable[[Job], Outcome] = run
@@ -549,7 +655,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     every = report(True)
     if a.slopes and not a.quick and not a.no_write:
         write_slope_section(every, time.perf_counter() - start if outcomes else None)
+    elif a.rule_against is not None and not a.quick and not a.no_write:
+        write_rule_section(every, a.rule_against, command)
     return 0
+
+
+def write_rule_section(outcomes: list[Outcome], reference: str, command: str) -> None:
+    """``--rule-against``: the section "Tabular stream on drifting streams (against ...)" of
+    ``benches/RESULTS.md`` (": tuning streams" in the title when a tuning stream was run):
+    this run's and the merged runs' summary and rule tables."""
+    from _report import diag_run_lines, write_section
+
+    drift = [o for o in outcomes if o.job.batch is None]
+    tuning = any(o.job.stream in TUNING for o in drift)
+    title = f"## {RULE_SECTION}{': tuning streams' if tuning else ''} (against {reference})"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    body = [
+        title,
+        "",
+        *diag_run_lines(f"PYTHONPATH=python .venv/bin/python {command}"),
+        "",
+        "Each ordered stream and its shuffled twin (see the script's docstring), every "
+        "variant against `" + reference + "`. Runs took "
+        f"{sum(o.seconds for o in drift):.0f} s summed on this machine (load average at the "
+        f"end {load}).",
+        "",
+        *summary(drift, command)[3:],
+        "",
+        *rule_lines(drift, reference),
+    ]
+    write_section("\n".join(body), title, HERE / "RESULTS.md")
 
 
 def write_slope_section(outcomes: list[Outcome], seconds: float | None) -> None:

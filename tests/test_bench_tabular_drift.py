@@ -53,6 +53,30 @@ def test_an_unknown_stream_or_variant_is_refused_by_the_command_line(tmp_path: P
     assert done.returncode == 2 and "Adaptive.staleness must be in" in done.stderr
     done = _run(tmp_path, "--variants", "timed")
     assert done.returncode == 2 and "unknown variant 'timed'" in done.stderr
+    done = _run(tmp_path, "--variants", "staleness=2,gate=-1")
+    assert done.returncode == 2 and "Adaptive.staleness_gate must be in" in done.stderr
+    done = _run(tmp_path, "--variants", "staleness=2,decay=1")
+    assert done.returncode == 2 and "unknown staleness option 'decay'" in done.stderr
+
+
+def test_a_gated_variant_runs_on_a_tuning_stream_and_acts_only_once_its_gate_opens(
+    tmp_path: Path,
+) -> None:
+    """``staleness=S,gate=T`` on ``adult-rsorted`` (a tuning stream, paired with
+    ``adult-shuffled``): identical to ``staleness=0`` (no bonus) until the batch is less
+    than 1/T of the table, and the ratio table pairs the tuning stream with its twin."""
+    done = _run(
+        tmp_path, "--streams", "adult-rsorted", "adult-shuffled",
+        "--variants", "staleness=0", "staleness=4,gate=4", "staleness=4,gate=100",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "results.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["stream"] == "adult-rsorted"]
+    errors = {(r["variant"], int(r["step"])): (float(r["AvgWE"]), float(r["MaxWE"])) for r in rows}
+    steps = sorted({s for _, s in errors})
+    for step in steps:  # 12 steps of 200 rows: a gate of 100 never opens
+        assert errors[("staleness=4,gate=100", step)] == errors[("staleness=0", step)]
+    assert "| adult-rsorted | staleness=4,gate=4 | 1 |" in done.stdout.split("Ratio")[1]
 
 
 @pytest.mark.skipif(

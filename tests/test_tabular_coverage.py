@@ -26,6 +26,16 @@ def drifting(n: int, seed: int) -> np.ndarray:
 DOMAIN = Domain({"a": 3, "b": 2, "c": 3})
 
 
+def weekday_batch(d: Domain, t: int, n: int, seed: int) -> np.ndarray:
+    """Batch ``t`` of a stream whose column a is ``t mod 7`` throughout the batch (the
+    weekday of a daily batch); b, c and e are random and correlated."""
+    g = np.random.default_rng(seed)
+    b = g.integers(0, 3, n)
+    c = np.where(g.random(n) < 0.7, b, g.integers(0, 3, n))
+    e = np.where(g.random(n) < 0.7, (b + 1) % 3, g.integers(0, 3, n))
+    return np.stack([np.full(n, t % 7), b, c, e], axis=1).astype(np.int64)
+
+
 def batches(rows: np.ndarray, lo: int, hi: int) -> list[np.ndarray]:
     return [rows[100 * t : 100 * (t + 1)] for t in range(lo, hi)]
 
@@ -166,14 +176,55 @@ def test_the_staleness_bonus_reads_public_values_and_grows_with_the_gap() -> Non
     policy = Adaptive(staleness=2.0)
     last = np.array([-1, 3, 9], dtype=np.int64)
     cells = np.array([4, 9, 16], dtype=np.int64)
-    got = staleness_bonus(policy, 10, last, cells, 100, 0.5, per_cell=False)
+    table = 100 * 64 + 1  # the batch is less than 1/64 of the table: the gate is open
+    got = staleness_bonus(policy, 10, last, cells, 100, table, 0.5, per_cell=False)
     assert got is not None
     np.testing.assert_allclose(got, 2.0 * 0.5 * 10.0 * np.array([11, 7, 1]))
-    per_cell = staleness_bonus(policy, 10, last, cells, 100, 0.5, per_cell=True)
+    per_cell = staleness_bonus(policy, 10, last, cells, 100, table, 0.5, per_cell=True)
     np.testing.assert_allclose(per_cell, got / np.array([2.0, 3.0, 4.0]))  # type: ignore[operator]
-    assert staleness_bonus(Adaptive(), 10, last, cells, 100, 0.5, per_cell=False) is None
-    zero = staleness_bonus(policy, 10, last, cells, 100, 0.0, per_cell=False)
-    np.testing.assert_array_equal(zero, 0.0)  # a calm stream: no bonus
+    off = Adaptive(staleness=0.0)
+    assert staleness_bonus(off, 10, last, cells, 100, table, 0.5, per_cell=False) is None
+    # A calm stream: no bonus (below the policy's staleness_share, none at all).
+    assert staleness_bonus(policy, 10, last, cells, 100, table, 0.0, per_cell=False) is None
+    any_share = Adaptive(staleness=2.0, staleness_share=0.0)
+    zero = staleness_bonus(any_share, 10, last, cells, 100, table, 0.0, per_cell=False)
+    np.testing.assert_array_equal(zero, 0.0)
+
+
+def test_the_staleness_bonus_acts_only_at_a_drift_share_of_at_least_staleness_share() -> None:
+    last = np.array([-1, 3], dtype=np.int64)
+    cells = np.array([4, 9], dtype=np.int64)
+    policy = Adaptive(staleness=2.0, staleness_gate=0.0, staleness_share=0.3)
+    for share in (0.0, 0.1, 0.29, 0.3, 0.31, 1.0):
+        got = staleness_bonus(policy, 10, last, cells, 100, 200, share, per_cell=False)
+        assert (got is not None) == (share >= 0.3), share
+
+
+@pytest.mark.parametrize("gate", [0.0, 8.0, 64.0])
+def test_the_staleness_gate_opens_only_when_the_batch_is_a_small_share_of_the_table(
+    gate: float,
+) -> None:
+    policy = Adaptive(staleness=2.0, staleness_gate=gate)
+    last = np.array([-1, 3], dtype=np.int64)
+    cells = np.array([4, 9], dtype=np.int64)
+    for rows, table in [(100, 100), (100, 799), (100, 800), (100, 801), (100, 6400), (100, 6401)]:
+        got = staleness_bonus(policy, 10, last, cells, rows, table, 0.5, per_cell=False)
+        assert (got is not None) == (rows * gate < table), (rows, table)
+
+
+def test_with_few_large_batches_the_gated_bonus_leaves_the_stream_bit_identical() -> None:
+    """Issue 29's rule settings (R = 12 and 48 equal batches): a released batch is at least
+    1/48 of the released table, so the default gate (1/64) never opens and the stream with
+    the bonus is the stream without it (the same noise, selections and releases)."""
+    d = Domain({"a": 7, "b": 3, "c": 3, "e": 3})
+    rows = np.concatenate([weekday_batch(d, t, 400, 13) for t in range(48)])
+    for r in (12, 48):
+        plain = TabularStream(d, 1, policy=Adaptive(staleness=0.0), iters=10, rng=dpstream.Rng(3))
+        gated = TabularStream(d, 1, policy=Adaptive(staleness=4.0), iters=10, rng=dpstream.Rng(3))
+        for x in np.array_split(rows, r):
+            assert plain.step(x).equals(gated.step(x))
+            assert plain.last_selected == gated.last_selected
+        assert gated._drift_rate > 0  # the drift test ran: only the gate kept the bonus off
 
 
 def test_a_bonus_shifts_the_scores_but_not_the_sensitivity() -> None:
@@ -215,20 +266,42 @@ def test_staleness_re_measures_workloads_a_drifting_column_would_starve() -> Non
     """Column a's value is the same within each batch and changes every batch (the weekday
     of a daily batch): without staleness its workloads capture the first selections."""
     d = Domain({"a": 7, "b": 3, "c": 3, "e": 3})
-    g = np.random.default_rng(11)
-    out = []
-    for t in range(40):
-        n = 300
-        b = g.integers(0, 3, n)
-        c = np.where(g.random(n) < 0.7, b, g.integers(0, 3, n))
-        e = np.where(g.random(n) < 0.7, (b + 1) % 3, g.integers(0, 3, n))
-        out.append(np.stack([np.full(n, t % 7), b, c, e], axis=1).astype(np.int64))
+    out = [weekday_batch(d, t, 300, 11 + t) for t in range(40)]
     counts = {}
     for stale in (0.0, 4.0):
-        s = TabularStream(d, 2, policy=Adaptive(staleness=stale), iters=20, rng=dpstream.Rng(5))
+        policy = Adaptive(staleness=stale, staleness_gate=0.0)  # the bonus at every step
+        s = TabularStream(d, 2, policy=policy, iters=20, rng=dpstream.Rng(5))
         for x in out:
             s.step(x)
         counts[stale] = s.selection_counts
     never = {k: sum(v == 0 for v in c.values()) for k, c in counts.items()}
     top = {k: max(c.values()) for k, c in counts.items()}
     assert never[4.0] <= never[0.0] and top[4.0] < top[0.0]
+
+
+def test_a_state_from_before_the_staleness_gate_resumes_with_the_bonus_at_every_step() -> None:
+    """A checkpoint written before ``staleness_gate`` and ``staleness_share`` existed (its
+    serialised policy lacks them) had the bonus at every step and any drift share: it loads
+    as ``staleness_gate=0, staleness_share=0`` and continues bit for bit."""
+    import io
+    import json
+
+    d = Domain({"a": 7, "b": 3, "c": 3, "e": 3})
+    out = [weekday_batch(d, t, 300, 11 + t) for t in range(12)]
+    old = Adaptive(staleness=4.0, staleness_gate=0.0, staleness_share=0.0)
+    a = TabularStream(d, 2, policy=old, iters=20, rng=dpstream.Rng(seed=9))
+    for x in out[:6]:
+        a.step(x)
+    magic = b"DPSTREAM-TABULAR"
+    npz = np.load(io.BytesIO(a.to_bytes()[len(magic) :]))
+    arrays = {k: npz[k] for k in npz.files}
+    header = json.loads(arrays["header"].tobytes())
+    for field in ("staleness_gate", "staleness_share"):
+        del header["config"]["policy"][field]
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    b = TabularStream.from_bytes(magic + buf.getvalue(), allow_seeded=True)
+    assert b.policy == old
+    for x in out[6:]:
+        assert a.step(x).equals(b.step(x))

@@ -233,8 +233,9 @@ def _options(header: Mapping[str, Any]) -> dict[str, Any]:
     else:
         stored = cfg["policy"]
         if isinstance(stored, dict) and stored.get("name") == "adaptive":
-            # States written before max_scored existed scored every workload.
-            stored = {"max_scored": None, **stored}
+            # States written before max_scored existed scored every workload; before
+            # staleness_gate existed, the staleness bonus acted at every step.
+            stored = {"max_scored": None, "staleness_gate": 0.0, "staleness_share": 0.0, **stored}
         cfg["policy"] = from_dict(stored)
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]

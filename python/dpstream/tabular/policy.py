@@ -59,6 +59,14 @@ STDDEVS: tuple[StddevName, ...] = ("noise", "shrinkage")
 #: :attr:`Adaptive.max_scored`'s default: at most this many workloads scored per step
 #: (every 2-way workload of up to 32 columns; 1,225 at 50 columns, 4,950 at 100).
 MAX_SCORED = 500
+#: :attr:`Adaptive.staleness_gate`'s default: the staleness bonus acts only once a released
+#: batch is less than 1/64 of the released table (with equal batches: from step 64, so
+#: never at R ≤ 48 releases).
+STALENESS_GATE = 64.0
+#: :attr:`Adaptive.staleness_share`'s default: the staleness bonus acts only while at least
+#: half of the recent steps drifted (chosen on the tuning streams of
+#: ``benches/bench_tabular_drift.py``: about 1 in time order, below 0.15 shuffled).
+STALENESS_SHARE = 0.5
 
 
 def _check_int(owner: object, name: str, minimum: int) -> None:
@@ -235,9 +243,19 @@ class Adaptive:
             selected)`` (divided by ``√cells`` with the per-cell score): on a drifting
             stream it re-measures workloads whose counted rows grow stale instead of
             letting the workloads of a column on which every batch differs capture the
-            selections; on a calm stream (drift share near 0) it does almost nothing.
+            selections. It acts only where its two gates below let it (many small batches
+            of a drifting stream); elsewhere the scores are exactly those without it.
             Higher trades the batch's own largest errors for more even re-measurement;
             0 turns it off.
+        staleness_gate: the bonus acts only at steps whose released batch is less than
+            ``1/staleness_gate`` of the released table (``rows · gate < table rows``; with
+            equal batches: from step ``gate`` on), so with few large batches, where each
+            step's best-scored workloads matter most, the stream is the one without the
+            bonus; higher keeps it off longer, 0 lets it act at every step.
+        staleness_share: and only while the running share of drifted steps is at least
+            this, so a stationary stream (whose drift test fires on a few percent of steps)
+            keeps its best-scored selections; lower lets the bonus act on calmer streams,
+            0 at any drift share.
         max_scored: the most workloads a step scores (``None``: all). With more workloads
             than this, each step draws a uniformly random subset of this many from the
             stream's generator, and only they are checked against ``max_model_cells`` and
@@ -259,6 +277,8 @@ class Adaptive:
     drift_decay: float = 0.9
     coverage: bool = False
     staleness: float = 0.0
+    staleness_gate: float = STALENESS_GATE
+    staleness_share: float = STALENESS_SHARE
     max_scored: int | None = MAX_SCORED
 
     def __post_init__(self) -> None:
@@ -282,6 +302,8 @@ class Adaptive:
         if not isinstance(self.coverage, (bool, np.bool_)):
             raise TypeError(f"Adaptive.coverage must be a bool, got {type(self.coverage).__name__}")
         _check_real(self, "staleness", 0.0, math.inf, open_high=True)
+        _check_real(self, "staleness_gate", 0.0, math.inf, open_high=True)
+        _check_real(self, "staleness_share", 0.0, 1.0, open_high=False)
         if self.max_scored is not None:
             _check_int(self, "max_scored", 1)
 
@@ -527,15 +549,29 @@ def staleness_bonus(
     last_step: npt.NDArray[np.int64],
     cells: npt.NDArray[np.int64],
     rows: int,
+    table_rows: int,
     drift_share: float,
     per_cell: bool,
 ) -> npt.NDArray[np.float64] | None:
-    """``Adaptive(staleness=s)``: the public bonus of each candidate's selection score,
-    ``s · drift_share · √rows · (t − last_step)`` (``last_step`` −1 for never selected;
-    divided by ``√cells`` when ``per_cell``), or ``None`` with ``s = 0`` or another policy.
-    Reads public values only: the step ``t``, the earlier selections, the released batch
-    rows and the drift share (a test of earlier releases)."""
+    """``Adaptive(staleness=s, staleness_gate=τ)``: the public bonus of each candidate's
+    selection score, ``s · drift_share · √rows · (t − last_step)`` (``last_step`` −1 for
+    never selected; divided by ``√cells`` when ``per_cell``), or ``None`` (no bonus: the
+    scores are exactly those without the field) with ``s = 0``, another policy, a step
+    whose batch is not a small share of the table (``rows · τ ≥ table_rows``) or a calm
+    stream (``drift_share`` below the policy's ``staleness_share``).
+
+    Privacy: the bonus is added to the scores before permute-and-flip, so it must be the
+    same for neighbouring streams. It reads public values only: the step ``t``, the earlier
+    selections (``last_step``: outputs of earlier permute-and-flips), the workloads' cell
+    counts, ``rows`` and ``table_rows`` (this step's released batch rows and released table
+    size, both from the size counter's release, or exact when sizes are public) and the
+    drift share (a test of earlier releases against the model). Nothing in it reads the
+    current batch's records, so the scores' sensitivity is unchanged."""
     if not isinstance(policy, Adaptive) or policy.staleness == 0:
+        return None
+    if rows * float(policy.staleness_gate) >= table_rows:
+        return None
+    if drift_share < policy.staleness_share:
         return None
     gap = (t - last_step).astype(np.float64)
     out = float(policy.staleness) * drift_share * math.sqrt(max(rows, 0)) * gap

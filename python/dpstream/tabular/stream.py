@@ -425,7 +425,9 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             return None
         per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
         last, cells = self._last_step[candidates], self._cells[candidates]
-        bonus = staleness_bonus(self._policy, self._t, last, cells, rows, drift_share, per_cell)
+        bonus = staleness_bonus(
+            self._policy, self._t, last, cells, rows, table_rows, drift_share, per_cell
+        )
         pick = select(
             self._score, [batch[i] for i in candidates],
             [base[i] if base is not None else 0.0 for i in candidates],
