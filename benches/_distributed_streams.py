@@ -174,7 +174,7 @@ class Capability:
     #: The table at the largest batch: partition size -> workers -> best seconds.
     by_chunk: dict[int, dict[int, float]] = field(default_factory=dict)
     #: The same at the first partition size on LocalClusters with Dask's default worker
-    #: settings (the statistical profiler on): workers -> best seconds.
+    #: settings (instead of ``partitioned.LOCAL_CLUSTER_CONFIG``): workers -> best seconds.
     dask_defaults: dict[int, float] = field(default_factory=dict)
     kept: dict[int, int] = field(default_factory=dict)
 
@@ -443,8 +443,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         "one process: `update` per partition.",
         "- Cases: one process (the loop above); Dask's threaded scheduler, 2 threads, one "
         "process; `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
-        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with the workers' "
-        "statistical profiler off, `partitioned.LOCAL_CLUSTER_CONFIG`), W = 1, 2. "
+        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with "
+        "`partitioned.LOCAL_CLUSTER_CONFIG`: glibc's mmap threshold 32 MiB and trim threshold "
+        "256 MiB in the workers' environment, their statistical profiler off), W = 1, 2. "
         f"{s.rounds} interleaved round(s); the best is the figure, the median is shown too. "
         "Every case's result was checked equal, byte for byte, to one process's "
         "(marginals; the synthesizer's `to_bytes()`).",
@@ -500,7 +501,7 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         rows = [(f"{chunk:,}", chunk, best) for chunk, best in caps[0].by_chunk.items()]
         if caps[0].dask_defaults:
             chunk = s.chunks[0]
-            label = f"{chunk:,}, Dask's default worker settings (profiler on)"
+            label = f"{chunk:,}, Dask's default worker settings"
             rows.append((label, chunk, caps[0].dask_defaults))
         for label, chunk, best in rows:
             lines.append(

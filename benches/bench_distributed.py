@@ -383,8 +383,8 @@ def render(
         )
         + ".",
         "- Cluster: `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
-        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`, the workers' "
-        "statistical profiler off); each "
+        "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with "
+        "`partitioned.LOCAL_CLUSTER_CONFIG`); each "
         "task counts one partition with `threads = 1`; summaries cross processes as their "
         f"`to_bytes()` encoding (pickle) and are merged with `split_every = {SPLIT_EVERY}`. "
         "Start-up (not in the rates): "

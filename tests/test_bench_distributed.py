@@ -37,5 +37,5 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
     assert "The table's scaling by partition size (200,000 rows" in text
     assert "| 50,000 | 4 |" in text and "| 100,000 | 2 |" in text
     # ... and the first one again on clusters with Dask's default worker settings
-    assert "| 50,000, Dask's default worker settings (profiler on) | 4 |" in text
+    assert "| 50,000, Dask's default worker settings | 4 |" in text
     assert "per round: median" in text

@@ -313,9 +313,12 @@ def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
     assert len(same_files(tmp_path / "footers", tmp_path / "counted")) >= 4
 
 
-def test_local_cluster_workers_run_without_the_profiler() -> None:
-    """``--dask local:N`` starts its workers with ``LOCAL_CLUSTER_CONFIG`` (the statistical
-    profiler off) and leaves the client's own Dask settings as they were."""
+def test_local_cluster_workers_get_their_settings() -> None:
+    """``--dask local:N`` starts its workers with ``LOCAL_CLUSTER_CONFIG`` (the allocator's
+    thresholds in their environment, the statistical profiler off) and leaves the client's
+    own Dask settings as they were."""
+    import os
+
     import dask
     import dask.distributed as dist
     from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, local_cluster
@@ -325,4 +328,7 @@ def test_local_cluster_workers_run_without_the_profiler() -> None:
     before = dask.config.get(key)
     with local_cluster(1) as cluster, dist.Client(cluster, set_as_default=False) as client:
         assert list(client.run(dask.config.get, key).values()) == [False]
+        env = next(iter(client.run(lambda: dict(os.environ)).values()))
+        assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
+        assert env["MALLOC_TRIM_THRESHOLD_"] == str(256 << 20)
     assert dask.config.get(key) == before
