@@ -164,7 +164,8 @@ def test_without_the_new_fields_the_stream_is_unchanged_and_the_fingerprint_name
     b = TabularStream(DOMAIN, 1, policy=Adaptive(staleness=0.0), iters=20, rng=dpstream.Rng(6))
     for x in batches(rows, 0, 6):
         assert a.step(x).equals(b.step(x))
-    assert to_dict(Adaptive())["coverage"] is False and to_dict(Adaptive())["staleness"] == 0.0
+    assert to_dict(Adaptive())["coverage"] is False and to_dict(Adaptive())["staleness"] == 4.0
+    assert to_dict(Adaptive(staleness=0.0)) != to_dict(Adaptive())
     assert to_dict(Adaptive(coverage=True)) != to_dict(Adaptive())
     # Coverage changes the releases (ε is split differently).
     c = TabularStream(DOMAIN, 1, policy=Adaptive(coverage=True), iters=20, rng=dpstream.Rng(6))

@@ -489,29 +489,40 @@ def state_without_option(s: TabularStream, option: str | None = None) -> Tabular
     [
         # Written before an option existed: it ran with the value the option then had
         # (max_scored: every workload scored).
-        (Adaptive(k=2, score="paper"), "score", Adaptive(k=2, score="paper", max_scored=None)),
+        (
+            Adaptive(k=2, score="paper"),
+            "score",
+            Adaptive(k=2, score="paper", max_scored=None, staleness=0.0),
+        ),
         (
             Adaptive(k=2, remainder=Pooled(stddev="noise")),
             "pooled_stddev",
-            Adaptive(k=2, remainder=Pooled(stddev="noise"), max_scored=None),
+            Adaptive(k=2, remainder=Pooled(stddev="noise"), max_scored=None, staleness=0.0),
         ),
         (
             Adaptive(k=2, refit="selection"),
             "refit",
-            Adaptive(k=2, refit="selection", max_scored=None),
+            Adaptive(k=2, refit="selection", max_scored=None, staleness=0.0),
         ),
         (
             Adaptive(k=AutoK(taper=None)),
             "k_schedule",
-            Adaptive(k=AutoK(taper=None), max_scored=None),
+            Adaptive(k=AutoK(taper=None), max_scored=None, staleness=0.0),
         ),
         # Every option present: the policy it ran as.
-        (Adaptive(), None, Adaptive(max_scored=None)),
+        (Adaptive(), None, Adaptive(max_scored=None, staleness=0.0)),
         (Baseline(k=2, score="l2-cell"), None, Baseline(k=2, score="l2-cell")),
         (
             Adaptive(k=3, score="paper", remainder="model", refit="selection"),
             None,
-            Adaptive(k=3, score="paper", remainder="model", refit="selection", max_scored=None),
+            Adaptive(
+                k=3,
+                score="paper",
+                remainder="model",
+                refit="selection",
+                max_scored=None,
+                staleness=0.0,
+            ),
         ),
     ],
 )
@@ -1124,7 +1135,9 @@ def test_the_taper_resumes_from_a_checkpoint_and_old_states_keep_a_fixed_schedul
     for t in range(late + 1):
         f.step(rows[200 * t : 200 * (t + 1)])
     old = state_without_option(f, "k_schedule")
-    assert old.policy == Adaptive(score=AutoScore(), k=AutoK(taper=None), max_scored=None)
+    assert old.policy == Adaptive(
+        score=AutoScore(), k=AutoK(taper=None), max_scored=None, staleness=0.0
+    )
     assert old.budgets == f.budgets
     batch = rows[200 * (late + 1) : 200 * (late + 2)]
     assert np.array_equal(old.step(batch).to_numpy(), f.step(batch).to_numpy())

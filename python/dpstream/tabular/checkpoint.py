@@ -94,6 +94,7 @@ def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, A
             else old["remainder"],
             refit=old["refit"],
             max_scored=None,  # every workload was scored then
+            staleness=0.0,  # and there was no staleness bonus
         )
     except (TypeError, ValueError) as e:
         raise ValueError(f"an old TabularStream option cannot be migrated: {e}") from None
@@ -234,8 +235,15 @@ def _options(header: Mapping[str, Any]) -> dict[str, Any]:
         stored = cfg["policy"]
         if isinstance(stored, dict) and stored.get("name") == "adaptive":
             # States written before max_scored existed scored every workload; before
-            # staleness_gate existed, the staleness bonus acted at every step.
-            stored = {"max_scored": None, "staleness_gate": 0.0, "staleness_share": 0.0, **stored}
+            # staleness_gate existed, the staleness bonus acted at every step; before
+            # staleness existed, there was none.
+            stored = {
+                "max_scored": None,
+                "staleness": 0.0,
+                "staleness_gate": 0.0,
+                "staleness_share": 0.0,
+                **stored,
+            }
         cfg["policy"] = from_dict(stored)
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]

@@ -59,6 +59,9 @@ STDDEVS: tuple[StddevName, ...] = ("noise", "shrinkage")
 #: :attr:`Adaptive.max_scored`'s default: at most this many workloads scored per step
 #: (every 2-way workload of up to 32 columns; 1,225 at 50 columns, 4,950 at 100).
 MAX_SCORED = 500
+#: :attr:`Adaptive.staleness`'s default (the value the drift bench's tuning streams and
+#: ``docs/tabular.md`` "Drifting streams" measured; 16 was no better).
+STALENESS = 4.0
 #: :attr:`Adaptive.staleness_gate`'s default: the staleness bonus acts only once a released
 #: batch is less than 1/64 of the released table (with equal batches: from step 64, so
 #: never at R ≤ 48 releases).
@@ -246,7 +249,7 @@ class Adaptive:
             selections. It acts only where its two gates below let it (many small batches
             of a drifting stream); elsewhere the scores are exactly those without it.
             Higher trades the batch's own largest errors for more even re-measurement;
-            0 turns it off.
+            0 turns it off (default :data:`STALENESS`, 4).
         staleness_gate: the bonus acts only at steps whose released batch is less than
             ``1/staleness_gate`` of the released table (``rows · gate < table rows``; with
             equal batches: from step ``gate`` on), so with few large batches, where each
@@ -276,7 +279,7 @@ class Adaptive:
     drift_z: float = 3.0
     drift_decay: float = 0.9
     coverage: bool = False
-    staleness: float = 0.0
+    staleness: float = STALENESS
     staleness_gate: float = STALENESS_GATE
     staleness_share: float = STALENESS_SHARE
     max_scored: int | None = MAX_SCORED

@@ -41,8 +41,8 @@ table to the previous one; insertions only.
   ``max_model_cells`` ends early (a public rule) and spends less.
 * ``Adaptive(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
   of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
-  ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` adds a public bonus to the scores
-  (no ε; sensitivities unchanged).
+  ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` (default 4, behind public gates)
+  adds a public bonus to the scores (no ε; sensitivities unchanged).
 * ``Adaptive(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
   selections run over a uniformly random subset of ``m`` workloads (over all of them if
   none of the subset fits ``max_model_cells``), a function of a key drawn from the
