@@ -127,6 +127,12 @@ class Split:
     worker_cpu: float  # CPU time of the worker processes, summed
     client_cpu: float  # CPU of this process: the client, and the LocalCluster's scheduler
     load: float  # 1-minute load average at its end
+    #: Compute seconds of the tasks each worker ran (task stream), largest first: how
+    #: evenly the scheduler placed the work.
+    per_worker: tuple[float, ...] = ()
+
+    def placement(self) -> str:
+        return " / ".join(f"{x:.2f}" for x in self.per_worker)
 
 
 def _load() -> float:
@@ -147,13 +153,14 @@ def _on_cluster(client: Any, fn: Callable[..., Any], *args: Any) -> tuple[Split,
         cpu = time.process_time() - cpu
     after = client.run(time.process_time)
     workers = sum(after[w] - before[w] for w in after)
-    tasks = sum(
-        s["stop"] - s["start"]
-        for t in stream.data
-        for s in t.get("startstops", ())
-        if s["action"] == "compute"
-    )
-    return Split(seconds, tasks, workers, cpu, _load()), out
+    by_worker = {w: 0.0 for w in after}
+    for t in stream.data:
+        for s in t.get("startstops", ()):
+            if s["action"] == "compute":
+                by_worker[t["worker"]] = by_worker.get(t["worker"], 0.0) + s["stop"] - s["start"]
+    tasks = sum(by_worker.values())
+    per_worker = tuple(sorted(by_worker.values(), reverse=True))
+    return Split(seconds, tasks, workers, cpu, _load(), per_worker), out
 
 
 @dataclass
@@ -173,6 +180,8 @@ class Capability:
     kernels: dict[str, float] = field(default_factory=dict)  # CPU s per row (the table)
     #: The table at the largest batch: partition size -> workers -> best seconds.
     by_chunk: dict[int, dict[int, float]] = field(default_factory=dict)
+    #: The best 2-worker round's tasks' compute per worker, per partition size.
+    by_chunk_placement: dict[int, str] = field(default_factory=dict)
     #: The same at the first partition size on LocalClusters with Dask's default worker
     #: settings (instead of ``partitioned.LOCAL_CLUSTER_CONFIG``): workers -> best seconds.
     dask_defaults: dict[int, float] = field(default_factory=dict)
@@ -359,6 +368,8 @@ def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) 
                 split, out = _on_cluster(clients[workers], table.dask, big, chunk)
                 if table.key(out) != ref:
                     raise SystemExit(f"{table.name}, partitions of {chunk:,}: differs")
+                if workers == 2 and split.wall < best.get(2, math.inf):
+                    table.by_chunk_placement[chunk] = split.placement()
                 best[workers] = min(best.get(workers, math.inf), split.wall)
         table.by_chunk[chunk] = best
         log(f"{table.name}, n = {big:,} in partitions of {chunk:,}: 1 and 2 workers")
@@ -495,18 +506,20 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             "one process's):",
             "",
             "| partition rows | partitions | 1 worker (rows/s) | 2 workers (rows/s) | "
-            "2 workers / 1 worker |",
-            "|---:|---:|---:|---:|---:|",
+            "2 workers / 1 worker | 2 workers' best round: tasks' compute per worker (s) |",
+            "|---:|---:|---:|---:|---:|---:|",
         ]
         rows = [(f"{chunk:,}", chunk, best) for chunk, best in caps[0].by_chunk.items()]
         if caps[0].dask_defaults:
             chunk = s.chunks[0]
             label = f"{chunk:,}, Dask's default worker settings"
             rows.append((label, chunk, caps[0].dask_defaults))
+        placement = {f"{c:,}": p for c, p in caps[0].by_chunk_placement.items()}
         for label, chunk, best in rows:
             lines.append(
                 f"| {label} | {len(parts(big, chunk))} | {big / best[1]:,.0f} | "
-                f"{big / best[2]:,.0f} | {best[1] / best[2]:.2f}x |"
+                f"{big / best[2]:,.0f} | {best[1] / best[2]:.2f}x | "
+                f"{placement.get(label, '–')} |"
             )
     table = caps[0].kernels
     lines += [
@@ -537,9 +550,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         f"### Where the counting time goes on the cluster ({big:,} rows, best round)",
         "",
         "| capability | workers | counting (s) | tasks' compute on the workers (s) | "
-        "tasks / workers (s) | the rest (s) | workers' CPU (s) | client process CPU (s) | "
-        "load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "tasks / workers (s) | the rest (s) | tasks' compute per worker (s) | workers' CPU (s) "
+        "| client process CPU (s) | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for cap in caps:
         for case in CASES[2:]:
@@ -547,7 +560,8 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             b = min(cap.split[(case, big)], key=lambda x: x.wall)
             lines.append(
                 f"| {cap.name} | {w} | {b.wall:.2f} | {b.tasks:.2f} | {b.tasks / w:.2f} | "
-                f"{b.wall - b.tasks / w:.2f} | {b.worker_cpu:.2f} | {b.client_cpu:.2f} | "
+                f"{b.wall - b.tasks / w:.2f} | {b.placement()} | {b.worker_cpu:.2f} | "
+                f"{b.client_cpu:.2f} | "
                 f"{b.load:.2f} |"
             )
     lines += [
@@ -557,10 +571,12 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         "stream (making the data, encoding, counting, the reduction); divided by the workers, "
         "the time that parallelizes; the rest is the serial part: building and sending the "
         "graph, scheduling, transfers, the client's own work on the results, and workers "
-        "idle for want of tasks. Workers' CPU: the CPU time of the worker processes during "
-        "the call, summed (the same with 1 and 2 workers when nothing is duplicated; less "
-        "dependent than the times on the machine's load). Client process CPU includes "
-        "the LocalCluster's scheduler, which runs in the client's process.",
+        "idle for want of tasks. Tasks' compute per worker: the same per worker, largest "
+        "first (how evenly the scheduler placed the work). Workers' CPU: the CPU time of "
+        "the worker processes during the call, summed (the same with 1 and 2 workers when "
+        "nothing is duplicated; less dependent than the times on the machine's load). "
+        "Client process CPU includes the LocalCluster's scheduler, which runs in the "
+        "client's process.",
         "",
         "### The client: its work after the counting, and its peak memory",
         "",
