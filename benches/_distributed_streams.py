@@ -456,7 +456,8 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         "process; `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
         "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with "
         "`partitioned.LOCAL_CLUSTER_CONFIG`: glibc's mmap threshold 32 MiB and trim threshold "
-        "256 MiB in the workers' environment, their statistical profiler off), W = 1, 2. "
+        "256 MiB in the workers' environment, their statistical profiler off, the scheduler's "
+        "worker saturation 1.0), W = 1, 2. "
         f"{s.rounds} interleaved round(s); the best is the figure, the median is shown too. "
         "Every case's result was checked equal, byte for byte, to one process's "
         "(marginals; the synthesizer's `to_bytes()`).",

@@ -331,4 +331,5 @@ def test_local_cluster_workers_get_their_settings() -> None:
         env = next(iter(client.run(lambda: dict(os.environ)).values()))
         assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
         assert env["MALLOC_TRIM_THRESHOLD_"] == str(256 << 20)
+        assert cluster.scheduler.WORKER_SATURATION == 1.0
     assert dask.config.get(key) == before

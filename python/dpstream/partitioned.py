@@ -69,6 +69,9 @@ def _dask(module: str = "dask") -> Any:
 #:   live data.
 #: * the workers' statistical profiler (a thread sampling every running task 100 times a
 #:   second for the dashboard) is off: the counting does not need it.
+#: * the scheduler hands a single-threaded worker one partition at a time
+#:   (``worker-saturation`` 1.0; Dask's 1.1 rounds up to two, so with few partitions one
+#:   worker could hold two while the other idles).
 #:
 #: ``benches/bench_distributed.py --part streams`` measures the table's counting on
 #: clusters with these settings and with Dask's defaults, in the same run.
@@ -76,6 +79,7 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20,
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 256 << 20,
     "distributed.worker.profile.enabled": False,
+    "distributed.scheduler.worker-saturation": 1.0,
 }
 
 
