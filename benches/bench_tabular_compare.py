@@ -81,8 +81,8 @@ ABLATIONS: dict[str, Adaptive] = {
     "auto k": Adaptive(k=AutoK(taper=None)),
     "auto k with taper": Adaptive(k=AutoK()),
     "refit auto": Adaptive(refit="auto"),
-    "staleness": Adaptive(staleness=4.0, staleness_gate=0.0),
-    "gated staleness": Adaptive(staleness=4.0),
+    "staleness": Adaptive(staleness=4.0, staleness_gate=0.0, staleness_share=0.0),
+    "gated staleness": Adaptive(staleness=0.0),
     "coverage": Adaptive(coverage=True),
 }
 #: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
@@ -93,7 +93,6 @@ OPT_IN = frozenset(
         "auto k with taper",
         "refit auto",
         "staleness",
-        "gated staleness",
         "coverage",
     }
 )
