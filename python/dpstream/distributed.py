@@ -583,9 +583,14 @@ def cell_counts(points: Any, dim: int) -> tuple[Any, Any]:
     and their counts, both uint64: what :meth:`OnlineSynthesizer.update_counts` takes
     (the default method). Refused as ``update`` refuses the points. Exact: **sensitive**.
     For engines other than Dask (the Spark pattern above)."""
-    paths = encode_points(points_array(_block_array(points), dim), PATH_BITS)
-    cells, counts = np.unique(paths, return_counts=True)
+    cells, counts = _unique_cells(points, dim)
     return cells, counts.astype(np.uint64)
+
+
+def _unique_cells(points: Any, dim: int) -> tuple[Any, Any]:
+    """The distinct level-63 paths of ``points`` and their counts (int64)."""
+    paths = encode_points(points_array(_block_array(points), dim), PATH_BITS)
+    return np.unique(paths, return_counts=True)
 
 
 def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
@@ -593,7 +598,7 @@ def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
     the narrowest unsigned dtype that holds them (uint8 for points in distinct cells): the
     client fetches every partition's counts, 9 bytes per distinct cell instead of 16."""
     try:
-        cells, counts = cell_counts(block, dim)
+        cells, counts = _unique_cells(block, dim)
     except (TypeError, ValueError) as e:
         raise type(e)(f"partition {index}: {e}") from None
     top = int(counts.max()) if counts.size else 0
@@ -689,4 +694,4 @@ def update_online(
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
     for cells, counts in gather(tasks):
-        synth.update_counts(cells, counts.astype(np.uint64))
+        synth.update_counts(cells, counts.astype(np.uint64, copy=False))

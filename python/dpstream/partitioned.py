@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dpstream._arrays import int_param
 from dpstream._digest import digest, row_sums
 
 __all__ = [
@@ -85,7 +86,9 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
 
 def local_cluster(n_workers: int) -> Any:
     """The LocalCluster of ``--dask local:N``: ``n_workers`` worker processes of one thread
-    each, with :data:`LOCAL_CLUSTER_CONFIG`; the caller closes it."""
+    each, with :data:`LOCAL_CLUSTER_CONFIG`; the caller closes it. ``n_workers`` must be
+    a positive int (``ValueError`` or ``TypeError`` otherwise, before anything starts)."""
+    int_param(n_workers, "n_workers", low=1)
     dist = _dask("dask.distributed")
     dask = _dask()
     with dask.config.set(LOCAL_CLUSTER_CONFIG):
