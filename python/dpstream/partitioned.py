@@ -65,9 +65,8 @@ def _dask(module: str = "dask") -> Any:
 #:   come from the heap instead of fresh ``mmap`` pages, and up to 256 MiB of freed heap
 #:   is kept rather than returned to the system (Dask's default returns everything above
 #:   64 KiB). A partition's arrays are then reused from one task to the next instead of
-#:   being faulted in and zeroed by the kernel every task, which on a small machine also
-#:   slows the other workers. A worker's resident memory stays up to 256 MiB above its
-#:   live data.
+#:   being faulted in and zeroed by the kernel every task. A worker's resident memory
+#:   stays up to 256 MiB above its live data.
 #: * the workers' statistical profiler (a thread sampling every running task 100 times a
 #:   second for the dashboard) is off: the counting does not need it.
 #: * the scheduler hands a single-threaded worker one partition at a time
@@ -75,7 +74,8 @@ def _dask(module: str = "dask") -> Any:
 #:   worker could hold two while the other idles).
 #:
 #: ``benches/bench_distributed.py --part streams`` measures the table's counting on
-#: clusters with these settings and with Dask's defaults, in the same run.
+#: clusters with these settings and with Dask's defaults, in the same run (on a 2-core
+#: machine the 2-worker figures vary by about ±0.2× between runs).
 LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
     "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20,
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 256 << 20,
