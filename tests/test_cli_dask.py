@@ -313,16 +313,19 @@ def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
     assert len(same_files(tmp_path / "footers", tmp_path / "counted")) >= 4
 
 
-def test_local_cluster_workers_get_their_settings() -> None:
+def test_local_cluster_workers_get_their_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--dask local:N`` starts its workers with ``LOCAL_CLUSTER_CONFIG`` (the allocator's
     thresholds in their environment, the statistical profiler off) and leaves the client's
-    own Dask settings as they were."""
+    own Dask settings and environment as they were, even when the client's environment
+    holds another value (what an earlier cluster with Dask's defaults leaves there)."""
     import os
 
     import dask
     import dask.distributed as dist
     from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, local_cluster
 
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     key = "distributed.worker.profile.enabled"
     assert LOCAL_CLUSTER_CONFIG[key] is False
     before = dask.config.get(key)
@@ -332,4 +335,6 @@ def test_local_cluster_workers_get_their_settings() -> None:
         assert env["MALLOC_MMAP_THRESHOLD_"] == str(32 << 20)
         assert env["MALLOC_TRIM_THRESHOLD_"] == str(256 << 20)
         assert cluster.scheduler.WORKER_SATURATION == 1.0
+        assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"
+        assert "MALLOC_MMAP_THRESHOLD_" not in os.environ
     assert dask.config.get(key) == before

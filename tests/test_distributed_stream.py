@@ -262,3 +262,29 @@ def test_spark_patterns_without_spark() -> None:
     encoded = [distributed.summarize(shipped, part).to_bytes() for part in np.array_split(x, 3)]
     b.merge_summary(PrivHP.from_bytes(functools.reduce(distributed.merge_bytes, encoded)))
     assert a.to_bytes() == b.to_bytes()
+
+
+def _slow_square(i: int) -> int:
+    import time
+
+    if i == 99:
+        raise ValueError("task 99 refuses")
+    time.sleep(0.02 * (5 - i))  # the later tasks finish first
+    return i * i
+
+
+def test_gather_in_order_yields_in_order_and_only_when_every_task_finished(client) -> None:
+    """On a cluster: results in the tasks' order whatever order they finish in (the next
+    one is fetched while the caller works on the current one), and a failing task is
+    raised before anything is yielded."""
+    square = dask.delayed(_slow_square, pure=True)
+    with client.as_current():
+        assert list(distributed.gather_in_order([square(i) for i in range(6)])) == [
+            i * i for i in range(6)
+        ]
+        assert list(distributed.gather_in_order([])) == []
+        got: list[int] = []
+        with pytest.raises(ValueError, match="task 99 refuses"):
+            for r in distributed.gather_in_order([square(i) for i in (0, 1, 99, 3)]):
+                got.append(r)
+        assert got == []

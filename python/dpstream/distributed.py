@@ -148,6 +148,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -617,9 +618,11 @@ def gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
     """Compute every task in one submission (shared inputs are computed once), then
     yield the results one by one.
 
-    On a ``dask.distributed`` client the results stay on the workers until their
-    turn (the client holds one at a time) and every task has finished without error
-    before the first is yielded; on the local scheduler they are computed together."""
+    On a ``dask.distributed`` client every task has finished without error before the
+    first result is yielded, and the results stay on the workers until just before
+    their turn: while the caller works on one result, the next is fetched (the client
+    holds at most two, and the first is fetched while the cluster computes). On the
+    local scheduler they are computed together."""
     try:
         client = _dask("dask.distributed").get_client()
     except (ImportError, ValueError):
@@ -628,13 +631,21 @@ def gather_in_order(tasks: list[Delayed]) -> Iterator[Any]:
         yield from _dask().compute(*tasks)
         return
     futures = client.compute(tasks)
-    _dask("dask.distributed").wait(futures)
-    for f in futures:
-        if f.status != "finished":
-            f.result()  # raises the task's error on the client
-    for f in futures:
-        yield f.result()
-        f.release()
+    if not futures:
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="dpstream-fetch") as fetch:
+        ahead = fetch.submit(futures[0].result)
+        _dask("dask.distributed").wait(futures)
+        for f in futures:
+            if f.status != "finished":
+                f.result()  # raises the task's error on the client
+        for i, f in enumerate(futures):
+            result = ahead.result()
+            if i + 1 < len(futures):
+                ahead = fetch.submit(futures[i + 1].result)
+            yield result
+            del result
+            f.release()
 
 
 def update_online(

@@ -23,9 +23,10 @@ still read one partition at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,17 +85,55 @@ LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
 }
 
 
+_PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
+
+
 def local_cluster(n_workers: int) -> Any:
     """The LocalCluster of ``--dask local:N``: ``n_workers`` worker processes of one thread
-    each, with :data:`LOCAL_CLUSTER_CONFIG`; the caller closes it. ``n_workers`` must be
-    a positive int (``ValueError`` or ``TypeError`` otherwise, before anything starts)."""
+    each, with :data:`LOCAL_CLUSTER_CONFIG`, whatever the client's environment holds; the
+    caller closes it. The client's ``os.environ`` is as it was afterwards. ``n_workers``
+    must be a positive int (``ValueError`` or ``TypeError`` otherwise, before anything
+    starts)."""
     int_param(n_workers, "n_workers", low=1)
     dist = _dask("dask.distributed")
     dask = _dask()
-    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+    prefix = _PRE_SPAWN + "."
+    ours = {
+        k.removeprefix(prefix): str(v)
+        for k, v in LOCAL_CLUSTER_CONFIG.items()
+        if k.startswith(prefix)
+    }
+    with dask.config.set(LOCAL_CLUSTER_CONFIG), _spawn_environ(ours):
         return dist.LocalCluster(
             n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         )
+
+
+@contextlib.contextmanager
+def _spawn_environ(values: Mapping[str, str | None]) -> Iterator[None]:
+    """While the block starts worker processes, the client's ``os.environ`` holds
+    ``values`` (``None``: unset); afterwards every variable of ``values`` and of Dask's
+    ``pre-spawn-environ`` is as it was. Dask's nanny lets the client's environment
+    override ``pre-spawn-environ``, and writes the result into the client's environment
+    when it spawns a worker: without this, a cluster started earlier in the process
+    (or a variable the client happens to have) would decide the workers' settings."""
+    import os
+
+    keys = set(values) | set(_dask().config.get(_PRE_SPAWN, {}))
+    saved = {k: os.environ.get(k) for k in keys}
+
+    def put(env: Mapping[str, str | None]) -> None:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+    put(values)
+    try:
+        yield
+    finally:
+        put(saved)
 
 
 def connect(spec: str) -> tuple[Any, Any]:

@@ -386,10 +386,15 @@ impl EpochSynthesizer {
         self.pending
             .try_reserve(n)
             .map_err(|_| Error::OutOfMemory(format!("cannot hold {n} point paths")))?;
-        for (&p, &c) in paths.iter().zip(counts) {
-            // `c <= n`, which fits in usize (checked above).
-            self.pending
-                .extend(std::iter::repeat_n(p, usize::try_from(c).unwrap_or(0)));
+        if n == paths.len() && counts.iter().all(|&c| c == 1) {
+            // Every cell once (distinct points): the paths as they are.
+            self.pending.extend_from_slice(paths);
+        } else {
+            for (&p, &c) in paths.iter().zip(counts) {
+                // `c <= n`, which fits in usize (checked above).
+                self.pending
+                    .extend(std::iter::repeat_n(p, usize::try_from(c).unwrap_or(0)));
+            }
         }
         self.time += n as u64;
         Ok(())

@@ -265,6 +265,27 @@ fn counts_of_finest_cells_equal_the_points_byte_for_byte() {
 }
 
 #[test]
+fn counts_all_one_and_counts_summing_to_the_length_equal_the_points() {
+    // Distinct points (every count 1: the paths as they are), then counts [0, 2]
+    // (their sum is their length, yet not every count is 1).
+    let pts = points(500, 2, 5);
+    let (paths, counts) = counted(&pts, 2);
+    assert!(counts.iter().all(|&c| c == 1), "distinct points");
+    let pair = &pts[14..18];
+    let (q, _) = counted(pair, 2);
+    let mut a = seeded(2, eps(1, 1), 2);
+    let mut b = seeded(2, eps(1, 1), 2);
+    a.update(&pts).unwrap();
+    a.update(&[pair, pair].concat()).unwrap();
+    b.update_counts(&paths, &counts).unwrap();
+    b.update_counts(&q, &[0, 2]).unwrap();
+    b.update_counts(&q[..1], &[2]).unwrap();
+    assert_eq!(a.time(), b.time());
+    assert_eq!(a.to_bytes(), b.to_bytes());
+    assert_eq!(a.release(None).unwrap(), b.release(None).unwrap());
+}
+
+#[test]
 fn bad_counts_change_nothing() {
     let mut s = seeded(2, eps(1, 1), 1);
     s.update(&points(10, 2, 1)).unwrap();
