@@ -222,3 +222,62 @@ def rule_verdict(
     wins = sum(w[0] < wo[0] and w[1] < wo[1] for w, wo in pairs)
     worst = max((max(w[0] / wo[0], w[1] / wo[1]) for w, wo in pairs), default=0.0)
     return wins, float(worst), bool(pairs and wins >= 0.75 * len(pairs) and worst <= 1.10)
+
+
+class OtherCpu:
+    """CPU time the rest of the machine used while a benchmark ran: the machine's busy
+    time (``/proc/stat``: user, nice, system, irq, softirq) minus this process's, its live
+    descendants' (e.g. Dask workers) and its reaped children's, and the time the
+    hypervisor gave this machine's CPUs to others (steal). Linux only; ``None`` elsewhere.
+    A load average cannot tell this: it counts the benchmark's own processes."""
+
+    def __init__(self) -> None:
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float] | None:
+        try:
+            import psutil
+
+            with open("/proc/stat", encoding="utf-8") as f:
+                fields = [int(x) for x in f.readline().split()[1:9]]
+        except (OSError, ImportError, ValueError):
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / tick
+        steal = fields[7] / tick
+        me = psutil.Process()
+        own = 0.0
+        for p in [me, *me.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            own += t.user + t.system
+        t = os.times()
+        own += t.children_user + t.children_system
+        return busy, steal, own
+
+    def since_start(self) -> tuple[float, float] | None:
+        """``(other processes' CPU seconds, steal seconds)`` since construction."""
+        end = self._sample()
+        if end is None or self.start is None:
+            return None
+        busy, steal, own = (b - a for a, b in zip(self.start, end, strict=True))
+        return max(busy - own, 0.0), steal
+
+    def share(self, wall: float) -> float:
+        """Other processes' CPU and steal over ``wall`` seconds, in cores (0 if unknown)."""
+        got = self.since_start()
+        return 0.0 if got is None else (got[0] + got[1]) / wall
+
+    def describe(self, wall: float) -> str:
+        """One sentence for a results section, over ``wall`` seconds."""
+        got = self.since_start()
+        if got is None:
+            return "CPU time of other processes: not measured on this platform"
+        other, steal = got
+        return (
+            f"CPU time of other processes during the run: {other:.1f} s in {wall:.0f} s "
+            f"({100 * other / wall:.1f}% of one core); hypervisor steal: {steal:.1f} s"
+        )

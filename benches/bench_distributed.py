@@ -61,7 +61,7 @@ import _distributed_streams as streams
 import dpstream
 import numpy as np
 from _distributed_streams import fmt_bytes, fmt_duration
-from _report import cpu_model, git_revision, version, write_section
+from _report import OtherCpu, cpu_model, git_revision, version, write_section
 from dpstream import PrivHP, distributed
 from dpstream.partitioned import local_cluster
 
@@ -75,6 +75,11 @@ MEMORY = 1 << 20
 SPLIT_EVERY = 8
 TARGET_N = 10**10
 LOADS: list[str] = []
+#: Above this share of one core used by other processes, a run is not on an idle machine.
+BUSY_SHARE = 0.05
+#: What the rest of the machine did during the PrivHP part's timed rounds.
+OTHER: list[str] = []
+OTHER_SHARE: list[float] = []
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,7 @@ def main() -> None:
         for cfg in configs:
             _, cfg.reference = one_process(s, 1)(cfg)  # warm-up and reference
         LOADS.append(load_average())
+        meter, t0 = OtherCpu(), time.perf_counter()
         for r in range(s.rounds):
             for cfg in configs:
                 for case in cases:
@@ -288,6 +294,8 @@ def main() -> None:
                     case.times.setdefault(cfg.label, []).append(seconds)
             log(f"round {r + 1}/{s.rounds} done")
         LOADS.append(load_average())
+        OTHER.append(meter.describe(time.perf_counter() - t0))
+        OTHER_SHARE.append(meter.share(time.perf_counter() - t0))
         rss = clients[2].run(worker_rss)
         costs = {cfg.label: per_summary_costs(cfg, s) for cfg in configs}
     finally:
@@ -309,7 +317,9 @@ def run_streams(
     """Issue 30's part (see ``_distributed_streams``): its section of the results."""
     st = streams.QUICK if quick else streams.FULL
     loads = [load_average()]
+    meter, t0 = OtherCpu(), time.perf_counter()
     caps = streams.run(st, clients, log)
+    other, share = meter.describe(time.perf_counter() - t0), meter.share(time.perf_counter() - t0)
     loads.append(load_average())
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = [
@@ -318,8 +328,13 @@ def run_streams(
         f"- Date: {now}; this part {(time.perf_counter() - began) / 60:.1f} min",
         f"- Machine: {platform.platform()}; {platform.uname().machine}; {cpu_model()}; "
         f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after: "
-        f"{' / '.join(loads)} (other work shares this machine: with a load above the core "
-        "count, the 2-worker figures measure contention as much as scaling)",
+        f"{' / '.join(loads)} (it counts this benchmark's own processes); {other}"
+        + (
+            f" (more than {100 * BUSY_SHARE:.0f}% of a core: the 2-worker figures measure "
+            "contention as much as scaling; rerun on an idle machine)"
+            if share > BUSY_SHARE
+            else " (an idle machine)"
+        ),
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -362,7 +377,8 @@ def render(
         f"- Date: {now}; whole script {runtime / 60:.1f} min",
         f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
         f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the timed "
-        f"rounds: {' / '.join(LOADS) or 'n/a'} (other work shares this machine)",
+        f"rounds: {' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
+        f"{''.join(OTHER) or 'CPU time of other processes: not measured'}",
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -494,15 +510,12 @@ def render(
         "process, threads = 1' shows Dask's own cost (scheduling, pickling the summaries, "
         "merging) at this partition size.",
     ]
-    loads = [float(v) for v in LOADS if v != "n/a"]
-    cores = os.cpu_count() or 1
-    if loads and max(loads) > cores - 0.5:
+    if OTHER_SHARE and OTHER_SHARE[0] > BUSY_SHARE:
         lines.append(
-            f"- During this run other processes kept the machine busy (1-minute load average up "
-            f"to {max(loads):.2f} on {cores} cores): the second worker had no idle core to use, "
-            "so the cluster ratios above measure contention as much as scaling, and the rates "
-            "vary widely between rounds (compare best and median). Rerun on an idle machine "
-            "for scaling figures."
+            f"- During the timed rounds other processes and the hypervisor (steal) took "
+            f"{100 * OTHER_SHARE[0]:.0f}% of a core (see Run): the second worker did not "
+            "have its core to itself, so the cluster ratios above measure contention as much "
+            "as scaling. Rerun on an idle machine for scaling figures."
         )
     return "\n".join(lines) + "\n"
 

@@ -15,7 +15,8 @@ for byte those of one process on the same records.
   naming the column and the partition; the stream is unchanged.
 * **Online synthesizer**: :func:`update_online` (``OnlineSynthesizer.update`` of a Dask
   array). ``"epochs"``: each partition's distinct finest cells and their counts
-  (:func:`cell_counts`), fed to ``update_counts`` one partition at a time; ``"privhp"``
+  (:func:`cell_counts`), fed to ``update_counts`` one partition after another (the
+  next fetched while the current is fed); ``"privhp"``
   (``for_memory``): summaries on the synthesizer's public template, merged, fed to
   ``merge_summary``; ``"paper"`` cannot be split and refuses Dask input.
 
