@@ -595,18 +595,28 @@ def _unique_cells(points: Any, dim: int) -> tuple[Any, Any]:
     return np.unique(paths, return_counts=True)
 
 
-def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any]:
-    """Task body: :func:`cell_counts` of one partition (a refusal names it), its counts as
-    uint32 when the partition has fewer than 2^32 points (else uint64): the client fetches
-    every partition's counts, 12 bytes per distinct cell instead of 16. The dtype depends
-    on that number only (public: the time steps the partition adds), never on where the
-    points fell."""
+def _cell_counts(block: Any, dim: int, index: int) -> tuple[Any, Any, Any]:
+    """Task body: :func:`cell_counts` of one partition (a refusal names it), as what the
+    client fetches: the distinct cells (uint64), and the positions and counts of the
+    cells that hold more than one point (every other cell holds one). 8 bytes per
+    distinct cell, plus 8 per cell holding more; the positions and counts are uint32 when
+    the partition has fewer than 2^32 points (else uint64): a dtype that depends on that
+    number only (public: the time steps the partition adds), never on where the points
+    fell."""
     try:
         cells, counts = _unique_cells(block, dim)
     except (TypeError, ValueError) as e:
         raise type(e)(f"partition {index}: {e}") from None
     narrow = np.uint32 if int(counts.sum()) < 1 << 32 else np.uint64
-    return cells, counts.astype(narrow, copy=False)
+    more = np.flatnonzero(counts != 1)
+    return cells, more.astype(narrow), counts[more].astype(narrow)
+
+
+def _counts_of(cells: Any, more: Any, counts: Any) -> Any:
+    """The uint64 count of every cell from :func:`_cell_counts`'s positions and counts."""
+    out = np.ones(len(cells), dtype=np.uint64)
+    out[more] = counts
+    return out
 
 
 def _block_array(block: Any) -> Any:
@@ -707,5 +717,5 @@ def update_online(
     dask = _dask()
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
-    for cells, counts in gather(tasks):
-        synth.update_counts(cells, counts.astype(np.uint64, copy=False))
+    for cells, more, counts in gather(tasks):
+        synth.update_counts(cells, _counts_of(cells, more, counts))
