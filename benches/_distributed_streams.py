@@ -420,12 +420,14 @@ def _with_dask_defaults(table: Capability, n: int, chunk: int, quick: bool) -> d
             cl.close()
 
 
-def serial_bound(one_worker: list[Split]) -> float:
-    """The 2-worker / 1-worker ratio Amdahl's law allows given the 1-worker rounds
+def amdahl(one_worker: list[Split]) -> float:
+    """The 2-worker / 1-worker ratio Amdahl's law predicts from the 1-worker rounds
     (medians): their tasks' compute ``c`` halves on 2 workers, the rest ``r`` (graph,
-    scheduling, transfers, the client's work on the results) does not, so the bound is
-    ``(c + r) / (c / 2 + r)``. A 2-core machine also runs the client and the scheduler on
-    the workers' cores, so the measured ratio sits below it."""
+    scheduling, transfers, the client's work on the results, workers waiting for tasks)
+    does not: ``(c + r) / (c / 2 + r)``. An estimate, not a bound: part of the 1-worker
+    rest (a worker waiting while the client works) can overlap with compute on 2
+    workers, and on a 2-core machine the client and the scheduler share the workers'
+    cores, which pulls the other way."""
     c = statistics.median(x.tasks for x in one_worker)
     r = statistics.median(x.wall - x.tasks for x in one_worker)
     return (c + r) / (c / 2 + r)
@@ -519,9 +521,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
             f"median {statistics.median(per_round):.2f}x, {min(per_round):.2f}x to "
             f"{max(per_round):.2f}x); 2 workers / "
             f"one process = {t['one process'] / t['LocalCluster, 2 workers']:.2f}x; Dask threads "
-            f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x; the "
-            f"bound the 1-worker rounds' serial rest sets on 2 workers: "
-            f"{serial_bound(cap.split[('LocalCluster, 1 worker', big)]):.2f}x."
+            f"= 2 / one process = {t['one process'] / t['Dask threads = 2']:.2f}x; Amdahl's "
+            "estimate of 2 workers / 1 worker from the 1-worker rounds' serial rest: "
+            f"{amdahl(cap.split[('LocalCluster, 1 worker', big)]):.2f}x."
         )
     if caps[0].by_chunk:
         lines += [

@@ -267,9 +267,10 @@ class OtherCpu:
         return max(busy - own, 0.0), steal
 
     def share(self, wall: float) -> float:
-        """Other processes' CPU and steal over ``wall`` seconds, in cores (0 if unknown)."""
+        """Other processes' CPU over ``wall`` seconds, in cores (0 if unknown). Steal is
+        not in it: it is the host's, outside the machine (reported by :meth:`describe`)."""
         got = self.since_start()
-        return 0.0 if got is None else (got[0] + got[1]) / wall
+        return 0.0 if got is None else got[0] / wall
 
     def describe(self, wall: float) -> str:
         """One sentence for a results section, over ``wall`` seconds."""
@@ -279,5 +280,7 @@ class OtherCpu:
         other, steal = got
         return (
             f"CPU time of other processes during the run: {other:.1f} s in {wall:.0f} s "
-            f"({100 * other / wall:.1f}% of one core); hypervisor steal: {steal:.1f} s"
+            f"({100 * other / wall:.1f}% of one core); hypervisor steal (time the host gave "
+            f"this machine's CPUs to others): {steal:.1f} s ({100 * steal / wall:.1f}% of one "
+            "core)"
         )

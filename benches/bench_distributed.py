@@ -512,8 +512,8 @@ def render(
     ]
     if OTHER_SHARE and OTHER_SHARE[0] > BUSY_SHARE:
         lines.append(
-            f"- During the timed rounds other processes and the hypervisor (steal) took "
-            f"{100 * OTHER_SHARE[0]:.0f}% of a core (see Run): the second worker did not "
+            f"- During the timed rounds other processes took {100 * OTHER_SHARE[0]:.0f}% of "
+            "a core (see Run): the second worker did not "
             "have its core to itself, so the cluster ratios above measure contention as much "
             "as scaling. Rerun on an idle machine for scaling figures."
         )
