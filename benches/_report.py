@@ -225,17 +225,22 @@ def rule_verdict(
 
 
 class OtherCpu:
-    """CPU time the rest of the machine used while a benchmark ran: the machine's busy
-    time (``/proc/stat``: user, nice, system, irq, softirq) minus this process's, its live
-    descendants' (e.g. Dask workers) and its reaped children's, and the time the
-    hypervisor gave this machine's CPUs to others (steal). Linux only; ``None`` elsewhere.
-    A load average cannot tell this: it counts the benchmark's own processes."""
+    """CPU time the rest of the machine used while a benchmark ran, from ``/proc/stat``
+    and the benchmark's own processes (this one, its live descendants such as Dask
+    workers, and its reaped children). Linux only; nothing elsewhere. A load average
+    cannot tell this: it counts the benchmark's own processes.
+
+    * other processes: the machine's user time (user, nice) minus the benchmark's;
+    * kernel time not charged to the benchmark's processes: the machine's system, irq and
+      softirq time minus the benchmark's system time (interrupts, the loopback network
+      stack of Dask's transfers, kernel threads: mostly caused by the benchmark itself);
+    * steal: time the hypervisor gave this machine's CPUs to others."""
 
     def __init__(self) -> None:
         self.start = self._sample()
 
     @staticmethod
-    def _sample() -> tuple[float, float, float] | None:
+    def _sample() -> tuple[float, ...] | None:
         try:
             import psutil
 
@@ -244,31 +249,38 @@ class OtherCpu:
         except (OSError, ImportError, ValueError):
             return None
         tick = os.sysconf("SC_CLK_TCK")
-        busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / tick
+        user = (fields[0] + fields[1]) / tick
+        kernel = (fields[2] + fields[5] + fields[6]) / tick
         steal = fields[7] / tick
         me = psutil.Process()
-        own = 0.0
+        own_user = own_system = 0.0
         for p in [me, *me.children(recursive=True)]:
             try:
                 t = p.cpu_times()
             except psutil.Error:
                 continue
-            own += t.user + t.system
+            own_user, own_system = own_user + t.user, own_system + t.system
         t = os.times()
-        own += t.children_user + t.children_system
-        return busy, steal, own
+        return (
+            user,
+            kernel,
+            steal,
+            own_user + t.children_user,
+            own_system + t.children_system,
+        )
 
-    def since_start(self) -> tuple[float, float] | None:
-        """``(other processes' CPU seconds, steal seconds)`` since construction."""
+    def since_start(self) -> tuple[float, float, float] | None:
+        """``(other processes', uncharged kernel, steal)`` CPU seconds since construction."""
         end = self._sample()
         if end is None or self.start is None:
             return None
-        busy, steal, own = (b - a for a, b in zip(self.start, end, strict=True))
-        return max(busy - own, 0.0), steal
+        user, kernel, steal, own_user, own_system = (
+            b - a for a, b in zip(self.start, end, strict=True)
+        )
+        return max(user - own_user, 0.0), max(kernel - own_system, 0.0), steal
 
     def share(self, wall: float) -> float:
-        """Other processes' CPU over ``wall`` seconds, in cores (0 if unknown). Steal is
-        not in it: it is the host's, outside the machine (reported by :meth:`describe`)."""
+        """Other processes' CPU over ``wall`` seconds, in cores (0 if unknown)."""
         got = self.since_start()
         return 0.0 if got is None else got[0] / wall
 
@@ -277,10 +289,13 @@ class OtherCpu:
         got = self.since_start()
         if got is None:
             return "CPU time of other processes: not measured on this platform"
-        other, steal = got
+
+        def part(x: float) -> str:
+            return f"{x:.1f} s ({100 * x / wall:.1f}% of one core)"
+
+        other, kernel, steal = got
         return (
-            f"CPU time of other processes during the run: {other:.1f} s in {wall:.0f} s "
-            f"({100 * other / wall:.1f}% of one core); hypervisor steal (time the host gave "
-            f"this machine's CPUs to others): {steal:.1f} s ({100 * steal / wall:.1f}% of one "
-            "core)"
+            f"in the {wall:.0f} s of the run, CPU time of other processes: {part(other)}; "
+            f"kernel time not charged to the benchmark's processes: {part(kernel)}; "
+            f"hypervisor steal: {part(steal)}"
         )
