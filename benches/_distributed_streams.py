@@ -384,23 +384,19 @@ def _with_dask_defaults(table: Capability, n: int, chunk: int, quick: bool) -> d
     with Dask's default worker settings instead of ``partitioned.LOCAL_CLUSTER_CONFIG``
     (the alternative the library's setting is measured against)."""
     import dask
-    from dask.distributed import Client, LocalCluster
-    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, _spawn_environ
+    from dask.distributed import Client
+    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, _start_local
 
-    # A value of these variables in the client's environment would override Dask's
-    # defaults (Dask's nanny reads the environment first): unset while workers start.
-    ours = {k.rsplit(".", 1)[1]: None for k in LOCAL_CLUSTER_CONFIG if "environ" in k}
+    # The workers' allocator variables must be Dask's (checked: an environment variable
+    # of the client would otherwise override them).
+    names = sorted(k.rsplit(".", 1)[1] for k in LOCAL_CLUSTER_CONFIG if "environ" in k)
+    defaults = dask.config.get("distributed.nanny.pre-spawn-environ")
+    want = [None if defaults.get(k) is None else str(defaults[k]) for k in names]
     clients, clusters = {}, []
     for workers in (1, 2):
-        with _spawn_environ(ours):
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
-        clusters.append(cluster)
-        clients[workers] = Client(cluster, set_as_default=False)
-        defaults = dask.config.get("distributed.nanny.pre-spawn-environ")
-        want = [None if defaults.get(k) is None else str(defaults[k]) for k in sorted(ours)]
-        got = clients[workers].run(lambda: [os.environ.get(k) for k in sorted(ours)])
+        clusters.append(_start_local(workers, {}))
+        clients[workers] = Client(clusters[-1], set_as_default=False)
+        got = clients[workers].run(lambda: [os.environ.get(k) for k in names])
         if any(v != want for v in got.values()):
             raise SystemExit(f"Dask's default settings: workers have {got}, not {want}")
     try:

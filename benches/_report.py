@@ -224,6 +224,10 @@ def rule_verdict(
     return wins, float(worst), bool(pairs and wins >= 0.75 * len(pairs) and worst <= 1.10)
 
 
+#: Above this share of one core used by other processes, a run is not on an idle machine.
+IDLE_SHARE = 0.05
+
+
 class OtherCpu:
     """CPU time the rest of the machine used while a benchmark ran, from ``/proc/stat``
     and the benchmark's own processes (this one, its live descendants such as Dask
@@ -279,23 +283,28 @@ class OtherCpu:
         )
         return max(user - own_user, 0.0), max(kernel - own_system, 0.0), steal
 
-    def share(self, wall: float) -> float:
-        """Other processes' CPU over ``wall`` seconds, in cores (0 if unknown)."""
-        got = self.since_start()
-        return 0.0 if got is None else got[0] / wall
-
-    def describe(self, wall: float) -> str:
-        """One sentence for a results section, over ``wall`` seconds."""
+    def report(self, wall: float) -> tuple[str, bool]:
+        """One sentence for a results section over ``wall`` seconds, with its verdict, and
+        whether the machine was busy: other processes above :data:`IDLE_SHARE` of a core
+        (steal is the host's, outside the machine: shown, not tested)."""
         got = self.since_start()
         if got is None:
-            return "CPU time of other processes: not measured on this platform"
+            return "CPU time of other processes: not measured on this platform", False
 
         def part(x: float) -> str:
             return f"{x:.1f} s ({100 * x / wall:.1f}% of one core)"
 
         other, kernel, steal = got
+        busy = other / wall > IDLE_SHARE
+        verdict = (
+            f"more than {100 * IDLE_SHARE:.0f}% of a core: the 2-worker figures measure "
+            "contention as much as scaling; rerun on an idle machine"
+            if busy
+            else "an idle machine"
+        )
         return (
             f"in the {wall:.0f} s of the run, CPU time of other processes: {part(other)}; "
             f"kernel time not charged to the benchmark's processes: {part(kernel)}; "
-            f"hypervisor steal: {part(steal)}"
+            f"hypervisor steal: {part(steal)} ({verdict})",
+            busy,
         )

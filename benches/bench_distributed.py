@@ -75,11 +75,9 @@ MEMORY = 1 << 20
 SPLIT_EVERY = 8
 TARGET_N = 10**10
 LOADS: list[str] = []
-#: Above this share of one core used by other processes, a run is not on an idle machine.
-BUSY_SHARE = 0.05
-#: What the rest of the machine did during the PrivHP part's timed rounds.
-OTHER: list[str] = []
-OTHER_SHARE: list[float] = []
+#: What the rest of the machine did during the PrivHP part's timed rounds, and whether
+#: that made it busy (:meth:`_report.OtherCpu.report`).
+OTHER: list[tuple[str, bool]] = []
 
 
 @dataclass(frozen=True)
@@ -294,8 +292,7 @@ def main() -> None:
                     case.times.setdefault(cfg.label, []).append(seconds)
             log(f"round {r + 1}/{s.rounds} done")
         LOADS.append(load_average())
-        OTHER.append(meter.describe(time.perf_counter() - t0))
-        OTHER_SHARE.append(meter.share(time.perf_counter() - t0))
+        OTHER.append(meter.report(time.perf_counter() - t0))
         rss = clients[2].run(worker_rss)
         costs = {cfg.label: per_summary_costs(cfg, s) for cfg in configs}
     finally:
@@ -319,7 +316,7 @@ def run_streams(
     loads = [load_average()]
     meter, t0 = OtherCpu(), time.perf_counter()
     caps = streams.run(st, clients, log)
-    other, share = meter.describe(time.perf_counter() - t0), meter.share(time.perf_counter() - t0)
+    other, _ = meter.report(time.perf_counter() - t0)
     loads.append(load_average())
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = [
@@ -328,13 +325,7 @@ def run_streams(
         f"- Date: {now}; this part {(time.perf_counter() - began) / 60:.1f} min",
         f"- Machine: {platform.platform()}; {platform.uname().machine}; {cpu_model()}; "
         f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after: "
-        f"{' / '.join(loads)} (it counts this benchmark's own processes); {other}"
-        + (
-            f" (more than {100 * BUSY_SHARE:.0f}% of a core: the 2-worker figures measure "
-            "contention as much as scaling; rerun on an idle machine)"
-            if share > BUSY_SHARE
-            else " (an idle machine)"
-        ),
+        f"{' / '.join(loads)} (it counts this benchmark's own processes); {other}",
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -378,7 +369,7 @@ def render(
         f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
         f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the timed "
         f"rounds: {' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
-        f"{''.join(OTHER) or 'CPU time of other processes: not measured'}",
+        f"{OTHER[0][0] if OTHER else 'CPU time of other processes: not measured'}",
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -510,12 +501,12 @@ def render(
         "process, threads = 1' shows Dask's own cost (scheduling, pickling the summaries, "
         "merging) at this partition size.",
     ]
-    if OTHER_SHARE and OTHER_SHARE[0] > BUSY_SHARE:
+    if OTHER and OTHER[0][1]:
         lines.append(
-            f"- During the timed rounds other processes took {100 * OTHER_SHARE[0]:.0f}% of "
-            "a core (see Run): the second worker did not "
-            "have its core to itself, so the cluster ratios above measure contention as much "
-            "as scaling. Rerun on an idle machine for scaling figures."
+            "- During the timed rounds other processes kept the machine busy (see Run): the "
+            "second worker did not have its core to itself, so the cluster ratios above "
+            "measure contention as much as scaling. Rerun on an idle machine for scaling "
+            "figures."
         )
     return "\n".join(lines) + "\n"
 

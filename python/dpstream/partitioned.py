@@ -23,7 +23,6 @@ still read one partition at a time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib
 import itertools
 from collections.abc import Callable, Iterator, Mapping
@@ -95,45 +94,41 @@ def local_cluster(n_workers: int) -> Any:
     must be a positive int (``ValueError`` or ``TypeError`` otherwise, before anything
     starts)."""
     int_param(n_workers, "n_workers", low=1)
-    dist = _dask("dask.distributed")
-    dask = _dask()
-    prefix = _PRE_SPAWN + "."
-    ours = {
-        k.removeprefix(prefix): str(v)
-        for k, v in LOCAL_CLUSTER_CONFIG.items()
-        if k.startswith(prefix)
-    }
-    with dask.config.set(LOCAL_CLUSTER_CONFIG), _spawn_environ(ours):
-        return dist.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-        )
+    return _start_local(n_workers, LOCAL_CLUSTER_CONFIG)
 
 
-@contextlib.contextmanager
-def _spawn_environ(values: Mapping[str, str | None]) -> Iterator[None]:
-    """While the block starts worker processes, the client's ``os.environ`` holds
-    ``values`` (``None``: unset); afterwards every variable of ``values`` and of Dask's
-    ``pre-spawn-environ`` is as it was. Dask's nanny lets the client's environment
-    override ``pre-spawn-environ``, and writes the result into the client's environment
-    when it spawns a worker: without this, a cluster started earlier in the process
-    (or a variable the client happens to have) would decide the workers' settings."""
+def _start_local(n_workers: int, config: Mapping[str, Any]) -> Any:
+    """A LocalCluster of ``n_workers`` one-thread worker processes whose settings are
+    Dask's with ``config`` on top, and nothing else: while its workers start, the
+    client's environment holds exactly the configured ``pre-spawn-environ``, and is
+    restored afterwards. (Dask's nanny lets the client's environment override that
+    setting and writes the result back into it when it spawns a worker, so otherwise a
+    cluster started earlier in the process, or a variable the client happens to have,
+    would decide the workers' settings.)"""
     import os
 
-    keys = set(values) | set(_dask().config.get(_PRE_SPAWN, {}))
-    saved = {k: os.environ.get(k) for k in keys}
+    dist = _dask("dask.distributed")
+    dask = _dask()
+    with dask.config.set(dict(config)):
+        wanted = dask.config.get(_PRE_SPAWN, {})
+        saved = {k: os.environ.get(k) for k in wanted}
+        _put_environ({k: None if v is None else str(v) for k, v in wanted.items()})
+        try:
+            return dist.LocalCluster(
+                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+        finally:
+            _put_environ(saved)
 
-    def put(env: Mapping[str, str | None]) -> None:
-        for k, v in env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
-    put(values)
-    try:
-        yield
-    finally:
-        put(saved)
+def _put_environ(env: Mapping[str, str | None]) -> None:
+    import os
+
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def connect(spec: str) -> tuple[Any, Any]:
