@@ -22,7 +22,14 @@ from dpstream.tabular.pgm import (
 from dpstream.tabular.policy import Adaptive, AutoK, AutoScore, Baseline, Paper, Pooled, Taper
 from dpstream.tabular.selection import Budget
 from dpstream.tabular.stream import TabularStream
-from dpstream.tabular.workloads import WorkloadErrors, all_workloads, marginal, workload_errors
+from dpstream.tabular.workloads import (
+    TVErrors,
+    WorkloadErrors,
+    all_workloads,
+    marginal,
+    tv_errors,
+    workload_errors,
+)
 
 __all__ = [
     "Adaptive",
@@ -37,6 +44,7 @@ __all__ = [
     "Measurement",
     "Paper",
     "Pooled",
+    "TVErrors",
     "TabularStream",
     "Taper",
     "WorkloadErrors",
@@ -48,5 +56,6 @@ __all__ = [
     "l2_loss",
     "marginal",
     "marginal_counts",
+    "tv_errors",
     "workload_errors",
 ]

@@ -136,13 +136,14 @@ class Measurement:
         clique: the measured columns, strictly increasing.
         values: the noisy counts, float64, flattened in C order over the clique's
             domain sizes (same layout as :func:`marginal_counts`).
-        stddev: standard deviation of the noise in each count (count units, > 0);
-            the fit weights this measurement by ``1 / stddev**2``.
+        stddev: standard deviation of the noise in each count (count units, > 0), one
+            number for all counts or one per count (``pgm`` only); the fit weights
+            each count by ``1 / stddev**2``.
     """
 
     clique: Clique
     values: FloatArray
-    stddev: float
+    stddev: float | FloatArray
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "clique", check_clique(self.clique, "Measurement clique"))
@@ -151,18 +152,29 @@ class Measurement:
             raise ValueError(f"Measurement of {self.clique}: values must be finite")
         values.setflags(write=False)
         object.__setattr__(self, "values", values)
-        sd = float(self.stddev)
-        if not math.isfinite(sd) or sd <= 0:
+        sd = np.array(self.stddev, dtype=np.float64, copy=True)
+        if sd.ndim not in (0, 1) or (sd.ndim == 1 and sd.size != values.size):
+            raise ValueError(
+                f"Measurement of {self.clique}: stddev must be a number or one per count, "
+                f"got shape {sd.shape} for {values.size} counts"
+            )
+        if not (np.all(np.isfinite(sd)) and np.all(sd > 0)):
             raise ValueError(
                 f"Measurement of {self.clique}: stddev must be positive and finite, "
                 f"got {self.stddev!r}"
             )
-        object.__setattr__(self, "stddev", sd)
+        if sd.ndim == 0:
+            object.__setattr__(self, "stddev", float(sd))
+        else:
+            sd.setflags(write=False)
+            object.__setattr__(self, "stddev", sd)
 
     def __repr__(self) -> str:
+        sd = self.stddev
+        shown = f"{sd:g}" if isinstance(sd, float) else f"<{sd.size} values>"
         return (
             f"Measurement(clique={self.clique}, values=<{self.values.size} counts>, "
-            f"stddev={self.stddev:g})"
+            f"stddev={shown})"
         )
 
 

@@ -1393,7 +1393,10 @@ def estimate_pgm(
     _check_node_cells(sz, nodes, max_clique_cells)
     jt = _tree_of_nodes(sz, nodes)
     fit = _Fit(sz, meas, tot, jt, theta)
-    inv_var = sum(1.0 / m.stddev**2 for m in meas)
+    inv_var = sum(
+        1.0 / m.stddev**2 if isinstance(m.stddev, float) else float(np.mean(m.stddev**-2.0))
+        for m in meas
+    )
     alpha0 = 1.0 / (tot * inv_var) if inv_var > 0 else 0.0
     alpha = fit.run(
         alpha0 * scale, int(iters) if meas else 0, accelerated=method == "accelerated", tol=tol
@@ -1450,9 +1453,14 @@ class _Fit:
         grad = {c: np.zeros_like(v) for c, v in mu.items()}
         for m in self.meas:
             diff = mu[m.clique] - m.values
-            w = 1.0 / m.stddev**2
-            loss += w * float(diff @ diff)
-            grad[m.clique] += 2.0 * w * diff
+            if isinstance(m.stddev, float):
+                w = 1.0 / m.stddev**2
+                loss += w * float(diff @ diff)
+                grad[m.clique] += 2.0 * w * diff
+            else:  # one standard deviation per count
+                weighted = diff / np.square(m.stddev)
+                loss += float(diff @ weighted)
+                grad[m.clique] += 2.0 * weighted
         return _Point(theta, probs, mu, loss, grad)
 
     def _moved(
