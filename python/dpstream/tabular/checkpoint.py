@@ -6,7 +6,7 @@ marginals). **Sensitive**: the counters hold exact sums and the header the exact
 size. Format 2 stores the options with the serialised policy
 (:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies) stores the old
 keyword options and is read through :func:`policy_from_options`, the one migration of
-options; a format-2 ``Adaptive`` written before ``max_scored`` existed loads with
+options; a format-2 ``Heuristics`` written before ``max_scored`` existed loads with
 ``max_scored=None`` (every workload scored, as it ran).
 Also here: :class:`Checkpointed` (the stream's ``to_bytes`` / ``from_bytes``), and the
 snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
@@ -31,10 +31,10 @@ from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.policy import (
-    Adaptive,
     AutoK,
     AutoScore,
     Baseline,
+    Heuristics,
     Policy,
     Pooled,
     Taper,
@@ -70,8 +70,8 @@ def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, A
     An option missing from ``options`` takes the value it had before it existed (a state
     written then ran with it). ``method="baseline"`` maps to :class:`Baseline` (``"auto"``
     k to 3, the ``"auto"`` score to ``"l2"``, which is what it ran), ``"proposed"`` to an
-    :class:`Adaptive` with the same choices (Algorithm 3 as the old options wrote it
-    releases ``h_{t,k}``, not the average of :class:`Paper`: it stays an ``Adaptive``, so
+    :class:`Heuristics` with the same choices (Algorithm 3 as the old options wrote it
+    releases ``h_{t,k}``, not the average of :class:`Paper`: it stays an ``Heuristics``, so
     that a resumed state continues its releases bit for bit). ``ValueError`` naming the
     option for a value the old options did not accept."""
     rest = dict(options)
@@ -86,7 +86,7 @@ def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, A
         if old["k_schedule"] not in ("fixed", "taper"):
             raise ValueError(f"k_schedule must be 'fixed' or 'taper', got {old['k_schedule']!r}")
         taper = Taper() if old["k_schedule"] == "taper" else None
-        policy = Adaptive(
+        policy = Heuristics(
             score=AutoScore() if old["score"] == "auto" else old["score"],
             k=AutoK(taper=taper) if k == "auto" else k,
             remainder=Pooled(stddev=old["pooled_stddev"])
@@ -164,8 +164,55 @@ def _counter_name(s: TabularStream, k: int, i: int) -> str:
     return f"counter_{i}" if k == s._k else f"counter_k{k}_{i}"
 
 
+def _encode_epochs(s: TabularStream) -> bytes:
+    """Format 3: the default policy's state (:meth:`EpochMechanism.state`)."""
+    assert s._epochs is not None
+    head, arrays = s._epochs.state()
+    header = {
+        "format": 3,
+        "domain": {n: list(s._domain.categories(n) or []) or s._domain.size(n) for n in s._domain},
+        "config": s._config,
+        "sample_rng": s._sample_rng.bit_generator.state,
+        "epochs": head,
+    }
+    arrays = dict(arrays)
+    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
+    rng_state = s._rng._checkpoint_state()
+    if rng_state is not None:
+        arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
+    return _MAGIC + buf.getvalue()
+
+
+def _decode_epochs(
+    cls: type[TabularStream], header: Mapping[str, Any], arrays: dict[str, Any],
+    allow_seeded: bool,
+) -> TabularStream:  # fmt: skip
+    domain = Domain(header["domain"])
+    cfg = dict(header["config"])
+    cfg["policy"] = from_dict(cfg["policy"])
+    if isinstance(cfg["workloads"], list):
+        cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
+    rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
+    if rng_state is not None and not allow_seeded:
+        from dpstream.persistence import _seeded_refusal
+
+        raise ValueError(_seeded_refusal("TabularStream"))
+    s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
+    assert s._epochs is not None
+    s._rng = Rng._from_checkpoint_state(rng_state)
+    s._epochs.rng = s._rng
+    s._epochs.load_state(dict(header["epochs"]), arrays)
+    s._sample_rng.bit_generator.state = header["sample_rng"]
+    s._t, s._size = s._epochs.t, s._epochs.size
+    return s
+
+
 def encode(s: TabularStream) -> bytes:
     """The bytes of :meth:`TabularStream.to_bytes`."""
+    if s._epochs is not None:
+        return _encode_epochs(s)
     arrays: dict[str, npt.NDArray[Any]] = {
         "selections": s._selections,
         "counted_rows": s._counted_rows,
@@ -262,6 +309,8 @@ def decode(
         header = json.loads(arrays["header"].tobytes())
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
         raise ValueError(f"corrupt TabularStream state: {e}") from None
+    if header.get("format") == 3:
+        return _decode_epochs(cls, header, arrays, allow_seeded)
     if header.get("format") not in (1, _FORMAT):
         raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
     domain = Domain(header["domain"])

@@ -22,7 +22,7 @@ from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.fitting import release_stddev
 from dpstream.tabular.policy import (
-    Adaptive,
+    Heuristics,
     Margins,
     Policy,
     Pooled,
@@ -117,7 +117,7 @@ class WorkloadMeasurements:
             remainder = remainder * (rest / (rest - grown))
         values, sd = pooled_measurement(released, remainder, stddev, counted, rest, self._pooled)
         if self._coverage is not None:  # the uncounted rows raked to the coverage margins
-            assert isinstance(self._policy, Adaptive)
+            assert isinstance(self._policy, Heuristics)
             clique = self._workloads[j]
             shape = tuple(self._domain.sizes[c] for c in clique)
             z = self._policy.drift_z
@@ -188,7 +188,7 @@ class WorkloadMeasurements:
         if self._coverage is None or self._model is None or self._size <= 0:
             return {}
         model, policy = self._model, self._policy
-        assert isinstance(policy, Adaptive)
+        assert isinstance(policy, Heuristics)
         z = policy.drift_z
         return self._coverage.batch_margins(
             lambda c: model.marginal((c,)), size - self._size, model.total, z

@@ -2,7 +2,7 @@
 
 A policy is a frozen dataclass passed as ``TabularStream(..., policy=...)``:
 
-* :class:`Adaptive` (the default): the select–measure–fit loop of Algorithm 3 with the
+* :class:`Heuristics` (the default): the select–measure–fit loop of Algorithm 3 with the
   heuristics measured to help (the reasons and the evidence are in ``docs/tabular.md``).
 * :class:`Paper`: Algorithm 3 of Kumar, Strohmer and Vershynin as printed.
 * :class:`Baseline`: Algorithm 2 (StreamingMWEM).
@@ -56,17 +56,17 @@ RefitName = Literal["selection", "step", "auto"]
 REFITS: tuple[RefitName, ...] = ("selection", "step", "auto")
 StddevName = Literal["noise", "shrinkage"]
 STDDEVS: tuple[StddevName, ...] = ("noise", "shrinkage")
-#: :attr:`Adaptive.max_scored`'s default: at most this many workloads scored per step
+#: :attr:`Heuristics.max_scored`'s default: at most this many workloads scored per step
 #: (every 2-way workload of up to 32 columns; 1,225 at 50 columns, 4,950 at 100).
 MAX_SCORED = 500
-#: :attr:`Adaptive.staleness`'s default (the value the drift bench's tuning streams and
+#: :attr:`Heuristics.staleness`'s default (the value the drift bench's tuning streams and
 #: ``docs/tabular.md`` "Drifting streams" measured; 16 was no better).
 STALENESS = 4.0
-#: :attr:`Adaptive.staleness_gate`'s default: the staleness bonus acts only once a released
+#: :attr:`Heuristics.staleness_gate`'s default: the staleness bonus acts only once a released
 #: batch is less than 1/64 of the released table (with equal batches: from step 64, so
 #: never at R ≤ 48 releases).
 STALENESS_GATE = 64.0
-#: :attr:`Adaptive.staleness_share`'s default: the staleness bonus acts only while at least
+#: :attr:`Heuristics.staleness_share`'s default: the staleness bonus acts only while at least
 #: half of the recent steps drifted (chosen on the tuning streams of
 #: ``benches/bench_tabular_drift.py``: about 1 in time order, below 0.15 shuffled).
 STALENESS_SHARE = 0.5
@@ -200,7 +200,30 @@ class Pooled:
 
 @dataclass(frozen=True)
 class Adaptive:
-    """The default policy: Algorithm 3 with the heuristics of ``docs/tabular.md``.
+    """The default policy: every column measured on every batch, an MST release per
+    epoch (:mod:`dpstream.tabular.epochs`, where the mechanism, its ε split and its
+    privacy argument are stated).
+
+    Attributes:
+        growth: an epoch closes after the step at which the released table reaches
+            ``growth`` times its size when the epoch opened (a number > 1; default 2).
+            A closed epoch is measured once over all its rows, so a larger factor means
+            fewer, larger epochs: less noise per row when the stream is stationary, a
+            larger share of the table held by the open epoch (measured batch by batch)
+            when it drifts.
+    """
+
+    growth: float = 2.0
+
+    def __post_init__(self) -> None:
+        _check_real(self, "growth", 1.0, math.inf, open_high=True)
+        if not self.growth > 1.0:
+            raise ValueError(f"Adaptive.growth must be greater than 1, got {self.growth!r}")
+
+
+@dataclass(frozen=True)
+class Heuristics:
+    """Algorithm 3 with the heuristics the earlier default carried (being removed).
 
     A heuristic is on by default only where it won issue 29's rule on both data sets of
     ``benches/bench_tabular_compare.py --ablate`` (Adult and NYC flights: lower AvgWE and
@@ -287,23 +310,25 @@ class Adaptive:
     def __post_init__(self) -> None:
         if not isinstance(self.score, AutoScore) and self.score not in SCORES:
             raise ValueError(
-                f"Adaptive.score must be AutoScore(...) or one of {SCORES}, got {self.score!r}"
+                f"Heuristics.score must be AutoScore(...) or one of {SCORES}, got {self.score!r}"
             )
         if not isinstance(self.k, AutoK):
             if not isinstance(self.k, numbers.Integral) or isinstance(self.k, bool):
                 raise TypeError(
-                    f"Adaptive.k must be an AutoK or an int, got {type(self.k).__name__}"
+                    f"Heuristics.k must be an AutoK or an int, got {type(self.k).__name__}"
                 )
             _check_int(self, "k", 1)
         if not isinstance(self.remainder, Pooled) and self.remainder != "model":
             raise ValueError(
-                f"Adaptive.remainder must be Pooled(...) or 'model', got {self.remainder!r}"
+                f"Heuristics.remainder must be Pooled(...) or 'model', got {self.remainder!r}"
             )
         _check_choice(self, "refit", REFITS)
         _check_real(self, "drift_z", 0.0, math.inf, open_high=True)
         _check_real(self, "drift_decay", 0.0, 1.0, open_high=True)
         if not isinstance(self.coverage, (bool, np.bool_)):
-            raise TypeError(f"Adaptive.coverage must be a bool, got {type(self.coverage).__name__}")
+            raise TypeError(
+                f"Heuristics.coverage must be a bool, got {type(self.coverage).__name__}"
+            )
         _check_real(self, "staleness", 0.0, math.inf, open_high=True)
         _check_real(self, "staleness_gate", 0.0, math.inf, open_high=True)
         _check_real(self, "staleness_share", 0.0, 1.0, open_high=False)
@@ -338,7 +363,7 @@ class Baseline:
     Attributes:
         k: selections per batch (capped at the number of workloads).
         score: the selection score (``"l2"``, ``"l2-cell"`` or ``"paper"``; see
-            :class:`Adaptive`), against the batch's model fitted so far.
+            :class:`Heuristics`), against the batch's model fitted so far.
     """
 
     k: int = 3
@@ -349,9 +374,10 @@ class Baseline:
         _check_choice(self, "score", SCORES)
 
 
-Policy: TypeAlias = Adaptive | Paper | Baseline
-POLICIES: dict[str, type[Adaptive] | type[Paper] | type[Baseline]] = {
+Policy: TypeAlias = Adaptive | Heuristics | Paper | Baseline
+POLICIES: dict[str, type[Adaptive] | type[Heuristics] | type[Paper] | type[Baseline]] = {
     "adaptive": Adaptive,
+    "heuristics": Heuristics,
     "paper": Paper,
     "baseline": Baseline,
 }
@@ -359,9 +385,9 @@ POLICIES: dict[str, type[Adaptive] | type[Paper] | type[Baseline]] = {
 
 def check_policy(policy: object) -> Policy:
     """``policy`` if it is one; ``TypeError`` naming ``policy`` otherwise."""
-    if not isinstance(policy, (Adaptive, Paper, Baseline)):
+    if not isinstance(policy, (Adaptive, Heuristics, Paper, Baseline)):
         raise TypeError(
-            "policy must be dpstream.tabular.Adaptive(), Paper() or Baseline(), got "
+            "policy must be dpstream.tabular.Heuristics(), Paper() or Baseline(), got "
             f"{type(policy).__name__}"
         )
     return policy
@@ -392,9 +418,9 @@ def to_dict(policy: Policy) -> dict[str, Any]:
 #: Nested parts: which class a table (dict) in a field stands for, and the word that
 #: stands for its defaults (the TOML shorthand ``k = "auto"``).
 _PARTS: dict[tuple[type, str], tuple[type, str | None]] = {
-    (Adaptive, "score"): (AutoScore, "auto"),
-    (Adaptive, "k"): (AutoK, "auto"),
-    (Adaptive, "remainder"): (Pooled, "pooled"),
+    (Heuristics, "score"): (AutoScore, "auto"),
+    (Heuristics, "k"): (AutoK, "auto"),
+    (Heuristics, "remainder"): (Pooled, "pooled"),
     (AutoK, "taper"): (Taper, None),
 }
 
@@ -451,7 +477,7 @@ def score_kind(policy: Policy) -> str:
 def per_cell_score(policy: Policy, drift_share: float) -> bool:
     """:class:`AutoScore`: whether a step's selections use the per-cell score (the running
     share of drifted steps above its ``drift_share``)."""
-    auto = policy.score if isinstance(policy, Adaptive) else None
+    auto = policy.score if isinstance(policy, Heuristics) else None
     return isinstance(auto, AutoScore) and drift_share > auto.drift_share
 
 
@@ -476,7 +502,7 @@ def drifted(
 
 
 def drift_test(
-    policy: Adaptive,
+    policy: Heuristics,
     share: float,
     increment: npt.NDArray[np.float64],
     expected: npt.NDArray[np.float64],
@@ -498,7 +524,7 @@ def drift_test(
 
 def uses_drift_test(policy: Policy) -> bool:
     """Whether a step runs the drift test on its first measurement."""
-    if not isinstance(policy, Adaptive):
+    if not isinstance(policy, Heuristics):
         return False
     return (
         policy.refit == "auto"
@@ -514,7 +540,7 @@ def uses_drift_test(policy: Policy) -> bool:
 def k_levels(policy: Policy, workloads: int) -> tuple[int, list[int]]:
     """The stream's ``k`` (the most selections a step makes, the name its counters had before
     ``k`` could vary) and every ``k`` a step may make, each capped at ``workloads``."""
-    if isinstance(policy, Adaptive) and isinstance(policy.k, AutoK):
+    if isinstance(policy, Heuristics) and isinstance(policy.k, AutoK):
         auto = policy.k
         top = min(auto.drifting, workloads)
         calm = min(auto.calm, top)
@@ -530,7 +556,7 @@ def step_k(policy: Policy, t: int, workloads: int, drift_share: float) -> int:
     """The number of selections of step ``t`` (0-based), from the running share of drifted
     steps before it (public: a test of earlier releases) and the time."""
     top, _ = k_levels(policy, workloads)
-    if not isinstance(policy, Adaptive) or not isinstance(policy.k, AutoK):
+    if not isinstance(policy, Heuristics) or not isinstance(policy.k, AutoK):
         return top
     auto = policy.k
     calm = min(auto.calm, top)
@@ -556,7 +582,7 @@ def staleness_bonus(
     drift_share: float,
     per_cell: bool,
 ) -> npt.NDArray[np.float64] | None:
-    """``Adaptive(staleness=s, staleness_gate=τ)``: the public bonus of each candidate's
+    """``Heuristics(staleness=s, staleness_gate=τ)``: the public bonus of each candidate's
     selection score, ``s · drift_share · √rows · (t − last_step)`` (``last_step`` −1 for
     never selected; divided by ``√cells`` when ``per_cell``), or ``None`` (no bonus: the
     scores are exactly those without the field) with ``s = 0``, another policy, a step
@@ -570,7 +596,7 @@ def staleness_bonus(
     size, both from the size counter's release, or exact when sizes are public) and the
     drift share (a test of earlier releases against the model). Nothing in it reads the
     current batch's records, so the scores' sensitivity is unchanged."""
-    if not isinstance(policy, Adaptive) or policy.staleness == 0:
+    if not isinstance(policy, Heuristics) or policy.staleness == 0:
         return None
     if rows * float(policy.staleness_gate) >= table_rows:
         return None
@@ -589,7 +615,7 @@ def staleness_bonus(
 def pool_key(policy: Policy, workloads: int, rng: Rng) -> list[int] | None:
     """The key of the subsets :func:`scored_pool` draws: 256 bits from ``rng``, drawn once
     when the stream is made, or ``None`` (no draw: every workload is scored, and such a
-    stream's noise is unchanged) unless the policy is ``Adaptive(max_scored=m)`` with more
+    stream's noise is unchanged) unless the policy is ``Heuristics(max_scored=m)`` with more
     than ``m`` workloads."""
     if _scored_cap(policy, workloads) is None:
         return None
@@ -597,15 +623,15 @@ def pool_key(policy: Policy, workloads: int, rng: Rng) -> list[int] | None:
 
 
 def _scored_cap(policy: Policy, workloads: int) -> int | None:
-    """``m`` of ``Adaptive(max_scored=m)`` when there are more than ``m`` workloads, else
+    """``m`` of ``Heuristics(max_scored=m)`` when there are more than ``m`` workloads, else
     ``None`` (every workload is scored)."""
-    cap = policy.max_scored if isinstance(policy, Adaptive) else None
+    cap = policy.max_scored if isinstance(policy, Heuristics) else None
     return None if cap is None or workloads <= cap else cap
 
 
 def scored_pool(policy: Policy, workloads: int, key: list[int] | None, t: int) -> list[int] | None:
     """The indices (sorted) of the ``m`` workloads step ``t`` scores under
-    ``Adaptive(max_scored=m)``, or ``None`` (every workload; ``key`` ``None``).
+    ``Heuristics(max_scored=m)``, or ``None`` (every workload; ``key`` ``None``).
 
     A uniformly random ``m``-subset from a generator seeded with ``key`` and ``t`` alone:
     it depends on nothing the stream reads or releases, so it is the same for every

@@ -6,7 +6,7 @@ deleted) records — the differential data ``∇f_t`` — and releases a synthet
 ``g_t`` of the current size whose ``k``-way marginals follow the real table
 ``f_t = Σ_{τ≤t} ∇f_τ``.
 
-**Algorithm** (:class:`~dpstream.tabular.policy.Adaptive` and
+**Algorithm** (:class:`~dpstream.tabular.policy.Heuristics` and
 :class:`~dpstream.tabular.policy.Paper`: Algorithm 3 with the workloads of Section 7.2).
 At each step, ``k`` workloads are selected one by one by permute-and-flip with ``ε'/2k``
 each, on a score that compares the batch with the current model
@@ -39,11 +39,11 @@ table to the previous one; insertions only.
   from public values; a workload then has one counter per ``k``, fed only at the steps
   with that ``k``. A step whose later selections find no workload within
   ``max_model_cells`` ends early (a public rule) and spends less.
-* ``Adaptive(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
+* ``Heuristics(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
   of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
-  ``ε' = ε − ε/20 − ε/10``. ``Adaptive(staleness=...)`` (default 4, behind public gates)
+  ``ε' = ε − ε/20 − ε/10``. ``Heuristics(staleness=...)`` (default 4, behind public gates)
   adds a public bonus to the scores (no ε; sensitivities unchanged).
-* ``Adaptive(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
+* ``Heuristics(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
   selections run over a uniformly random subset of ``m`` workloads (over all of them if
   none of the subset fits ``max_model_cells``), a function of a key drawn from the
   generator when the stream is made and of the time alone: public, the same for
@@ -75,6 +75,7 @@ from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
 from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
+from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import (
     ESTIMATORS,
@@ -89,6 +90,7 @@ from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import (
     Adaptive,
     Baseline,
+    Heuristics,
     Margins,
     Paper,
     Policy,
@@ -136,7 +138,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
         policy: how each step selects, measures and fits (:mod:`dpstream.tabular.policy`):
-            :class:`~dpstream.tabular.policy.Adaptive` (default),
+            :class:`~dpstream.tabular.policy.Heuristics` (default),
             :class:`~dpstream.tabular.policy.Paper` (Algorithm 3 as printed) or
             :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2). Every policy has
             the same guarantee.
@@ -193,10 +195,15 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         )  # fmt: skip
         self._workloads: list[Clique] = workload_list(domain, workloads)
         cliques = self._workloads
+        self._epochs: EpochMechanism | None = None
+        if isinstance(policy, Adaptive):
+            self._init_epochs(policy, counter, horizon, estimator, iters, max_model_cells,
+                              sampling, public_sizes, rng)  # fmt: skip
+            return
         self._k, levels = k_levels(policy, len(cliques))
         self._baseline = isinstance(policy, Baseline)
         self._score: ScoreKind = score_kind(policy)
-        adaptive = policy if isinstance(policy, Adaptive) else None
+        adaptive = policy if isinstance(policy, Heuristics) else None
         self._pooled = (
             adaptive.remainder if adaptive and isinstance(adaptive.remainder, Pooled) else None
         )
@@ -218,7 +225,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
-        # Adaptive(max_scored=m) with more than m workloads: the key of the public subsets
+        # Heuristics(max_scored=m) with more than m workloads: the key of the public subsets
         # each step scores (drawn now, after the sampling seed; None: no draw).
         self._pool_key = pool_key(self._policy, len(cliques), self._rng)
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
@@ -248,7 +255,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             self._size_counter = Counter(
                 counter, self._budget.size, 1, horizon=horizon, rng=self._rng
             )
-        # Adaptive(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
+        # Heuristics(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
         self._coverage: Coverage | None = None
         if covered:
             eps = self._budget.coverage_counter_epsilon
@@ -280,6 +287,72 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         # drifted.
         self._drift_rate = 0.0
 
+    def _init_epochs(
+        self, policy: Adaptive, counter: object, horizon: object, estimator: object,
+        iters: int, max_model_cells: int, sampling: object, public_sizes: object,
+        rng: Rng | None,
+    ) -> None:  # fmt: skip
+        """The default policy's state (:mod:`dpstream.tabular.epochs`)."""
+        for name, value, default in (
+            ("counter", counter, "simple"), ("horizon", horizon, None),
+            ("estimator", estimator, "pgm"),
+        ):  # fmt: skip
+            if value != default:
+                raise ValueError(
+                    f"{name}={value!r} applies to the Paper() and Baseline() policies; the "
+                    f"default policy Adaptive() measures each epoch once and fits its own "
+                    f"graphical model"
+                )
+        if sampling not in ("round", "iid"):
+            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
+        if not isinstance(public_sizes, (bool, np.bool_)):
+            raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
+        check_int(max_model_cells, "max_model_cells", 1)
+        self._sampling = sampling  # type: ignore[assignment]
+        self._estimator = "pgm"
+        self._iters = check_int(iters, "iters", 1)
+        self._public_sizes = bool(public_sizes)
+        self._rng = rng if rng is not None else Rng()
+        seed = [int(x) for x in self._rng.integers(4)]
+        self._sample_rng = np.random.Generator(np.random.PCG64(seed))
+        self._epochs = EpochMechanism(
+            self._domain.sizes, self._epsilon, growth=float(policy.growth),
+            candidates=pair_candidates(self._workloads), public_sizes=self._public_sizes,
+            rng=self._rng, iters=self._iters,
+        )  # fmt: skip
+        self._budgets = {}
+        self._t = 0
+        self._size = 0
+        self._last_selected = []
+        self._selections = np.zeros(len(self._workloads), dtype=np.int64)
+
+    def _step_epochs(self, batch: Any, deletions: Any) -> Any:
+        mech = self._epochs
+        assert mech is not None
+        d = len(self._domain)
+        cliques: list[Clique] = [(j,) for j in range(d)] + mech.candidates
+        counts = step_marginals(self._domain, cliques, batch, deletions)
+        if counts.has_deletions:
+            raise ValueError(
+                "the default policy Adaptive() takes insertions only; for a stream with "
+                "deletions use policy=Paper()"
+            )
+        ins = [np.asarray(c, dtype=np.int64) for c in counts.inserted]
+        undo = (self._rng._checkpoint_state(), mech.state())
+        try:
+            mech.step(
+                ins[:d], dict(zip(mech.candidates, ins[d:], strict=True)), counts.rows_inserted
+            )
+        except BaseException:
+            if undo[0] is not None:
+                self._rng = Rng._from_checkpoint_state(undo[0])
+                mech.rng = self._rng
+            mech.load_state(*undo[1])
+            raise
+        self._t = mech.t
+        self._size = mech.size
+        return self._table(self.synthetic_codes())
+
     # ------------------------------------------------------------------ the stream
 
     def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
@@ -310,6 +383,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         nothing was released, but the error follows from the step's noisy values, so a
         retry of the same batch counts as another step against ε.
         """
+        if self._epochs is not None:
+            return self._step_epochs(batch, deletions)
         counts = step_marginals(self._domain, self._workloads, batch, deletions)
         n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
         if n_dels and self._baseline:
@@ -374,6 +449,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         ``h_{t,1..k}`` (equal weights): ``"round"`` gives each model ``⌊n/k⌋`` or
         ``⌈n/k⌉`` rows, ``"iid"`` a multinomial share."""
         empty = np.zeros((0, len(self._domain)), dtype=np.int64)
+        if self._epochs is not None:
+            return self._epochs.sample(self._sample_rng, method=self._sampling)
         if self._baseline:
             return np.concatenate(self._baseline_rows) if self._baseline_rows else empty
         if self._model is None or self._size == 0:
@@ -472,7 +549,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         order: list[int] = []
         measurements: list[Measurement] = []
         fits: list[MarginalModel] = []  # h_{t,l} after each selection but the last
-        # Adaptive(max_scored=m): the m workloads this step scores (public: a function of
+        # Heuristics(max_scored=m): the m workloads this step scores (public: a function of
         # the stream's pool key and t alone); None: all.
         pool = scored_pool(policy, len(self._workloads), self._pool_key, self._t)
         for n_taken in range(k):
@@ -500,7 +577,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             if before is not None:
                 increment = after - before
                 if test and n_taken == 0:
-                    assert isinstance(policy, Adaptive)
+                    assert isinstance(policy, Heuristics)
                     # the model's batch of this size (raked to the coverage margins, if any)
                     expected = self._raked_prior(j, size, base[j], covered) - base[j]
                     sc = self._size_counter  # None: public sizes

@@ -1,0 +1,581 @@
+"""The default policy's mechanism: every column on every batch, an MST per epoch.
+
+A record is in exactly one batch, so measurements of different batches compose in
+parallel (each batch may spend the whole ε on its own rows). The mechanism is built on
+that alone:
+
+* **Every batch, every column.** Each batch's 1-way marginals of all ``d`` columns are
+  measured when it arrives (the *fresh* share of ε). No column is ever unmeasured, and no
+  batch's counts are scaled up to the table.
+* **Epochs.** Consecutive batches form epochs at public times: the open epoch closes
+  after the step at which the released table reaches ``growth`` times its size when the
+  epoch opened (the first epoch is the first batch). At its close, an epoch is released as
+  an offline MST release of its own rows (McKenna, Miklau and Sheldon 2021): its 1-way
+  marginals measured again over all its rows (the *settle* share), each column's rare
+  categories merged (those whose released count is below ``KEEP_SD`` standard deviations
+  of its noise; MST's compression), a spanning tree of 2-way marginals of the merged
+  columns chosen by permute-and-flip (the *select* share), and the tree's marginals
+  measured (the *tree* share). Measuring once per epoch, not once per batch, keeps the
+  noise of a closed epoch's sums independent of its number of batches.
+* **Release.** The synthetic table is the mixture of one graphical model per closed epoch
+  (fitted to its sums, which cover exactly its rows) and one for the open epoch (its fresh
+  1-way sums, with the last closed epoch's tree marginals as a prior), each sampled to its
+  own released size. A table whose distribution drifts is followed epoch by epoch.
+
+**Privacy** (add/remove one record, ``Δ = 1``; with ``public_sizes``, one record's values
+replaced, ``Δ = 2``, the batch sizes public and exact). A marginal given budget ``ε_m``
+gets exact discrete Laplace noise of scale ``Δ/ε_m`` per cell (one record moves one cell
+of a marginal by 1; 2 cells by 1 under replacement). Each batch spends, on its own rows:
+``fresh·ε`` when it arrives (over its ``d`` 1-way marginals, split by :func:`weights`)
+and, when its epoch closes, ``settle·ε`` (the epoch's 1-way marginals, by weights),
+``select·ε`` (``c − 1`` permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the
+columns the candidate pairs touch; a score is the ℓ1 distance of a pair's exact merged
+2-way marginal from the product of released 1-way marginals scaled to a released size,
+rounded to a public grid: it moves by at most ``Δ``) and ``tree·ε`` (the tree's
+marginals, by the weights of their merged cells). ``fresh + settle + select + tree = 1``
+(:func:`split`, one place); every batch's spend, summed from the scales actually used, is
+kept in :attr:`EpochMechanism.ledger` and the tests check it. Public: the domain, the
+policy, the time, the epoch boundaries (functions of released sizes), the merges and trees
+(functions of released values and outputs of permute-and-flip), and every noisy sum. The
+sizes, fits and sampling are post-processing of those.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpstream._rng import Rng
+from dpstream.noise import discrete_laplace, permute_and_flip
+from dpstream.tabular.estimation import Measurement
+from dpstream.tabular.pgm import GraphicalModel, estimate_pgm
+
+__all__ = ["Epoch", "EpochMechanism", "Split", "pair_candidates", "split", "weights"]
+
+Clique = tuple[int, ...]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: The grid (2^-GRID) the public part of a selection score is rounded to, so that every
+#: score is an exact float64 sum and moves by at most the sensitivity.
+GRID = 10
+#: Weights are rounded to multiples of 1/WEIGHT_GRID (exact rationals).
+WEIGHT_GRID = 64
+#: A category keeps a code of its own in a closed epoch's model when its released count
+#: is at least this many standard deviations of its noise (MST's threshold).
+KEEP_SD = 3.0
+#: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
+#: epoch's size) counts with this many times the standard deviation of those marginals.
+PRIOR_WIDTH = 4.0
+
+
+@dataclass(frozen=True)
+class Split:
+    """Shares of ε that each batch spends on its own rows (they sum to 1): ``fresh``
+    on arrival (its 1-way marginals), and at its epoch's close ``settle`` (the epoch's
+    1-way marginals), ``select`` (the tree's selection) and ``tree`` (its marginals)."""
+
+    fresh: Fraction
+    settle: Fraction
+    select: Fraction
+    tree: Fraction
+    fresh_tree: Fraction = Fraction(0)
+
+
+#: The default split (MST's equal thirds between 1-way marginals, selection and the tree's
+#: marginals would give the selection far more than an epoch's rows need).
+SPLIT = Split(Fraction(1, 8), Fraction(1, 8), Fraction(1, 8), Fraction(3, 8), Fraction(1, 4))
+
+
+def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
+    """The ε of each part of a batch's spend (the one place the split is computed)."""
+    parts = (shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree)
+    if sum(parts) != 1 or min(parts) < 0:
+        raise ValueError(f"the shares of ε must be non-negative and sum to 1, got {shares}")
+    return Split(*(epsilon * s for s in parts))
+
+
+def weights(cells: list[int]) -> list[Fraction]:
+    """The public weight of each measured marginal of ``cells`` cells: ``√cells`` on a
+    rational grid (splitting a budget in proportion to ``√cells`` minimises the expected
+    ℓ1 noise of the marginals)."""
+    return [Fraction(max(1, round(math.sqrt(c) * WEIGHT_GRID)), WEIGHT_GRID) for c in cells]
+
+
+def shared(budget: Fraction, cells: list[int]) -> list[Fraction]:
+    """``budget`` split over marginals of ``cells`` cells by :func:`weights` (exact)."""
+    w = weights(cells)
+    total = sum(w, Fraction(0))
+    return [budget * x / total for x in w]
+
+
+def pair_candidates(workloads: list[Clique]) -> list[Clique]:
+    """The pairs of columns a tree may use: every pair inside a workload (sorted)."""
+    pairs = {(a, b) for w in workloads for i, a in enumerate(w) for b in w[i + 1 :]}
+    return sorted(pairs)
+
+
+def laplace_variance(scale: Fraction) -> float:
+    """Variance of the discrete Laplace distribution ``P(z) ∝ exp(−|z|/scale)``."""
+    q = math.exp(-1.0 / float(scale))
+    return max(2.0 * q / (1.0 - q) ** 2, 1e-9)
+
+
+def compress(noisy: FloatArray, variance: float) -> IntArray:
+    """The map of a column's codes to merged codes: each category whose released count is
+    at least ``KEEP_SD`` standard deviations keeps a code of its own, the others share the
+    last one (none is merged when fewer than two would be). Reads released values only."""
+    keep = noisy >= KEEP_SD * math.sqrt(variance)
+    if int((~keep).sum()) < 2:
+        return np.arange(noisy.size, dtype=np.int64)
+    out = np.empty(noisy.size, dtype=np.int64)
+    out[keep] = np.arange(int(keep.sum()))
+    out[~keep] = int(keep.sum())
+    return out
+
+
+def merge_pair(
+    counts: npt.ArrayLike, shape: tuple[int, int], maps: tuple[IntArray, IntArray]
+) -> FloatArray:
+    """A flattened 2-way table summed into the merged cells of its two columns."""
+    table = np.asarray(counts, dtype=np.float64).reshape(shape)
+    a, b = maps
+    rows = np.zeros((int(a.max()) + 1, shape[1]))
+    np.add.at(rows, a, table)
+    out = np.zeros((rows.shape[0], int(b.max()) + 1))
+    np.add.at(out.T, b, rows.T)
+    return out.reshape(-1)
+
+
+def merge_one(values: FloatArray, m: IntArray) -> FloatArray:
+    out = np.zeros(int(m.max()) + 1)
+    np.add.at(out, m, values)
+    return out
+
+
+@dataclass
+class Epoch:
+    """A closed epoch (everything public): its steps, the released size when it opened,
+    its merges, its tree, its noisy 1-way and tree sums with per-cell noise variances, its
+    exact rows (public only with ``public_sizes``) and released size, and its model."""
+
+    first: int
+    last: int
+    base: int
+    maps: list[IntArray]
+    tree: list[Clique]
+    ones: list[FloatArray]
+    ones_var: list[float]
+    sums: list[FloatArray]
+    variances: list[float]
+    rows: int
+    size: float
+    model: GraphicalModel | None = None
+
+    @property
+    def msizes(self) -> tuple[int, ...]:
+        return tuple(int(m.max()) + 1 for m in self.maps)
+
+
+class EpochMechanism:
+    """The default policy's state (see the module): closed epochs and the open one.
+
+    Args:
+        sizes: the domain's column sizes.
+        epsilon: ε of the whole stream.
+        growth: an epoch closes once the released table reaches ``growth`` times its size
+            when the epoch opened (> 1).
+        candidates: the pairs of columns a tree may use (sorted pairs).
+        public_sizes: the guarantee's relation (see the module).
+        rng: the noise generator.
+        iters: belief propagations per fit.
+        shares: the split of ε (:data:`SPLIT`).
+
+    :meth:`step` takes a batch's exact 1-way histograms (``ones[j]`` for column ``j``),
+    its exact 2-way histograms of the candidate pairs (flattened in C order) and its
+    exact row count (read only with ``public_sizes``). **Sensitive state**: the open
+    epoch's exact counts."""
+
+    def __init__(
+        self,
+        sizes: tuple[int, ...],
+        epsilon: Fraction,
+        *,
+        growth: float,
+        candidates: list[Clique],
+        public_sizes: bool,
+        rng: Rng,
+        iters: int = 100,
+        shares: Split = SPLIT,
+    ) -> None:
+        self.sizes = tuple(sizes)
+        self.epsilon = epsilon
+        self.growth = float(growth)
+        self.candidates = list(candidates)
+        self.delta = 2 if public_sizes else 1
+        self.public_sizes = bool(public_sizes)
+        self.rng = rng
+        self.iters = iters
+        self.budget = split(epsilon, shares)
+        self.epochs: list[Epoch] = []
+        self.t = 0
+        #: ε each batch has spent, from the noise scales used (public; tests sum it).
+        self.ledger: list[Fraction] = []
+        self._open_reset(0)
+
+    def _open_reset(self, base: int) -> None:
+        d = len(self.sizes)
+        self.base = base  # released size when the open epoch opened
+        self.first = self.t
+        self.pairs: dict[Clique, IntArray] = {}  # exact (sensitive)
+        self.exact_ones = [np.zeros(s, dtype=np.int64) for s in self.sizes]  # exact
+        self.exact_rows = 0  # exact (public only with public_sizes)
+        self.ones = [np.zeros(s) for s in self.sizes]  # fresh noisy sums (public)
+        self.ones_var = [0.0] * d
+        self.open_model: GraphicalModel | None = None
+        # fresh sums of the last closed epoch's tree marginals (full domain; public)
+        self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
+        self.tree_sums = [np.zeros(self.sizes[i] * self.sizes[j]) for i, j in self.open_tree]
+        self.tree_var = [0.0] * len(self.open_tree)
+
+    # ------------------------------------------------------------------ public values
+
+    @property
+    def size(self) -> int:
+        """The released table size: the closed epochs' released sizes and the open one's."""
+        return sum(self._rows(e.size, e.rows) for e in self.epochs) + self.open_rows
+
+    @property
+    def open_size(self) -> float:
+        if self.public_sizes:
+            return float(self.exact_rows)
+        if self.t == self.first:
+            return 0.0
+        return max(_total(self.ones, self.ones_var), 0.0)
+
+    @property
+    def open_rows(self) -> int:
+        return self._rows(self.open_size, self.exact_rows)
+
+    def _rows(self, size: float, exact: int) -> int:
+        return exact if self.public_sizes else max(0, round(size))
+
+    # ------------------------------------------------------------------ the step
+
+    def step(self, ones: list[IntArray], pairs: dict[Clique, IntArray], rows: int) -> None:
+        """Measure one batch (fresh 1-way marginals); close the epoch if it is due."""
+        spent = Fraction(0)
+        cells = list(self.sizes)
+        for j, eps in enumerate(shared(self.budget.fresh, cells)):
+            scale = Fraction(self.delta) / eps
+            self.ones[j] = self.ones[j] + ones[j] + discrete_laplace(scale, cells[j], rng=self.rng)
+            self.ones_var[j] += laplace_variance(scale)
+            spent += self.delta / scale
+        if self.budget.fresh_tree > 0 and self.open_tree:
+            cells = [self.sizes[i] * self.sizes[j] for i, j in self.open_tree]
+            for k, eps in enumerate(shared(self.budget.fresh_tree, cells)):
+                scale = Fraction(self.delta) / eps
+                c = self.open_tree[k]
+                self.tree_sums[k] = (
+                    self.tree_sums[k] + pairs[c] + discrete_laplace(scale, cells[k], rng=self.rng)
+                )
+                self.tree_var[k] += laplace_variance(scale)
+                spent += self.delta / scale
+        for j in range(len(self.sizes)):
+            self.exact_ones[j] = self.exact_ones[j] + ones[j]
+        for c in self.candidates:
+            p = np.asarray(pairs[c], dtype=np.int64)
+            self.pairs[c] = self.pairs[c] + p if c in self.pairs else p.copy()
+        self.exact_rows += int(rows)
+        self.ledger.append(spent)
+        self.t += 1
+        if self.base == 0 or self.size >= self.growth * self.base:
+            self._close()
+        else:
+            self._fit_open()
+
+    def _close(self) -> None:
+        """Release the open epoch as an offline MST release of its rows."""
+        d = len(self.sizes)
+        spent = Fraction(0)
+        ones, ones_var = list(self.ones), list(self.ones_var)
+        for j, eps in enumerate(shared(self.budget.settle, list(self.sizes))):
+            scale = Fraction(self.delta) / eps
+            noisy = self.exact_ones[j] + discrete_laplace(scale, self.sizes[j], rng=self.rng)
+            var = laplace_variance(scale)
+            a, b = 1.0 / ones_var[j], 1.0 / var  # inverse-variance mean (post-processing)
+            ones[j] = (a * ones[j] + b * noisy) / (a + b)
+            ones_var[j] = 1.0 / (a + b)
+            spent += self.delta / scale
+        maps = [compress(ones[j], ones_var[j]) for j in range(d)]
+        size = self.exact_rows if self.public_sizes else max(_total(ones, ones_var), 0.0)
+        tree = self._select(maps, ones, float(size))
+        spent += self.budget.select if tree else 0
+        sums, variances = [], []
+        msizes = [int(m.max()) + 1 for m in maps]
+        cells = [msizes[i] * msizes[j] for i, j in tree]
+        for (i, j), eps in zip(tree, shared(self.budget.tree, cells) if tree else [], strict=True):
+            exact = merge_pair(
+                self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
+            )
+            scale = Fraction(self.delta) / eps
+            sums.append(exact + discrete_laplace(scale, exact.size, rng=self.rng))
+            variances.append(laplace_variance(scale))
+            spent += self.delta / scale
+        if not self.public_sizes and sums:
+            size = max(_total(ones + sums, ones_var + variances), 0.0)
+        for k in range(self.first, self.t):
+            self.ledger[k] += spent
+        e = Epoch(
+            first=self.first, last=self.t - 1, base=self.base, maps=maps, tree=tree,
+            ones=ones, ones_var=ones_var, sums=sums, variances=variances,
+            rows=self.exact_rows, size=float(size),
+        )  # fmt: skip
+        e.model = self._fit(e)
+        self.epochs.append(e)
+        self._open_reset(self.size)
+
+    # ------------------------------------------------------------------ selection
+
+    def _select(self, maps: list[IntArray], ones: list[FloatArray], n: float) -> list[Clique]:
+        """A spanning tree over the candidate pairs (merged), edge by edge (Kruskal) by
+        permute-and-flip on the open epoch's rows."""
+        cands = self.candidates
+        cols = sorted({j for c in cands for j in c})
+        if len(cols) < 2:
+            return []
+        probs = []
+        for j in range(len(self.sizes)):
+            v = merge_one(np.clip(ones[j], 0, None), maps[j])
+            probs.append(v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size))
+        scores: dict[Clique, float] = {}
+        for i, j in cands:
+            exact = merge_pair(
+                self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
+            )
+            expected = np.round(n * np.outer(probs[i], probs[j]).ravel() * (1 << GRID)) / (
+                1 << GRID
+            )
+            scores[(i, j)] = float(np.abs(exact - expected).sum())
+        parent = list(range(len(self.sizes)))
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                i = parent[i]
+            return i
+
+        eps_round = self.budget.select / (len(cols) - 1)
+        tree: list[Clique] = []
+        for _ in range(len(cols) - 1):
+            live = [c for c in cands if root(c[0]) != root(c[1])]
+            if not live:
+                break
+            pick = permute_and_flip([scores[c] for c in live], eps_round, self.delta, rng=self.rng)
+            i, j = live[pick]
+            tree.append((i, j))
+            parent[root(i)] = root(j)
+        return sorted(tree)
+
+    # ------------------------------------------------------------------ fit and release
+
+    def _one_way(
+        self, maps: list[IntArray], ones: list[FloatArray], var: list[float]
+    ) -> list[Measurement]:
+        out = []
+        for j, m in enumerate(maps):
+            group = np.bincount(m).astype(np.float64)
+            out.append(Measurement((j,), merge_one(ones[j], m), np.sqrt(var[j] * group)))
+        return out
+
+    def _fit(self, e: Epoch) -> GraphicalModel | None:
+        if e.size < 1:
+            return None
+        meas = self._one_way(e.maps, e.ones, e.ones_var)
+        meas += [
+            Measurement(c, s, math.sqrt(v))
+            for c, s, v in zip(e.tree, e.sums, e.variances, strict=True)
+        ]
+        return estimate_pgm(e.msizes, meas, e.size, iters=self.iters)
+
+    def _fit_open(self) -> None:
+        """The open epoch's model: its fresh 1-way sums, with the last closed epoch's tree
+        marginals scaled to the open epoch's size as a prior (post-processing)."""
+        last = self.epochs[-1]
+        size = self.open_size
+        if size < 1 or last.model is None:
+            self.open_model = None
+            return
+        if self.budget.fresh_tree > 0:
+            meas = [
+                Measurement((j,), self.ones[j], math.sqrt(self.ones_var[j]))
+                for j in range(len(self.sizes))
+            ]
+            meas += [
+                Measurement(c, v, math.sqrt(w))
+                for c, v, w in zip(self.open_tree, self.tree_sums, self.tree_var, strict=True)
+            ]
+            ratio = size / max(last.size, 1.0)
+            within = [self._within(last.maps[j], last.ones[j]) for j in range(len(self.sizes))]
+            for k, c in enumerate(self.open_tree):
+                i, j = c
+                pm = last.model.marginal(c).reshape(last.msizes[i], last.msizes[j])
+                full = pm[last.maps[i]][:, last.maps[j]] * within[i][:, None] * within[j][None, :]
+                full = full.reshape(-1) * ratio
+                gap = self.tree_sums[k] - full
+                tau2 = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
+                var = tau2 + ratio * ratio * last.variances[k]
+                meas.append(Measurement(c, full, math.sqrt(max(var, 1e-6))))
+            self.open_model = estimate_pgm(self.sizes, meas, size, iters=self.iters)
+            return
+        meas = self._one_way(last.maps, self.ones, self.ones_var)
+        ratio = size / max(last.size, 1.0)
+        for c, v in zip(last.tree, last.variances, strict=True):
+            prior = last.model.marginal(c) * ratio
+            meas.append(Measurement(c, prior, math.sqrt(v) * max(ratio, 1.0) * PRIOR_WIDTH))
+        self.open_model = estimate_pgm(last.msizes, meas, size, iters=self.iters)
+
+    @staticmethod
+    def _within(m: IntArray, ones: FloatArray) -> FloatArray:
+        """Each category's share of its merged code (1 for a category alone)."""
+        w = np.clip(ones, 0, None).astype(np.float64)
+        tot = np.zeros(int(m.max()) + 1)
+        np.add.at(tot, m, w)
+        count = np.bincount(m)
+        out = np.where(tot[m] > 0, w / np.where(tot[m] > 0, tot[m], 1.0), 1.0 / count[m])
+        return out
+
+    def refit(self) -> None:
+        """Fit every model again from the sums (after a load: fits are deterministic)."""
+        for e in self.epochs:
+            e.model = self._fit(e)
+        if self.t > self.first:
+            self._fit_open()
+
+    def sample(self, rng: np.random.Generator, method: str = "round") -> IntArray:
+        """The synthetic table: each epoch's model sampled to its released size, the rows
+        shuffled (post-processing)."""
+        parts = []
+        for e in self.epochs:
+            n = self._rows(e.size, e.rows)
+            if n > 0 and e.model is not None:
+                parts.append(
+                    self._unmerge(e.maps, e.ones, e.model.sample(n, rng, method=method), rng)
+                )
+        n = self.open_rows
+        if n > 0 and self.open_model is not None:
+            codes = self.open_model.sample(n, rng, method=method)
+            if self.budget.fresh_tree == 0:
+                codes = self._unmerge(self.epochs[-1].maps, self.ones, codes, rng)
+            parts.append(codes)
+        if not parts:
+            return np.zeros((0, len(self.sizes)), dtype=np.int64)
+        out = np.concatenate(parts)
+        return out[rng.permutation(len(out))]
+
+    def _unmerge(
+        self,
+        maps: list[IntArray],
+        ones: list[FloatArray],
+        codes: IntArray,
+        rng: np.random.Generator,
+    ) -> IntArray:
+        """Merged codes back to categories: a merged code becomes one of its categories,
+        drawn in proportion to their released counts (uniformly if none is positive)."""
+        out = np.empty_like(codes)
+        for j, m in enumerate(maps):
+            count = np.bincount(m)
+            alone = np.flatnonzero(count[m] == 1)
+            inverse = np.full(count.size, -1, dtype=np.int64)
+            inverse[m[alone]] = alone
+            col = inverse[codes[:, j]]
+            hit = col < 0
+            if hit.any():
+                group = np.flatnonzero(count[m] > 1)
+                w = np.clip(ones[j][group], 0, None)
+                p = w / w.sum() if w.sum() > 0 else np.full(group.size, 1.0 / group.size)
+                col[hit] = rng.choice(group, size=int(hit.sum()), p=p)
+            out[:, j] = col
+        return out
+
+    # ------------------------------------------------------------------ state
+
+    def state(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+        """The state as a JSON header and arrays (**sensitive**: the open epoch's exact
+        counts). Models are not stored: :meth:`refit` rebuilds them from the sums."""
+        arrays: dict[str, npt.NDArray[Any]] = {}
+        head: dict[str, Any] = {
+            "t": self.t, "base": self.base, "first": self.first, "exact_rows": self.exact_rows,
+            "ones_var": self.ones_var, "ledger": [str(x) for x in self.ledger], "epochs": [],
+            "tree_var": self.tree_var,
+        }  # fmt: skip
+        for k, v in enumerate(self.tree_sums):
+            arrays[f"open_tree_{k}"] = v
+        for j in range(len(self.sizes)):
+            arrays[f"open_ones_{j}"] = self.ones[j]
+            arrays[f"open_exact_{j}"] = self.exact_ones[j]
+        for k, c in enumerate(self.candidates):
+            if c in self.pairs:
+                arrays[f"open_pair_{k}"] = self.pairs[c]
+        for n, e in enumerate(self.epochs):
+            head["epochs"].append({
+                "first": e.first, "last": e.last, "base": e.base, "tree": e.tree,
+                "ones_var": e.ones_var, "variances": e.variances, "rows": e.rows,
+                "size": e.size,
+            })  # fmt: skip
+            for j in range(len(self.sizes)):
+                arrays[f"e{n}_map_{j}"] = e.maps[j]
+                arrays[f"e{n}_ones_{j}"] = e.ones[j]
+            for k, s in enumerate(e.sums):
+                arrays[f"e{n}_sum_{k}"] = s
+        return head, arrays
+
+    def load_state(self, head: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
+        """Restore :meth:`state` (into a fresh mechanism of the same options) and refit."""
+        d = len(self.sizes)
+        self.t, self.base, self.first = int(head["t"]), int(head["base"]), int(head["first"])
+        self.exact_rows = int(head["exact_rows"])
+        self.ones_var = [float(v) for v in head["ones_var"]]
+        self.ledger = [Fraction(x) for x in head["ledger"]]
+        self.ones = [np.asarray(arrays[f"open_ones_{j}"], dtype=np.float64) for j in range(d)]
+        self.exact_ones = [np.asarray(arrays[f"open_exact_{j}"], dtype=np.int64) for j in range(d)]
+        self.pairs = {
+            c: np.asarray(arrays[f"open_pair_{k}"], dtype=np.int64)
+            for k, c in enumerate(self.candidates)
+            if f"open_pair_{k}" in arrays
+        }
+        self.epochs = []
+        for n, h in enumerate(head["epochs"]):
+            tree = [tuple(int(x) for x in c) for c in h["tree"]]
+            self.epochs.append(Epoch(
+                first=int(h["first"]), last=int(h["last"]), base=int(h["base"]),
+                maps=[np.asarray(arrays[f"e{n}_map_{j}"], dtype=np.int64) for j in range(d)],
+                tree=tree,  # type: ignore[arg-type]
+                ones=[np.asarray(arrays[f"e{n}_ones_{j}"], dtype=np.float64) for j in range(d)],
+                ones_var=[float(v) for v in h["ones_var"]],
+                sums=[
+                    np.asarray(arrays[f"e{n}_sum_{k}"], dtype=np.float64)
+                    for k in range(len(tree))
+                ],
+                variances=[float(v) for v in h["variances"]], rows=int(h["rows"]),
+                size=float(h["size"]),
+            ))  # fmt: skip
+        self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
+        self.tree_var = [float(v) for v in head["tree_var"]]
+        self.tree_sums = [
+            np.asarray(arrays[f"open_tree_{k}"], dtype=np.float64)
+            for k in range(len(self.open_tree))
+        ]
+        if len(self.tree_var) != len(self.open_tree):
+            raise ValueError("corrupt TabularStream state: open epoch's tree")
+        self.refit()
+
+
+def _total(sums: list[FloatArray], variances: list[float]) -> float:
+    """The inverse-variance mean of the totals of noisy marginals of the same rows."""
+    inv = [1.0 / max(v * s.size, 1e-9) for s, v in zip(sums, variances, strict=True)]
+    return sum(w * float(s.sum()) for w, s in zip(inv, sums, strict=True)) / sum(inv)
