@@ -240,8 +240,15 @@ class EpochMechanism:
         self.open_model: GraphicalModel | None = None
         # fresh sums of the last closed epoch's tree marginals (full domain; public)
         self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
-        self.tree_sums = [np.zeros(self.sizes[i] * self.sizes[j]) for i, j in self.open_tree]
+        self.tree_sums = [np.zeros(len(c)) for c in self._open_cells()]
         self.tree_var = [0.0] * len(self.open_tree)
+
+    def _open_cells(self) -> list[range]:
+        """The cells of each fresh tree marginal (the last closed epoch's merges)."""
+        if not self.epochs:
+            return []
+        ms = self.epochs[-1].msizes
+        return [range(ms[i] * ms[j]) for i, j in self.epochs[-1].tree]
 
     # ------------------------------------------------------------------ public values
 
@@ -277,12 +284,14 @@ class EpochMechanism:
             self.ones_var[j] += laplace_variance(scale)
             spent += self.delta / scale
         if self.budget.fresh_tree > 0 and self.open_tree:
-            cells = [self.sizes[i] * self.sizes[j] for i, j in self.open_tree]
+            maps = self.epochs[-1].maps
+            cells = [len(c) for c in self._open_cells()]
             for k, eps in enumerate(shared(self.budget.fresh_tree, cells)):
                 scale = Fraction(self.delta) / eps
-                c = self.open_tree[k]
+                i, j = c = self.open_tree[k]
+                exact = merge_pair(pairs[c], (self.sizes[i], self.sizes[j]), (maps[i], maps[j]))
                 self.tree_sums[k] = (
-                    self.tree_sums[k] + pairs[c] + discrete_laplace(scale, cells[k], rng=self.rng)
+                    self.tree_sums[k] + exact + discrete_laplace(scale, cells[k], rng=self.rng)
                 )
                 self.tree_var[k] += laplace_variance(scale)
                 spent += self.delta / scale
@@ -338,7 +347,7 @@ class EpochMechanism:
         )  # fmt: skip
         e.model = self._fit(e)
         self.epochs.append(e)
-        self._open_reset(self.size)
+        self._open_reset(sum(self._rows(x.size, x.rows) for x in self.epochs))
 
     # ------------------------------------------------------------------ selection
 
@@ -410,33 +419,19 @@ class EpochMechanism:
         if size < 1 or last.model is None:
             self.open_model = None
             return
-        if self.budget.fresh_tree > 0:
-            meas = [
-                Measurement((j,), self.ones[j], math.sqrt(self.ones_var[j]))
-                for j in range(len(self.sizes))
-            ]
-            meas += [
-                Measurement(c, v, math.sqrt(w))
-                for c, v, w in zip(self.open_tree, self.tree_sums, self.tree_var, strict=True)
-            ]
-            ratio = size / max(last.size, 1.0)
-            within = [self._within(last.maps[j], last.ones[j]) for j in range(len(self.sizes))]
-            for k, c in enumerate(self.open_tree):
-                i, j = c
-                pm = last.model.marginal(c).reshape(last.msizes[i], last.msizes[j])
-                full = pm[last.maps[i]][:, last.maps[j]] * within[i][:, None] * within[j][None, :]
-                full = full.reshape(-1) * ratio
-                gap = self.tree_sums[k] - full
-                tau2 = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
-                var = tau2 + ratio * ratio * last.variances[k]
-                meas.append(Measurement(c, full, math.sqrt(max(var, 1e-6))))
-            self.open_model = estimate_pgm(self.sizes, meas, size, iters=self.iters)
-            return
         meas = self._one_way(last.maps, self.ones, self.ones_var)
         ratio = size / max(last.size, 1.0)
-        for c, v in zip(last.tree, last.variances, strict=True):
+        fresh = self.budget.fresh_tree > 0
+        for k, c in enumerate(last.tree):
             prior = last.model.marginal(c) * ratio
-            meas.append(Measurement(c, prior, math.sqrt(v) * max(ratio, 1.0) * PRIOR_WIDTH))
+            if fresh:  # the prior's spread: its own noise and the drift the fresh sums show
+                meas.append(Measurement(c, self.tree_sums[k], math.sqrt(self.tree_var[k])))
+                gap = self.tree_sums[k] - prior
+                tau2 = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
+                sd = math.sqrt(max(tau2 + ratio * ratio * last.variances[k], 1e-6))
+            else:
+                sd = math.sqrt(last.variances[k]) * max(ratio, 1.0) * PRIOR_WIDTH
+            meas.append(Measurement(c, prior, sd))
         self.open_model = estimate_pgm(last.msizes, meas, size, iters=self.iters)
 
     @staticmethod
@@ -469,9 +464,7 @@ class EpochMechanism:
         n = self.open_rows
         if n > 0 and self.open_model is not None:
             codes = self.open_model.sample(n, rng, method=method)
-            if self.budget.fresh_tree == 0:
-                codes = self._unmerge(self.epochs[-1].maps, self.ones, codes, rng)
-            parts.append(codes)
+            parts.append(self._unmerge(self.epochs[-1].maps, self.ones, codes, rng))
         if not parts:
             return np.zeros((0, len(self.sizes)), dtype=np.int64)
         out = np.concatenate(parts)
