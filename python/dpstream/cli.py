@@ -118,8 +118,16 @@ _NOT_FINGERPRINTED = frozenset(
         "evaluate",  # evaluation goes elsewhere and changes no release
         "dask",  # where the counting runs changes no release, nor the input's digest
         "plot",
+        "sep",  # how the file is parsed: the rows consumed are in the digest
+        "encoding",
+        "strict",  # refuses, never changes a release
+        "drop_outside",  # without it such rows are refused: no release differs
     }
 )
+
+#: Options added after checkpoints existed: fingerprinted only when set, so that a
+#: checkpoint from before them still matches a run that does not use them.
+_FINGERPRINTED_WHEN_SET = frozenset({"release_at", "max_model_cells"})
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -144,10 +152,37 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--out", type=Path, help="directory for the release files (only them)")
         s.add_argument("--format", choices=["csv", "parquet"], help="release file format")
         s.add_argument("--time-column", help="column holding each record's time")
-        s.add_argument("--release-every", help="day, week, month or year (with --time-column)")
-        s.add_argument("--start", help="first period (public), e.g. 2024-01")
         s.add_argument(
-            "--end", help="last period (public); a later --end continues a checkpointed run"
+            "--release-every",
+            help="with --time-column: a date column takes day, week, month, year or a count "
+            "and a unit (10y, 3mo, 2w, 7d); an integer column (years, steps) a number of its "
+            "units (10); periods anchored at --start",
+        )
+        s.add_argument(
+            "--release-at",
+            help="with --time-column: the release times instead, comma-separated (2024-03,"
+            "2024-06 or 1900,1950); each period ends at one of them",
+        )
+        s.add_argument("--start", help="first period (public), e.g. 2024-01 or 1890")
+        s.add_argument(
+            "--end",
+            help="last period (public; it must close a whole period); a later --end "
+            "continues a checkpointed run",
+        )
+        s.add_argument(
+            "--drop-outside",
+            action="store_true",
+            default=None,
+            help="leave out rows before --start (counted and reported) instead of refusing",
+        )
+        s.add_argument("--sep", help="CSV separator (default ,), e.g. ';' or '\\t'")
+        s.add_argument("--encoding", help="CSV encoding (default utf-8), e.g. latin-1")
+        s.add_argument(
+            "--strict",
+            action="store_true",
+            default=None,
+            help="refuse values outside the public bounds instead of clipping them "
+            "(a warning counts them)",
         )
         s.add_argument("--batch-size", type=int, help="rows per time step (no time column)")
         s.add_argument(
@@ -216,7 +251,18 @@ def _parser() -> argparse.ArgumentParser:
         "table", "categorical table stream (tabular synthesizer)", f"table: {RELATIONS['table']}"
     )
     common(tab)
-    tab.add_argument("--domain", type=Path, help="JSON: column -> size or category list")
+    tab.add_argument(
+        "--domain",
+        type=Path,
+        help="JSON schema, one entry per column: a size, a category list, or "
+        '{"numeric": [lo, hi], "bins": b}, {"edges": [...]}, {"categories": [...]}, '
+        'with "missing": true and (numbers) "integer": true; see docs/cli.md',
+    )
+    tab.add_argument(
+        "--max-model-cells",
+        type=int,
+        help="the largest model the fit may build, in cells (default 200000)",
+    )
     tab.add_argument(
         "--policy",
         choices=["adaptive", "paper", "baseline"],
@@ -385,7 +431,23 @@ def _release_paths(opts: dict[str, Any]) -> Path | None:
             "--plot draws the evaluation against the real data (NOT PRIVATE): "
             "give --evaluate DIR too"
         )
+    _refuse_used_out(out, opts.get("checkpoint"))
     return None if evaluate is None else Path(evaluate)
+
+
+def _refuse_used_out(out: Path, checkpoint: Any) -> None:
+    """A non-empty ``--out`` is only for continuing the run whose checkpoint exists: a
+    new run there would overwrite some releases and leave others from before."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a directory")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if checkpoint is not None and Path(checkpoint).exists():
+        return  # the checkpoint says which run wrote them (checked before any write)
+    raise UsageError(
+        f"--out {out} is not empty and no --checkpoint of the run that wrote it exists: a "
+        "new run would mix its releases with those there; give a new or empty directory"
+    )
 
 
 def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
@@ -397,7 +459,7 @@ def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
     """
     canon: dict[str, Any] = {}
     for key, value in sorted(opts.items()):
-        if key in _NOT_FINGERPRINTED:
+        if key in _NOT_FINGERPRINTED or (key in _FINGERPRINTED_WHEN_SET and value is None):
             continue
         if value is None or isinstance(value, bool):
             canon[key] = value
@@ -414,54 +476,65 @@ def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- batching
 
-_FREQ = {"day": "D", "week": "W", "month": "M", "year": "Y"}
+
+def _calendar(opts: dict[str, Any], integer: bool) -> list[Any]:
+    """The public periods of ``--time-column`` runs (:mod:`dpstream.schedule`)."""
+    from dpstream.schedule import periods
+
+    return periods(
+        integer=integer,
+        column=str(opts["time_column"]),
+        start=opts.get("start"),
+        end=opts.get("end"),
+        every=opts.get("release_every"),
+        at=opts.get("release_at"),
+    )
 
 
-def _batches(frame: Any, opts: dict[str, Any], consumed: Sequence[int]) -> list[tuple[str, Any]]:
+def _batches(
+    frame: Any, opts: dict[str, Any], consumed: Sequence[int], command: str = "table"
+) -> list[tuple[str, Any]]:
     """``(label, rows)`` per time step, in time order.
 
     ``consumed``: the sizes of the batches a checkpoint has consumed. Without a time
     column, those rows are cut as before and the rows after them into new batches of
     ``--batch-size`` (a grown input continues the stream); the checkpoint's digest then
     says whether the consumed rows are unchanged. With a time column the public
-    schedule defines the batches.
+    calendar defines the batches: rows before it are refused (``--drop-outside``:
+    counted and left out), rows after it wait for a later run (counted in a note).
     """
-    import pandas as pd
+    from dpstream.inputs import where
+    from dpstream.schedule import is_integer_axis, split
 
     time_col = opts.get("time_column")
     if time_col is not None:
         if time_col not in frame.columns:
-            raise UsageError(f"--time-column: no column {time_col!r} in the input")
-        if opts.get("start") is None or opts.get("end") is None:
-            # The release schedule is public structure: it must not come from the data.
             raise UsageError(
-                "--time-column needs public --start and --end (the first and last period)"
+                f"--time-column: no column {time_col!r} in the input; it has "
+                f"{[str(c) for c in frame.columns]}"
             )
-        every = opts.get("release_every")
-        if every is None:
-            # An integer time index: one step per distinct value in a public range.
-            steps = frame[time_col]
-            if not np.issubdtype(steps.dtype, np.integer):
-                raise UsageError("--time-column without --release-every must hold integer steps")
-            lo, hi = int(opts["start"]), int(opts["end"])
-            groups = dict(tuple(frame.groupby(time_col, sort=True)))
-            return [(str(t), groups.get(t, frame.iloc[:0])) for t in range(lo, hi + 1)]
-        if every not in _FREQ:
-            raise UsageError(f"--release-every must be one of {sorted(_FREQ)}, got {every!r}")
-        try:
-            times = pd.to_datetime(frame[time_col])
-        except (ValueError, TypeError) as e:
-            raise UsageError(f"--time-column {time_col!r}: not dates ({e})") from None
-        periods = times.dt.to_period(_FREQ[every])
-        first = pd.Period(opts["start"], _FREQ[every])
-        last = pd.Period(opts["end"], _FREQ[every])
-        order = np.argsort(times.to_numpy(), kind="stable")
-        frame, periods = frame.iloc[order], periods.iloc[order]
-        groups = {p: g for p, g in frame.groupby(periods.to_numpy(), sort=True)}
-        return [
-            (str(p), groups.get(p, frame.iloc[:0]))
-            for p in pd.period_range(first, last, freq=_FREQ[every])
-        ]
+        integer = is_integer_axis(frame, time_col)
+        calendar = _calendar(opts, integer)
+        batches, outside = split(frame, time_col, calendar, integer)
+        path = Path(opts["input"])
+        if outside.before and not opts.get("drop_outside"):
+            raise UsageError(
+                f"{where(path, outside.first_before)}: {outside.before} row(s) come before "
+                f"--start {opts['start']} in column {time_col!r} (this is the first); move "
+                "--start earlier, or give --drop-outside to leave them out"
+            )
+        if outside.before:
+            _note(command, f"{outside.before} row(s) before --start {opts['start']} left out")
+        if outside.after:
+            last = opts.get("end") or calendar[-1].label
+            _note(
+                command,
+                f"{outside.after} row(s) after --end {last} wait for a later run (with "
+                "--checkpoint, a later --end continues this one)",
+            )
+        return batches
+    if opts.get("release_at") is not None:
+        raise UsageError("--release-at needs --time-column (release times on its axis)")
     size = _positive(opts, "batch_size") or 10_000
     n = len(frame)
     out: list[tuple[str, Any]] = []
@@ -472,6 +545,20 @@ def _batches(frame: Any, opts: dict[str, Any], consumed: Sequence[int]) -> list[
     for s in range(pos, n, size):
         out.append((str(len(out) + 1), frame.iloc[s : s + size]))
     return out
+
+
+#: Notes printed when the run has finished (a refused run prints its error alone).
+_NOTES: list[str] = []
+
+
+def _note(command: str, text: str, kind: str = "note") -> None:
+    """One line to the curator (standard error): may hold counts, never a release. A
+    warning is printed at once, a note when the run has finished."""
+    line = f"dpstream {command}: {kind}: {text}"
+    if kind == "note":
+        _NOTES.append(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 def _partitioned(opts: dict[str, Any]) -> bool:
@@ -495,31 +582,20 @@ def _lazy_batches(
     if time_col is None:
         size = _positive(opts, "batch_size") or 10_000
         return partitioned.row_batches(path, columns, size, consumed, canonical)
-    if opts.get("start") is None or opts.get("end") is None:
-        raise UsageError("--time-column needs public --start and --end (the first and last period)")
     dtype = partitioned.time_dtype(path, time_col)
     partitioned.check_parquet(path, [time_col])
-    every = opts.get("release_every")
-    if every is None:
-        if not pd.api.types.is_integer_dtype(dtype):
-            raise UsageError("--time-column without --release-every must hold integer steps")
-        steps = range(int(opts["start"]), int(opts["end"]) + 1)
-        bounds: list[tuple[str, Any, Any]] = [(str(t), t, t + 1) for t in steps]
-    else:
-        if every not in _FREQ:
-            raise UsageError(f"--release-every must be one of {sorted(_FREQ)}, got {every!r}")
-        if not pd.api.types.is_datetime64_any_dtype(dtype):
-            raise UsageError(
-                f"--time-column {time_col!r}: a partitioned input is filtered by the reader, "
-                f"so the column must be stored as timestamps, got {dtype}"
-            )
-        tz = getattr(dtype, "tz", None)
-        span = pd.period_range(
-            pd.Period(opts["start"], _FREQ[every]), pd.Period(opts["end"], _FREQ[every])
+    integer = pd.api.types.is_integer_dtype(dtype)
+    if not integer and not pd.api.types.is_datetime64_any_dtype(dtype):
+        raise UsageError(
+            f"--time-column {time_col!r}: a partitioned input is filtered by the reader, "
+            f"so the column must be stored as timestamps or integers, got {dtype}"
         )
-        bounds = [
-            (str(p), _timestamp(p.start_time, tz), _timestamp((p + 1).start_time, tz)) for p in span
-        ]
+    tz = getattr(dtype, "tz", None)
+    calendar = _calendar(opts, integer)
+    bounds: list[tuple[str, Any, Any]] = [
+        (p.label, p.lo, p.hi) if integer else (p.label, _timestamp(p.lo, tz), _timestamp(p.hi, tz))
+        for p in calendar
+    ]
     return partitioned.periods(path, columns, time_col, bounds, canonical)
 
 
@@ -536,14 +612,18 @@ class _Input(NamedTuple):
 
 
 def _input_batches(
-    opts: dict[str, Any], columns: list[str] | None, canonical: Callable[[Any], Any]
+    opts: dict[str, Any],
+    columns: list[str] | None,
+    canonical: Callable[[Any], Any],
+    frame: Any = None,
+    command: str = "table",
 ) -> _Input:
     """The labelled batches of the run and their digests: of ``canonical(rows)``, the
     ``(n, d)`` int64 or float64 values the model consumes, as a multiset, so that a
     single file and a partitioned input of the same rows have the same digests (a
-    partitioned batch's is computed on the cluster, with its counts)."""
+    partitioned batch's is computed on the cluster, with its counts). ``frame``: the
+    input file already read (and checked) by the command."""
     from dpstream._digest import digest, row_sums
-    from dpstream.io import read_table
     from dpstream.partitioned import LazyBatch
     from dpstream.runs import consumed_sizes
 
@@ -555,11 +635,57 @@ def _input_batches(
 
     consumed = consumed_sizes(opts.get("checkpoint"))
     if not _partitioned(opts):
-        batches = _batches(read_table(opts["input"], columns), opts, consumed)
+        if frame is None:  # pragma: no cover - every command reads and checks it first
+            frame = _read_input(opts, columns or [])
+        batches = _batches(frame, opts, consumed, command)
         return _Input(batches, batch_digest, row_bytes)
     if columns is None:
         raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
     return _Input(_lazy_batches(opts, columns, canonical, consumed), batch_digest, None)
+
+
+def _read_input(
+    opts: dict[str, Any], needed: list[str], text: dict[str, tuple[str, ...]] | None = None
+) -> Any:
+    """The input file (CSV or Parquet), with the columns the run needs (and the time
+    column) checked: a missing one is named with the columns the file has."""
+    from dpstream.inputs import check_columns
+    from dpstream.io import read_table
+
+    path = Path(opts["input"])
+    sep = _separator(opts.get("sep"))
+    frame = read_table(path, sep=sep, encoding=opts.get("encoding"), text=text)
+    check_columns(frame, path, needed, sep)
+    time_col = opts.get("time_column")
+    if time_col is not None and time_col not in frame.columns:
+        raise UsageError(
+            f"--time-column: no column {time_col!r} in {path}; it has "
+            f"{[str(c) for c in frame.columns]}"
+        )
+    return frame
+
+
+def _separator(value: Any) -> str | None:
+    if value is None:
+        return None
+    sep = {"\\t": "\t", "tab": "\t"}.get(str(value), str(value))
+    if len(sep) != 1:
+        raise UsageError(f"--sep must be one character (or \\t), got {value!r}")
+    return sep
+
+
+def _clipped(
+    opts: dict[str, Any], command: str, clipped: dict[str, int], rows: int, what: str
+) -> None:
+    """Values outside the public bounds: a warning, or with ``--strict`` an error."""
+    from dpstream.inputs import clipped_note
+
+    strict = bool(opts.get("strict"))
+    note = clipped_note(Path(opts["input"]), clipped, rows, what, strict)
+    if note is not None and strict:
+        raise UsageError(note)
+    if note is not None:
+        _note(command, note, "warning")
 
 
 def _progress(opts: dict[str, Any]) -> Any:
@@ -698,7 +824,14 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             "--method online-paper tests every time step in order, so it cannot count a "
             "partitioned input (--dask or a Parquet directory); use --method online"
         )
-    run_input = _input_batches(opts, columns, _point_values(columns))
+    frame = None
+    if not _partitioned(opts):
+        from dpstream.inputs import check_points
+
+        frame = _read_input(opts, columns)
+        clipped = check_points(frame, columns, bounds, Path(opts["input"]))
+        _clipped(opts, "points", clipped, len(frame), "--bounds")
+    run_input = _input_batches(opts, columns, _point_values(columns), frame, "points")
     labelled = run_input.batches
     rng = _rng(opts)
     # Points runs fingerprinted the table options --policy replaced (at their defaults):
@@ -909,34 +1042,60 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     try:
         domain = Domain.from_json(opts["domain"])
     except (OSError, ValueError, TypeError) as e:
-        raise UsageError(f"--domain: {e}") from None
+        raise UsageError(f"--domain {opts['domain']}: {e}") from None
     if opts.get("time_column") is None and opts.get("batch_size") is None:
         raise UsageError("give --time-column or --batch-size")
     checkpoint = opts.get("checkpoint")
     policy = _table_policy(opts)
     _refuse_old_table_checkpoint(checkpoint)
     names = list(domain.names)
+    # The stream counts codes: category lists as before, every other column by its size.
+    coded = domain.coded()
+    frame, file_codes = None, None
+    if not _partitioned(opts):
+        from dpstream.inputs import check_table
+
+        text = {c: domain.column(c).categories or () for c in names}
+        frame = _read_input(opts, names, {c: t for c, t in text.items() if t})
+        file_codes, clipped = check_table(frame, domain, Path(opts["input"]))
+        _clipped(opts, "table", clipped, len(frame), "the schema's bounds")
 
     def codes(rows: Any) -> Any:
         """The records as the model consumes them: codes, int64 little-endian (canonical)."""
-        out = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
+        if not len(rows):
+            return np.zeros((0, len(names)), dtype="<i8")
+        if file_codes is not None and rows.index.dtype.kind == "i":
+            out = file_codes[rows.index.to_numpy()]  # checked in full above, in file order
+        else:
+            out = domain.encode(rows[names])
         return np.ascontiguousarray(out, dtype="<i8")
 
-    run_input = _input_batches(opts, names if _partitioned(opts) else None, codes)
+    run_input = _input_batches(opts, names if _partitioned(opts) else None, codes, frame)
     labelled = run_input.batches
     # The fingerprint holds the serialised policy (every field), not the option's form.
     run_options = {**_run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
+    extra: dict[str, Any] = {}
+    if opts.get("max_model_cells") is not None:
+        extra["max_model_cells"] = _positive(opts, "max_model_cells")
     try:
         stream = TabularStream(
-            domain,
+            coded,
             eps,
             policy=policy,
             estimator=opts["estimator"],
             public_sizes=bool(opts.get("public_sizes")),
             rng=_rng(opts),
+            **extra,
         )
     except (TypeError, ValueError, ImportError) as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(_named_workloads(str(e), names)) from None
+
+    def decoded(release: Any, t: int) -> Any:
+        """A release in the schema's values (numbers drawn inside their bins): the
+        stream's table of codes and category labels, decoded (post-processing)."""
+        if domain.is_codes or release is None:
+            return release
+        return domain.decode(coded.encode(release), _decode_rng(opts, t))
 
     class _Table:
         def __init__(self, s: Any) -> None:
@@ -951,12 +1110,12 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
 
                 workloads = self.s.workloads
                 (counted,) = rows.gather([marginals_graph(rows.parts, domain, workloads)])
-                self.last = self.s.step(marginals_of(domain, workloads, counted))
+                self.last = self.s.step(marginals_of(coded, workloads, counted))
                 return
-            self.last = self.s.step(rows[names] if len(rows) else None)
+            self.last = self.s.step(codes(rows) if len(rows) else None)
 
         def release(self) -> Any:
-            return self.last
+            return decoded(self.last, int(self.s._t))
 
         def to_bytes(self) -> bytes:
             return bytes(self.s.to_bytes())
@@ -985,16 +1144,48 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         "out": str(opts["out"]),
     }
     if evaluate is not None and result.releases:
-        summary.update(_evaluate_table(batches, domain, result.releases, evaluate, opts))
+        summary.update(_evaluate_table(batches, domain, codes, result.releases, evaluate, opts))
     return summary
 
 
+def _decode_rng(opts: dict[str, Any], step: int) -> Any:
+    """The generator that draws a release's numbers inside their bins (post-processing,
+    not privacy noise): OS-seeded, or with ``--seed`` a function of the seed and the step
+    alone, so that a resumed run draws what an uninterrupted one draws."""
+    if opts.get("seed") is None:
+        return np.random.default_rng()
+    return np.random.default_rng([int(opts["seed"]), step, 40])
+
+
+def _named_workloads(message: str, names: list[str]) -> str:
+    """A stream's message with workloads named by their columns, not their indices, and
+    its advice in the command's words (``max_model_cells`` is ``--max-model-cells``)."""
+    import re
+
+    def named(m: Any) -> str:
+        idx = [int(i) for i in m.group(1).split(",") if i.strip()]
+        if not all(0 <= i < len(names) for i in idx):
+            return str(m.group(0))
+        return "workload (" + ", ".join(repr(names[i]) for i in idx) + ")"
+
+    out = re.sub(r"workload \(([\d, ]+)\)", named, message)
+    out = re.sub(r"raise max_model_cells", "raise --max-model-cells (TOML max_model_cells)", out)
+    return out.replace("max_model_cells=", "--max-model-cells ")
+
+
 def _evaluate_table(
-    batches: list[Any], domain: Any, releases: list[Path], directory: Path, opts: dict[str, Any]
+    batches: list[Any],
+    schema: Any,
+    codes: Callable[[Any], Any],
+    releases: list[Path],
+    directory: Path,
+    opts: dict[str, Any],
 ) -> dict[str, Any]:
     """NOT PRIVATE: the workload errors of every release against the real records
     consumed up to it, in ``directory`` (``NOT-PRIVATE-metrics.csv``, and
-    ``NOT-PRIVATE-evaluation.png`` with ``--plot``); returns the summary lines."""
+    ``NOT-PRIVATE-evaluation.png`` with ``--plot``); returns the summary lines. Both
+    are compared as codes: the real rows through ``codes``, a release read back with
+    the schema."""
     import pandas as pd
 
     from dpstream.io import read_table
@@ -1003,7 +1194,8 @@ def _evaluate_table(
     from dpstream.tabular.marginals import BatchMarginals, add_counts
     from dpstream.tabular.workloads import marginal_errors
 
-    names = list(domain.names)
+    names = list(schema.names)
+    domain = schema.coded()
     cliques = all_workloads(domain, 2)
     index = {b.label: i for i, b in enumerate(batches)}
     # The real table's exact 2-way marginals after each batch: counted on the cluster
@@ -1014,9 +1206,9 @@ def _evaluate_table(
         if isinstance(b.rows, LazyBatch):
             from dpstream.distributed import batch_marginals
 
-            m = batch_marginals(b.rows.frame, domain, cliques)
+            m = batch_marginals(b.rows.frame, schema, cliques)
         else:
-            m = BatchMarginals.of(domain, cliques, b.rows[names] if len(b.rows) else None)
+            m = BatchMarginals.of(domain, cliques, codes(b.rows) if len(b.rows) else None)
         n, acc = n + m.rows_inserted, add_counts(acc, m.inserted)
         totals.append((n, acc))
     rows: list[dict[str, Any]] = []
@@ -1025,10 +1217,12 @@ def _evaluate_table(
         if label not in index:
             continue
         real_rows, real_counts = totals[index[label]]
-        synth = read_table(path)
+        text = {c: schema.column(c).categories for c in names if schema.column(c).categories}
+        synth = read_table(path, text=text)
         row: dict[str, Any] = {"release": label, "rows": len(synth), "real_rows": real_rows}
         if real_rows and len(synth):
-            errors = marginal_errors(list(real_counts), real_rows, synth[names], domain, cliques)
+            synth_codes = schema.encode_columns(synth[names], clipped={}).T
+            errors = marginal_errors(list(real_counts), real_rows, synth_codes, domain, cliques)
             row.update(errors._asdict())
         rows.append(row)
     directory.mkdir(parents=True, exist_ok=True)
@@ -1071,6 +1265,7 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
     ``OUT/data`` holds the inputs, ``OUT/points`` and ``OUT/table`` the releases only,
     ``OUT/NOT-PRIVATE-evaluation`` the evaluation against the real data.
     """
+    import shutil
     from importlib import resources
 
     import pandas as pd
@@ -1080,7 +1275,14 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
     out = Path(opts["out"])
     data = out / "data"
     evaluation = out / "NOT-PRIVATE-evaluation"
+    marker = out / ".dpstream-demo"
+    if out.is_dir() and any(out.iterdir()):
+        if not marker.exists():
+            raise UsageError(f"--out {out} is not empty and not a demo's output: give a new one")
+        for sub in ("data", "points", "table", "NOT-PRIVATE-evaluation"):
+            shutil.rmtree(out / sub, ignore_errors=True)  # the previous demo's, replaced
     data.mkdir(parents=True, exist_ok=True)
+    marker.touch()
     x = streams.clustered(40_000, 2, seed=3)
     pts = pd.DataFrame({"x": x[:, 0] * 10, "y": x[:, 1] * 10})
     pts.to_csv(data / "points.csv", index=False)
@@ -1131,6 +1333,7 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpstream`` console script; returns the exit status."""
     args = _parser().parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    _NOTES.clear()
     try:
         opts = _options(args) if args.command != "demo" else {**_DEFAULTS, **vars(args)}
         if opts.get("format") not in ("csv", "parquet"):
@@ -1144,6 +1347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as e:  # bad input: a value or a type (a bool column)
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
+    for line in _NOTES:
+        print(line, file=sys.stderr)
     _print_summary(summary)
     return 0
 
