@@ -58,8 +58,8 @@ class UsageError(Exception):
 #: The options that only some ``points`` methods use: an option a method does not use is
 #: refused rather than silently ignored.
 _POINTS_METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
-    "online": ("memory", "expected_n"),
-    "online-paper": (),
+    "online": ("memory", "expected_n", "release_at"),
+    "online-paper": ("release_at",),
     "privhp": ("memory", "expected_n"),
 }
 
@@ -533,8 +533,6 @@ def _batches(
                 "--checkpoint, a later --end continues this one)",
             )
         return batches
-    if opts.get("release_at") is not None:
-        raise UsageError("--release-at needs --time-column (release times on its axis)")
     size = _positive(opts, "batch_size") or 10_000
     n = len(frame)
     out: list[tuple[str, Any]] = []
@@ -549,6 +547,28 @@ def _batches(
 
 #: Notes printed when the run has finished (a refused run prints its error alone).
 _NOTES: list[str] = []
+
+
+def _released(opts: dict[str, Any], labelled: list[tuple[str, Any]]) -> list[Any]:
+    """The run's batches, each released unless ``--release-at`` (with ``--batch-size``:
+    batch numbers, or ``last``) leaves it out: the stream still takes every batch."""
+    from dpstream.runs import Batch
+
+    at = opts.get("release_at")
+    if at is None or opts.get("time_column") is not None:
+        return [Batch(label, rows) for label, rows in labelled]
+    items = at if isinstance(at, (list, tuple)) else str(at).split(",")
+    chosen: set[str] = set()
+    for item in (str(v).strip() for v in items):
+        if item == "last" and labelled:
+            chosen.add(labelled[-1][0])
+        elif item.isdigit() and int(item) >= 1:
+            chosen.add(str(int(item)))
+        else:
+            raise UsageError(
+                f"--release-at with --batch-size takes batch numbers or last, got {item!r}"
+            )
+    return [Batch(label, rows, label in chosen) for label, rows in labelled]
 
 
 def _note(command: str, text: str, kind: str = "note") -> None:
@@ -856,7 +876,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             algorithm = "paper" if method == "online-paper" else "epochs"
             synth = OnlineSynthesizer(eps, len(columns), method=algorithm, rng=rng)
         model: _OnlinePoints = _OnlinePoints(synth, columns, bounds)
-        batches = [Batch(label, rows) for label, rows in labelled]
+        batches = _released(opts, labelled)
 
         def load(state: bytes) -> Any:
             # The checkpoint's options match this run's (fingerprint, --seed included):
@@ -1032,7 +1052,7 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
-    from dpstream.runs import Batch, run_stream
+    from dpstream.runs import run_stream
     from dpstream.tabular import Domain, TabularStream
     from dpstream.tabular.policy import to_dict
 
@@ -1120,7 +1140,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         def to_bytes(self) -> bytes:
             return bytes(self.s.to_bytes())
 
-    batches = [Batch(label, rows) for label, rows in labelled]
+    batches = _released(opts, labelled)
     result = run_stream(
         batches,
         _Table(stream),
