@@ -387,3 +387,13 @@ def test_the_demo_replaces_its_own_output_only(tmp_path: Path) -> None:
     assert main(["demo", "--out", str(out), "--quiet"]) == 2
     assert (out / "mine.txt").read_text() == "keep"
     shutil.rmtree(out)
+
+
+def test_evaluation_of_a_schema_table_compares_codes(files: Path, tmp_path: Path) -> None:
+    argv = table(files, tmp_path / "o", "--batch-size", "100", "--evaluate", str(tmp_path / "e"))
+    assert main(argv) == 0
+    metrics = pd.read_csv(tmp_path / "e" / "NOT-PRIVATE-metrics.csv")
+    assert len(metrics) == 4 and metrics["avg_we"].notna().all()
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        f"release-{t}.csv" for t in range(1, 5)
+    ]
