@@ -397,3 +397,18 @@ def test_evaluation_of_a_schema_table_compares_codes(files: Path, tmp_path: Path
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
         f"release-{t}.csv" for t in range(1, 5)
     ]
+
+
+def test_a_parquet_directory_gives_the_releases_of_the_csv(files: Path, tmp_path: Path) -> None:
+    """Partitioned input: the schema is applied on the workers, with the same codes."""
+    frame = pd.read_csv(files / "t.csv", keep_default_na=False, na_values=[""])
+    parts = files / "parts"
+    parts.mkdir()
+    frame.iloc[:250].to_parquet(parts / "part-0.parquet", index=False)
+    frame.iloc[250:].to_parquet(parts / "part-1.parquet", index=False)
+    assert main(table(files, tmp_path / "a", "--batch-size", "100", "--seed", "2")) == 0
+    argv = table(files, tmp_path / "b", "--batch-size", "100", "--seed", "2", data="parts")
+    assert main(argv) == 0
+    for t in range(1, 5):
+        name = f"release-{t}.csv"
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -177,8 +177,9 @@ def _date_periods(column: str, start: Any, end: Any, every: Any, at: Any) -> lis
         return [Period(t, a, b) for t, a, b in zip(labels, edges, edges[1:], strict=False)]
     if every is None:
         raise ScheduleError(
-            f"--time-column {column!r} does not hold integers: give --release-every (day, "
-            "week, month, year, or a count and a unit such as 10y) or --release-at"
+            f"--time-column {column!r} without --release-every must hold integer steps; it "
+            "holds dates: give --release-every (day, week, month, year, or a count and a unit "
+            "such as 10y) or --release-at"
         )
     freq, n = _unit(every, column)
     p0, pe = _period(start, freq, "--start"), _period(end, freq, "--end")
