@@ -412,3 +412,21 @@ def test_a_parquet_directory_gives_the_releases_of_the_csv(files: Path, tmp_path
     for t in range(1, 5):
         name = f"release-{t}.csv"
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_checkpointed_schema_run_continues_as_one_run(files: Path, tmp_path: Path) -> None:
+    """The numbers drawn inside the bins depend on the seed and the step alone: a run
+    continued with a later --end writes what one run to that end writes."""
+    ckpt = tmp_path / "run.ckpt"
+    years = ["--time-column", "year", "--start", "1890", "--release-every", "10", "--seed", "4"]
+    assert (
+        main(table(files, tmp_path / "a", *years, "--end", "1949", "--checkpoint", str(ckpt))) == 0
+    )
+    assert (
+        main(table(files, tmp_path / "a", *years, "--end", "2009", "--checkpoint", str(ckpt))) == 0
+    )
+    assert main(table(files, tmp_path / "b", *years, "--end", "2009")) == 0
+    names = sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "a").iterdir()) and len(names) == 12
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

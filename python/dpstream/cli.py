@@ -1130,9 +1130,15 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
 
                 workloads = self.s.workloads
                 (counted,) = rows.gather([marginals_graph(rows.parts, domain, workloads)])
-                self.last = self.s.step(marginals_of(coded, workloads, counted))
+                self.last = self._step(marginals_of(coded, workloads, counted))
                 return
-            self.last = self.s.step(codes(rows) if len(rows) else None)
+            self.last = self._step(codes(rows) if len(rows) else None)
+
+        def _step(self, batch: Any) -> Any:
+            try:
+                return self.s.step(batch)
+            except ValueError as e:  # in the command's words: columns, options
+                raise ValueError(_named_workloads(str(e), names)) from None
 
         def release(self) -> Any:
             return decoded(self.last, int(self.s._t))
@@ -1189,7 +1195,11 @@ def _named_workloads(message: str, names: list[str]) -> str:
         return "workload (" + ", ".join(repr(names[i]) for i in idx) + ")"
 
     out = re.sub(r"workload \(([\d, ]+)\)", named, message)
-    out = re.sub(r"raise max_model_cells", "raise --max-model-cells (TOML max_model_cells)", out)
+    out = out.replace("raise max_model_cells", "raise --max-model-cells (TOML max_model_cells)")
+    out = out.replace(
+        "within max_model_cells; raise it",
+        "within --max-model-cells; raise it (TOML max_model_cells)",
+    )
     return out.replace("max_model_cells=", "--max-model-cells ")
 
 
