@@ -136,3 +136,10 @@ def test_a_stream_on_a_schema_takes_raw_values_and_keeps_its_schema_in_a_checkpo
     assert out["age"].dtype.kind == "i" and set(out["k"]) <= {"a", "b"}
     back = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
     assert back._domain == d
+
+
+def test_a_label_written_as_an_integral_float_matches() -> None:
+    d = Domain({"h": ["5", "19"]})
+    assert d.encode(pd.DataFrame({"h": ["19.0", "5"]})).tolist() == [[1], [0]]
+    with pytest.raises(SchemaError, match=r"unknown category '19\.5'"):
+        d.encode(pd.DataFrame({"h": ["19.5"]}))

@@ -149,7 +149,7 @@ class Column:
         else:
             out = np.empty(arr.shape[0], dtype=np.int64)
             for i, v in enumerate(arr.tolist()):
-                out[i] = none if _is_missing(v) else index.get(_text(v), -1)
+                out[i] = none if _is_missing(v) else _lookup(index, v)
         bad = np.flatnonzero(out < 0)
         if bad.size:
             i = int(bad[0])
@@ -232,6 +232,20 @@ def _is_missing(v: Any) -> bool:
         return bool(pd.isna(v)) if np.ndim(v) == 0 else False
     except (ImportError, TypeError, ValueError):  # pragma: no cover
         return False
+
+
+def _lookup(index: dict[str | None, int], value: Any) -> int:
+    """A value's code by its text; a text such as ``"19.0"`` (an integer column with
+    missing values, written by pandas) also matches the label ``"19"``."""
+    code = index.get(_text(value), -1)
+    if code < 0 and isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return code
+        if number.is_integer():
+            return index.get(str(int(number)), -1)
+    return code
 
 
 def _text(value: Any) -> str | None:
