@@ -56,19 +56,18 @@ def check_table(frame: Any, domain: Any, path: Path) -> tuple[Any, dict[str, int
     """Every row encoded with the schema: the ``(n, d)`` codes in file order and the
     number of values clipped to the edge bins per column. ``InputError`` for the first
     bad value, by file row and column."""
-    from dpstream.tabular.schema import SchemaError
-
     clipped: dict[str, int] = {}
     try:
         columns = domain.encode_columns(frame[list(domain.names)], clipped=clipped)
-    except SchemaError as e:
-        shown = "" if e.problem == "a missing value" else f" {e.value!r}"
-        hint = f"; {e.hint}" if e.hint else ""
-        raise InputError(
-            f"{where(path, e.row)}, column {e.column!r}: {e.problem}{shown}{hint}"
-        ) from None
     except (TypeError, ValueError) as e:
-        raise InputError(f"{path}: {e}") from None
+        f = getattr(e, "schema", None)
+        if f is None:
+            raise InputError(f"{path}: {e}") from None
+        shown = "" if f["problem"] == "a missing value" else f" {f['value']!r}"
+        hint = f"; {f['hint']}" if f["hint"] else ""
+        raise InputError(
+            f"{where(path, f['row'])}, column {f['column']!r}: {f['problem']}{shown}{hint}"
+        ) from None
     return np.ascontiguousarray(columns.T), clipped
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpstream.tabular.schema import Column, integer_codes, parse_column
+from dpstream.tabular.schema import Column, SchemaError, integer_codes, parse_column
 
 __all__ = ["Codes", "Domain"]
 
@@ -225,7 +225,10 @@ class Domain:
             for j, spec in enumerate(self._columns):
                 arr = np.asarray(batch[spec.name].to_numpy())
                 tally = [0]
-                out[j] = spec.encode_values(arr, tally)
+                try:
+                    out[j] = spec.encode_values(arr, tally)
+                except SchemaError as e:
+                    raise e.plain() from None
                 if tally[0]:
                     counts[spec.name] = tally[0]
         else:

@@ -43,7 +43,9 @@ _KEYS = {
 
 class SchemaError(ValueError):
     """A value that the schema refuses: names the column, the row (in the batch) and the
-    value. ``problem`` is e.g. ``"unknown category"``."""
+    value. ``problem`` is e.g. ``"unknown category"``. :meth:`Domain.encode` raises it as
+    a plain ``ValueError`` with the same message and this error as its ``schema``
+    attribute (so that it pickles across Dask workers)."""
 
     def __init__(self, column: str, row: int, value: Any, problem: str, hint: str = "") -> None:
         self.column, self.row, self.value, self.problem, self.hint = (
@@ -57,6 +59,19 @@ class SchemaError(ValueError):
         super().__init__(
             f"column {column!r} has {problem}{shown} in row {row}" + (f"; {hint}" if hint else "")
         )
+
+    def plain(self) -> ValueError:
+        """A ``ValueError`` with this message, carrying the fields as ``schema``: a dict
+        ``column``, ``row``, ``value``, ``problem``, ``hint``."""
+        error = ValueError(str(self))
+        error.schema = {  # type: ignore[attr-defined]
+            "column": self.column,
+            "row": self.row,
+            "value": self.value,
+            "problem": self.problem,
+            "hint": self.hint,
+        }
+        return error
 
 
 @dataclass(frozen=True)
