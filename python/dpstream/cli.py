@@ -20,9 +20,12 @@ synthesizer; ``--method online-paper``: He–Vershynin–Zhu's Algorithm 1;
 Vershynin, every step's table), for the neighbouring relation of the command
 (:data:`RELATIONS`, also in each command's ``--help``). Bounds and domains are
 public inputs, never computed from the data; with ``--time-column`` the releases
-are labelled by the calendar periods from ``--start`` to ``--end``, which must be
-given: the release schedule is public and never read from the data (records
-outside it are dropped). ``--seed`` makes a run reproducible and **not private**.
+are labelled by the calendar periods from ``--start`` to ``--end`` (or
+``--release-at``), which must be given: the release schedule is public and never
+read from the data (:mod:`dpstream.schedule`). The input is checked in full before
+the first release (:mod:`dpstream.inputs`); errors, warnings and notes go to
+standard error and may name rows, values and counts, release files never do.
+``--seed`` makes a run reproducible and **not private**.
 
 The release directory (``--out``) receives release files only. Evaluation against
 the real data (metrics, plots, figures printed) is NOT PRIVATE: it is produced
@@ -214,8 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     def described(name: str, summary: str, *relations: str) -> argparse.ArgumentParser:
         lines = [summary, "", "Neighbouring relation (what ε protects):"]
         lines += [_fill(r, "  ", "    ") for r in relations]
-        if name == "points":
-            lines += ["", _fill(_SCHEDULE)]
+        lines += ["", _fill(_SCHEDULE)]
         lines += ["", _fill(_EVALUATION)]
         return sub.add_parser(
             name,
@@ -248,7 +250,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     tab = described(
-        "table", "categorical table stream (tabular synthesizer)", f"table: {RELATIONS['table']}"
+        "table",
+        "a table stream from a schema: categories, binned numbers, missing values",
+        f"table: {RELATIONS['table']}",
     )
     common(tab)
     tab.add_argument(
