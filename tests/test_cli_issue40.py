@@ -430,3 +430,21 @@ def test_a_checkpointed_schema_run_continues_as_one_run(files: Path, tmp_path: P
     assert names == sorted(p.name for p in (tmp_path / "a").iterdir()) and len(names) == 12
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_parquet_directory_checks_the_calendar_too(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = files / "parts"
+    parts.mkdir()
+    pd.read_csv(files / "t.csv").to_parquet(parts / "part-0.parquet", index=False)
+    years = ["--time-column", "year", "--release-every", "10", "--end", "1999"]
+    capsys.readouterr()
+    assert main(table(files, tmp_path / "a", *years, "--start", "1900", data="parts")) == 2
+    (line,) = stderr_lines(capsys)
+    assert "parts: " in line and "rows come before --start 1900 in column 'year'" in line
+    assert not (tmp_path / "a").exists()
+    argv = table(files, tmp_path / "b", *years, "--start", "1900", "--drop-outside", data="parts")
+    assert main(argv) == 0
+    notes = stderr_lines(capsys)
+    assert any("left out" in n for n in notes) and any("wait for a later run" in n for n in notes)

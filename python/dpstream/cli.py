@@ -520,22 +520,9 @@ def _batches(
         integer = is_integer_axis(frame, time_col)
         calendar = _calendar(opts, integer)
         batches, outside = split(frame, time_col, calendar, integer)
-        path = Path(opts["input"])
-        if outside.before and not opts.get("drop_outside"):
-            raise UsageError(
-                f"{where(path, outside.first_before)}: {outside.before} row(s) come before "
-                f"--start {opts['start']} in column {time_col!r} (this is the first); move "
-                "--start earlier, or give --drop-outside to leave them out"
-            )
-        if outside.before:
-            _note(command, f"{outside.before} row(s) before --start {opts['start']} left out")
-        if outside.after:
-            last = opts.get("end") or calendar[-1].label
-            _note(
-                command,
-                f"{outside.after} row(s) after --end {last} wait for a later run (with "
-                "--checkpoint, a later --end continues this one)",
-            )
+        first = outside.first_before
+        place = f"{where(Path(opts['input']), first)} (the first)" if outside.before else ""
+        _outside(opts, command, outside.before, outside.after, place, calendar[-1].label)
         return batches
     size = _positive(opts, "batch_size") or 10_000
     n = len(frame)
@@ -551,6 +538,28 @@ def _batches(
 
 #: Notes printed when the run has finished (a refused run prints its error alone).
 _NOTES: list[str] = []
+
+
+def _outside(
+    opts: dict[str, Any], command: str, before: int, after: int, place: str, last: str
+) -> None:
+    """Rows outside the calendar: before ``--start`` refused (``--drop-outside``: left out
+    and counted in a note), after ``--end`` counted in a note (they wait for a later run).
+    ``place``: where the first row before ``--start`` is, or the input."""
+    if before and not opts.get("drop_outside"):
+        raise UsageError(
+            f"{place}: {before} row(s) come before --start {opts['start']} in column "
+            f"{opts['time_column']!r}; move --start earlier, or give --drop-outside to leave "
+            "them out"
+        )
+    if before:
+        _note(command, f"{before} row(s) before --start {opts['start']} left out")
+    if after:
+        _note(
+            command,
+            f"{after} row(s) after --end {opts.get('end') or last} wait for a later run "
+            "(with --checkpoint, a later --end continues this one)",
+        )
 
 
 def _released(opts: dict[str, Any], labelled: list[tuple[str, Any]]) -> list[Any]:
@@ -591,7 +600,11 @@ def _partitioned(opts: dict[str, Any]) -> bool:
 
 
 def _lazy_batches(
-    opts: dict[str, Any], columns: list[str], canonical: Callable[[Any], Any], consumed: list[int]
+    opts: dict[str, Any],
+    columns: list[str],
+    canonical: Callable[[Any], Any],
+    consumed: list[int],
+    command: str = "table",
 ) -> list[tuple[str, Any]]:
     """:func:`_batches` for a partitioned input: the same public schedule, each batch a
     :class:`dpstream.partitioned.LazyBatch` (periods read with a filter pushed down to
@@ -620,7 +633,68 @@ def _lazy_batches(
         (p.label, p.lo, p.hi) if integer else (p.label, _timestamp(p.lo, tz), _timestamp(p.hi, tz))
         for p in calendar
     ]
+    _check_lazy_calendar(opts, command, path, time_col, bounds[0][1], bounds[-1][2])
     return partitioned.periods(path, columns, time_col, bounds, canonical)
+
+
+def _parquet_time_range(path: Path, time_col: str) -> tuple[Any, Any] | None:
+    """The smallest and largest time in Parquet files, from their footers' statistics
+    (no partition is read); ``None`` if a file or row group has none (or a CSV)."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*") if p.suffix.lower() in (".parquet", ".parq", ".pq")
+        )
+    elif path.suffix.lower() == ".parquet":
+        files = [path]
+    else:
+        return None
+    low = high = None
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        j = meta.schema.to_arrow_schema().get_field_index(time_col)
+        if j < 0:
+            return None
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(j).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            low = stats.min if low is None else min(low, stats.min)
+            high = stats.max if high is None else max(high, stats.max)
+    return None if low is None else (low, high)
+
+
+def _check_lazy_calendar(
+    opts: dict[str, Any], command: str, path: Path, time_col: str, low: Any, high: Any
+) -> None:
+    """Rows outside the calendar of a partitioned input, found from the Parquet
+    statistics without reading a partition: before ``--start`` refused (or left out with
+    ``--drop-outside``), after ``--end`` noted; the counts are not known there."""
+    import pandas as pd
+
+    span = _parquet_time_range(path, time_col)
+    if span is None:
+        return
+    try:
+        first, last = (pd.Timestamp(t) if isinstance(low, pd.Timestamp) else t for t in span)
+        before, after = bool(first < low), bool(last >= high)
+    except TypeError:  # time zones the statistics do not carry: no check
+        return
+    if before and not opts.get("drop_outside"):
+        raise UsageError(
+            f"{path}: rows come before --start {opts['start']} in column {time_col!r} (its "
+            f"Parquet statistics start at {first}); move --start earlier, or give "
+            "--drop-outside to leave them out"
+        )
+    if before:
+        _note(command, f"rows before --start {opts['start']} left out")
+    if after:
+        _note(
+            command,
+            f"rows after --end {opts.get('end')} (up to {last}) wait for a later run (with "
+            "--checkpoint, a later --end continues this one)",
+        )
 
 
 def _timestamp(t: Any, tz: Any) -> Any:
@@ -665,7 +739,8 @@ def _input_batches(
         return _Input(batches, batch_digest, row_bytes)
     if columns is None:
         raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
-    return _Input(_lazy_batches(opts, columns, canonical, consumed), batch_digest, None)
+    batches = _lazy_batches(opts, columns, canonical, consumed, command)
+    return _Input(batches, batch_digest, None)
 
 
 def _read_input(
