@@ -615,6 +615,12 @@ def _lazy_batches(
 
     path = Path(opts["input"])
     time_col = opts.get("time_column")
+    for option in ("sep", "encoding"):
+        if opts.get(option) is not None:
+            raise UsageError(
+                f"--{option} is for a CSV file read without --dask; a partitioned input is "
+                "read by Dask with its defaults: convert the file to Parquet"
+            )
     partitioned.check_parquet(path, columns)
     if time_col is None:
         size = _positive(opts, "batch_size") or 10_000
