@@ -448,3 +448,19 @@ def test_a_parquet_directory_checks_the_calendar_too(
     assert main(argv) == 0
     notes = stderr_lines(capsys)
     assert any("left out" in n for n in notes) and any("wait for a later run" in n for n in notes)
+
+
+def test_a_year_column_with_a_missing_value_is_never_read_as_dates(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pandas reads an integer column with an empty cell as floats: still years."""
+    f = pd.read_csv(files / "t.csv")
+    f.loc[30, "year"] = np.nan
+    f.to_csv(files / "t.csv", index=False)
+    years = ["--time-column", "year", "--start", "1890", "--end", "2009"]
+    capsys.readouterr()
+    assert main(table(files, tmp_path / "a", *years, "--release-every", "10")) == 2
+    (line,) = stderr_lines(capsys)
+    assert "t.csv line 32, column 'year': a missing time" in line
+    assert main(table(files, tmp_path / "b", *years, "--release-every", "year")) == 2
+    assert "holds integers (not dates)" in stderr_lines(capsys)[0]

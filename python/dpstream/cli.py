@@ -519,7 +519,14 @@ def _batches(
             )
         integer = is_integer_axis(frame, time_col)
         calendar = _calendar(opts, integer)
-        batches, outside = split(frame, time_col, calendar, integer)
+        try:
+            batches, outside = split(frame, time_col, calendar, integer)
+        except ValueError as e:
+            row = getattr(e, "row", None)
+            if row is None:
+                raise
+            place = where(Path(opts["input"]), row)
+            raise UsageError(f"{place}, column {time_col!r}: {e.problem}") from None  # type: ignore[attr-defined]
         first = outside.first_before
         place = f"{where(Path(opts['input']), first)} (the first)" if outside.before else ""
         _outside(opts, command, outside.before, outside.after, place, calendar[-1].label)

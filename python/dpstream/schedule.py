@@ -38,7 +38,17 @@ _UNIT_RE = re.compile(r"^\s*(\d+)\s*(d|w|mo|m|y)\s*$", re.IGNORECASE)
 
 
 class ScheduleError(ValueError):
-    """Options that do not make a public calendar."""
+    """Options that do not make a public calendar, or a time that is not one; ``row``
+    (a position in the input) and ``problem`` for the latter."""
+
+    row: int | None = None
+    problem: str = ""
+
+
+def _bad_time(column: str, row: int, problem: str) -> ScheduleError:
+    error = ScheduleError(f"column {column!r} has {problem} in row {row}")
+    error.row, error.problem = row, problem
+    return error
 
 
 @dataclass(frozen=True)
@@ -211,14 +221,19 @@ class Outside:
 
 
 def time_values(frame: Any, column: str, integer: bool) -> Any:
-    """The time column as int64 (integers, or nanoseconds for dates) and the positions of
-    missing times; ``ScheduleError`` for values that are not times."""
+    """The time column as int64 (integers, or nanoseconds for dates), the positions of
+    missing times and the time zone; ``ScheduleError`` for values that are not times."""
     import pandas as pd
 
     series = frame[column]
     if integer:
-        values = series.to_numpy()
-        return values.astype(np.int64), np.zeros(len(values), dtype=bool), None
+        x = pd.to_numeric(series).to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.isnan(x)
+        fraction = ~missing & (x != np.floor(x))
+        if fraction.any():
+            i = int(np.flatnonzero(fraction)[0])
+            raise _bad_time(column, i, f"a time that is not an integer, {x[i]!r},")
+        return np.where(missing, 0, x).astype(np.int64), missing, None
     try:
         times = pd.to_datetime(series)
     except (ValueError, TypeError) as e:
@@ -232,9 +247,12 @@ def time_values(frame: Any, column: str, integer: bool) -> Any:
 
 
 def is_integer_axis(frame: Any, column: str) -> bool:
-    """An integer time axis: a column of integers (not dates, not floats)."""
+    """A column of numbers is an integer axis (years, steps), never dates: integers, or
+    floats (an integer column with missing values) whose values are integers."""
+    import pandas as pd
+
     dtype = frame[column].dtype
-    return bool(np.issubdtype(dtype, np.integer)) if isinstance(dtype, np.dtype) else False
+    return bool(pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_float_dtype(dtype))
 
 
 def split(
@@ -247,7 +265,7 @@ def split(
     values, missing, tz = time_values(frame, column, integer)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        raise ScheduleError(f"column {column!r} has a missing time in row {i}")
+        raise _bad_time(column, i, "a missing time")
     if integer:
         los = np.asarray([p.lo for p in calendar], dtype=np.int64)
         end = int(calendar[-1].hi)
