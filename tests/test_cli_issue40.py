@@ -329,16 +329,19 @@ def test_a_release_from_the_schema_is_the_release_of_the_table_binned_by_hand(
     assert main(table(files, tmp_path / "s", "--batch-size", "100", "--seed", "5")) == 0
     # By hand: the same edges, the codes of the binned columns, the same categories.
     raw = pd.read_csv(files / "t.csv", keep_default_na=False, na_values=[""])
+
+    def bins(name: str, k: int) -> object:
+        edges = np.asarray(domain.column(name).edges)
+        return np.clip(np.searchsorted(edges, raw[name], "right") - 1, 0, k - 1)
+
     hand = pd.DataFrame(
         {
-            "age": np.clip(np.searchsorted(domain.column("age").edges, raw["age"], "right") - 1,
-                           0, 9),
-            "fare": np.clip(np.searchsorted(domain.column("fare").edges, raw["fare"], "right")
-                            - 1, 0, 4),
+            "age": bins("age", 10),
+            "fare": bins("fare", 5),
             "pay": raw["pay"].fillna("none"),
             "zone": raw["zone"].fillna(12).astype(int),
         }
-    )  # fmt: skip
+    )
     hand.to_csv(files / "hand.csv", index=False)
     hand_schema = {"age": 10, "fare": 5, "pay": ["card", "cash", "voucher", "none"], "zone": 13}
     (files / "hand.json").write_text(json.dumps(hand_schema))
