@@ -1469,6 +1469,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as e:  # bad input: a value or a type (a bool column)
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file that cannot be read or written: one line, no traceback
+        print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
+        return 2
     for line in _NOTES:
         print(line, file=sys.stderr)
     _print_summary(summary)
