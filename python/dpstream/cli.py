@@ -288,8 +288,8 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="both commands on the data dpstream ships",
         description="Both commands on the data dpstream ships, with their NOT PRIVATE "
-        "evaluation in OUT/NOT-PRIVATE-evaluation/ (the releases are in OUT/points and "
-        "OUT/table, the input copies in OUT/data).",
+        "evaluation in OUT/NOT-PRIVATE-evaluation/ (the releases are in OUT/points, "
+        "OUT/table and OUT/cars, the input copies in OUT/data).",
     )
     demo.add_argument("--out", type=Path, default=Path("dpstream-demo"))
     demo.add_argument("--quiet", action="store_true", default=False)
@@ -1382,10 +1382,13 @@ def _plot_table(metrics: Any, directory: Path) -> Path:
 
 
 def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
-    """Both commands on shipped data: clustered points and the Adult table.
+    """Both commands on shipped data: clustered points, the Adult table, and the cars
+    CSV with its schema (numbers, missing values, a release every 3 years).
 
-    ``OUT/data`` holds the inputs, ``OUT/points`` and ``OUT/table`` the releases only,
-    ``OUT/NOT-PRIVATE-evaluation`` the evaluation against the real data.
+    ``OUT/data`` holds the inputs, ``OUT/points``, ``OUT/table`` and ``OUT/cars`` the
+    releases only, ``OUT/NOT-PRIVATE-evaluation`` the evaluation against the real data.
+    A previous demo's output in ``OUT`` is replaced; any other non-empty ``OUT`` is
+    refused.
     """
     import shutil
     from importlib import resources
@@ -1401,7 +1404,7 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
     if out.is_dir() and any(out.iterdir()):
         if not marker.exists():
             raise UsageError(f"--out {out} is not empty and not a demo's output: give a new one")
-        for sub in ("data", "points", "table", "NOT-PRIVATE-evaluation"):
+        for sub in ("data", "points", "table", "cars", "NOT-PRIVATE-evaluation"):
             shutil.rmtree(out / sub, ignore_errors=True)  # the previous demo's, replaced
     data.mkdir(parents=True, exist_ok=True)
     marker.touch()
@@ -1440,12 +1443,31 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
             "quiet": quiet,
         }
     )
+    for name in ("cars.csv", "cars-schema.json"):
+        (data / name).write_bytes((base / name).read_bytes())
+    c = cmd_table(
+        {
+            **_DEFAULTS,
+            "input": data / "cars.csv",
+            "domain": data / "cars-schema.json",
+            "time_column": "Year",
+            "start": "1970",
+            "end": "1981",
+            "release_every": "3y",
+            "epsilon": 1,
+            "out": out / "cars",
+            "evaluate": evaluation / "cars",
+            "quiet": quiet,
+        }
+    )
     p["points"] = "40000 clustered points in [0,10]^2, 10 batches of 4000"
     t["rows"] = "4000 Adult rows, 10 batches of 400, 14 columns, all 91 2-way workloads"
+    c["rows"] = "406 cars (numbers, missing values), a release every 3 years from 1970 to 1981"
     return {
         "points (online synthesizer, releases after every batch)": p,
         "table (tabular stream)": t,
-        "epsilon spent": "1 for the point stream + 1 for the table stream (separate data)",
+        "cars (a CSV and its schema, data/cars-schema.json)": c,
+        "epsilon spent": "1 for each of the three streams (separate data)",
     }
 
 
