@@ -445,7 +445,7 @@ def test_a_parquet_directory_checks_the_calendar_too(
     capsys.readouterr()
     assert main(table(files, tmp_path / "a", *years, "--start", "1900", data="parts")) == 2
     (line,) = stderr_lines(capsys)
-    assert "parts: " in line and "rows come before --start 1900 in column 'year'" in line
+    assert "parts: rows come before --start 1900 in column 'year'" in line
     assert not (tmp_path / "a").exists()
     argv = table(files, tmp_path / "b", *years, "--start", "1900", "--drop-outside", data="parts")
     assert main(argv) == 0

@@ -435,23 +435,10 @@ def _release_paths(opts: dict[str, Any]) -> Path | None:
             "--plot draws the evaluation against the real data (NOT PRIVATE): "
             "give --evaluate DIR too"
         )
-    _refuse_used_out(out, opts.get("checkpoint"))
+    from dpstream.runs import check_out_dir
+
+    check_out_dir(out, opts.get("checkpoint"))
     return None if evaluate is None else Path(evaluate)
-
-
-def _refuse_used_out(out: Path, checkpoint: Any) -> None:
-    """A non-empty ``--out`` is only for continuing the run whose checkpoint exists: a
-    new run there would overwrite some releases and leave others from before."""
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a directory")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    if checkpoint is not None and Path(checkpoint).exists():
-        return  # the checkpoint says which run wrote them (checked before any write)
-    raise UsageError(
-        f"--out {out} is not empty and no --checkpoint of the run that wrote it exists: a "
-        "new run would mix its releases with those there; give a new or empty directory"
-    )
 
 
 def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
@@ -552,19 +539,24 @@ def _outside(
 ) -> None:
     """Rows outside the calendar: before ``--start`` refused (``--drop-outside``: left out
     and counted in a note), after ``--end`` counted in a note (they wait for a later run).
-    ``place``: where the first row before ``--start`` is, or the input."""
+    ``place``: where the first row before ``--start`` is, or the input. A count given as a
+    bool (``True``: some rows; a partitioned input) is not shown."""
+
+    def rows(n: int) -> str:
+        return "rows" if isinstance(n, bool) else f"{n} row(s)"
+
     if before and not opts.get("drop_outside"):
         raise UsageError(
-            f"{place}: {before} row(s) come before --start {opts['start']} in column "
+            f"{place}: {rows(before)} come before --start {opts['start']} in column "
             f"{opts['time_column']!r}; move --start earlier, or give --drop-outside to leave "
             "them out"
         )
     if before:
-        _note(command, f"{before} row(s) before --start {opts['start']} left out")
+        _note(command, f"{rows(before)} before --start {opts['start']} left out")
     if after:
         _note(
             command,
-            f"{after} row(s) after --end {opts.get('end') or last} wait for a later run "
+            f"{rows(after)} after --end {opts.get('end') or last} wait for a later run "
             "(with --checkpoint, a later --end continues this one)",
         )
 
@@ -646,68 +638,21 @@ def _lazy_batches(
         (p.label, p.lo, p.hi) if integer else (p.label, _timestamp(p.lo, tz), _timestamp(p.hi, tz))
         for p in calendar
     ]
-    _check_lazy_calendar(opts, command, path, time_col, bounds[0][1], bounds[-1][2])
+    _check_lazy_calendar(opts, command, path, bounds[0][1], bounds[-1][2])
     return partitioned.periods(path, columns, time_col, bounds, canonical)
 
 
-def _parquet_time_range(path: Path, time_col: str) -> tuple[Any, Any] | None:
-    """The smallest and largest time in Parquet files, from their footers' statistics
-    (no partition is read); ``None`` if a file or row group has none (or a CSV)."""
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
-
-    if path.is_dir():
-        files = sorted(
-            p for p in path.rglob("*") if p.suffix.lower() in (".parquet", ".parq", ".pq")
-        )
-    elif path.suffix.lower() == ".parquet":
-        files = [path]
-    else:
-        return None
-    low = high = None
-    for f in files:
-        meta = pq.ParquetFile(f).metadata
-        j = meta.schema.to_arrow_schema().get_field_index(time_col)
-        if j < 0:
-            return None
-        for g in range(meta.num_row_groups):
-            stats = meta.row_group(g).column(j).statistics
-            if stats is None or not stats.has_min_max:
-                return None
-            low = stats.min if low is None else min(low, stats.min)
-            high = stats.max if high is None else max(high, stats.max)
-    return None if low is None else (low, high)
-
-
 def _check_lazy_calendar(
-    opts: dict[str, Any], command: str, path: Path, time_col: str, low: Any, high: Any
+    opts: dict[str, Any], command: str, path: Path, low: Any, high: Any
 ) -> None:
-    """Rows outside the calendar of a partitioned input, found from the Parquet
-    statistics without reading a partition: before ``--start`` refused (or left out with
-    ``--drop-outside``), after ``--end`` noted; the counts are not known there."""
-    import pandas as pd
+    """Rows outside the calendar of a partitioned input, from the Parquet statistics
+    (no partition is read, no counts): as :func:`_outside` says."""
+    from dpstream.schedule import parquet_outside
 
-    span = _parquet_time_range(path, time_col)
-    if span is None:
-        return
-    try:
-        first, last = (pd.Timestamp(t) if isinstance(low, pd.Timestamp) else t for t in span)
-        before, after = bool(first < low), bool(last >= high)
-    except TypeError:  # time zones the statistics do not carry: no check
-        return
-    if before and not opts.get("drop_outside"):
-        raise UsageError(
-            f"{path}: rows come before --start {opts['start']} in column {time_col!r} (its "
-            f"Parquet statistics start at {first}); move --start earlier, or give "
-            "--drop-outside to leave them out"
-        )
-    if before:
-        _note(command, f"rows before --start {opts['start']} left out")
-    if after:
-        _note(
-            command,
-            f"rows after --end {opts.get('end')} (up to {last}) wait for a later run (with "
-            "--checkpoint, a later --end continues this one)",
-        )
+    found = parquet_outside(path, str(opts["time_column"]), low, high)
+    if found is not None:
+        before, after, _, last = found
+        _outside(opts, command, before, after, str(path), f"{opts.get('end')} (up to {last})")
 
 
 def _timestamp(t: Any, tz: Any) -> Any:
@@ -759,31 +704,13 @@ def _input_batches(
 def _read_input(
     opts: dict[str, Any], needed: list[str], text: dict[str, tuple[str, ...]] | None = None
 ) -> Any:
-    """The input file (CSV or Parquet), with the columns the run needs (and the time
-    column) checked: a missing one is named with the columns the file has."""
-    from dpstream.inputs import check_columns
-    from dpstream.io import read_table
+    """The input file with ``--sep`` and ``--encoding`` (:func:`dpstream.inputs.read_input`)."""
+    from dpstream.inputs import read_input
 
-    path = Path(opts["input"])
-    sep = _separator(opts.get("sep"))
-    frame = read_table(path, sep=sep, encoding=opts.get("encoding"), text=text)
-    check_columns(frame, path, needed, sep)
-    time_col = opts.get("time_column")
-    if time_col is not None and time_col not in frame.columns:
-        raise UsageError(
-            f"--time-column: no column {time_col!r} in {path}; it has "
-            f"{[str(c) for c in frame.columns]}"
-        )
-    return frame
-
-
-def _separator(value: Any) -> str | None:
-    if value is None:
-        return None
-    sep = {"\\t": "\t", "tab": "\t"}.get(str(value), str(value))
-    if len(sep) != 1:
-        raise UsageError(f"--sep must be one character (or \\t), got {value!r}")
-    return sep
+    return read_input(
+        Path(opts["input"]), needed, opts.get("time_column"), opts.get("sep"),
+        opts.get("encoding"), text,
+    )  # fmt: skip
 
 
 def _clipped(
@@ -1144,6 +1071,7 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
+    from dpstream.inputs import in_command_words
     from dpstream.runs import run_stream
     from dpstream.tabular import Domain, TabularStream
     from dpstream.tabular.policy import to_dict
@@ -1200,7 +1128,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             **extra,
         )
     except (TypeError, ValueError, ImportError) as e:
-        raise UsageError(_named_workloads(str(e), names)) from None
+        raise UsageError(in_command_words(str(e), names)) from None
 
     def decoded(release: Any, t: int) -> Any:
         """A release in the schema's values (numbers drawn inside their bins): the
@@ -1230,7 +1158,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             try:
                 return self.s.step(batch)
             except ValueError as e:  # in the command's words: columns, options
-                raise ValueError(_named_workloads(str(e), names)) from None
+                raise ValueError(in_command_words(str(e), names)) from None
 
         def release(self) -> Any:
             return decoded(self.last, int(self.s._t))
@@ -1273,26 +1201,6 @@ def _decode_rng(opts: dict[str, Any], step: int) -> Any:
     if opts.get("seed") is None:
         return np.random.default_rng()
     return np.random.default_rng([int(opts["seed"]), step, 40])
-
-
-def _named_workloads(message: str, names: list[str]) -> str:
-    """A stream's message with workloads named by their columns, not their indices, and
-    its advice in the command's words (``max_model_cells`` is ``--max-model-cells``)."""
-    import re
-
-    def named(m: Any) -> str:
-        idx = [int(i) for i in m.group(1).split(",") if i.strip()]
-        if not all(0 <= i < len(names) for i in idx):
-            return str(m.group(0))
-        return "workload (" + ", ".join(repr(names[i]) for i in idx) + ")"
-
-    out = re.sub(r"workload \(([\d, ]+)\)", named, message)
-    out = out.replace("raise max_model_cells", "raise --max-model-cells (TOML max_model_cells)")
-    out = out.replace(
-        "within max_model_cells; raise it",
-        "within --max-model-cells; raise it (TOML max_model_cells)",
-    )
-    return out.replace("max_model_cells=", "--max-model-cells ")
 
 
 def _evaluate_table(

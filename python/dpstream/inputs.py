@@ -17,7 +17,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputError", "check_columns", "check_points", "check_table", "clipped_note", "where"]
+__all__ = [
+    "InputError",
+    "check_columns",
+    "check_points",
+    "check_table",
+    "clipped_note",
+    "in_command_words",
+    "read_input",
+    "where",
+]
 
 _SEPARATORS = (";", "\t", "|", ",")
 
@@ -32,6 +41,60 @@ def where(path: Path, position: int) -> str:
     if Path(path).suffix.lower() == ".csv":
         return f"{path} line {position + 2}"
     return f"{path} row {position + 1}"
+
+
+def separator(value: Any) -> str | None:
+    """``--sep``: one character; ``\\t`` or ``tab`` for a tab."""
+    if value is None:
+        return None
+    sep = {"\\t": "\t", "tab": "\t"}.get(str(value), str(value))
+    if len(sep) != 1:
+        raise InputError(f"--sep must be one character (or \\t), got {value!r}")
+    return sep
+
+
+def read_input(
+    path: Path,
+    needed: list[str],
+    time_column: str | None,
+    sep: Any = None,
+    encoding: str | None = None,
+    text: dict[str, tuple[str, ...]] | None = None,
+) -> Any:
+    """The input file (CSV or Parquet) with the columns a run needs (and its time column)
+    checked: a missing one is named with the columns the file has."""
+    from dpstream.io import read_table
+
+    sep = separator(sep)
+    frame = read_table(path, sep=sep, encoding=encoding, text=text)
+    check_columns(frame, path, needed, sep)
+    if time_column is not None and time_column not in frame.columns:
+        raise InputError(
+            f"--time-column: no column {time_column!r} in {path}; it has "
+            f"{[str(c) for c in frame.columns]}"
+        )
+    return frame
+
+
+def in_command_words(message: str, names: list[str]) -> str:
+    """A stream's message as the command speaks: workloads named by their columns, not
+    their indices, and ``max_model_cells`` as ``--max-model-cells`` (TOML
+    ``max_model_cells``)."""
+    import re
+
+    def named(m: Any) -> str:
+        idx = [int(i) for i in m.group(1).split(",") if i.strip()]
+        if not all(0 <= i < len(names) for i in idx):
+            return str(m.group(0))
+        return "workload (" + ", ".join(repr(names[i]) for i in idx) + ")"
+
+    out = re.sub(r"workload \(([\d, ]+)\)", named, message)
+    out = out.replace("raise max_model_cells", "raise --max-model-cells (TOML max_model_cells)")
+    out = out.replace(
+        "within max_model_cells; raise it",
+        "within --max-model-cells; raise it (TOML max_model_cells)",
+    )
+    return out.replace("max_model_cells=", "--max-model-cells ")
 
 
 def check_columns(frame: Any, path: Path, needed: list[str], sep: str | None) -> None:

@@ -290,3 +290,47 @@ def split(
     out = [(p.label, kept.iloc[cuts[k] : cuts[k + 1]]) for k, p in enumerate(calendar)]
     first = int(np.flatnonzero(before)[0]) if before.any() else -1
     return out, Outside(int(before.sum()), int(after.sum()), first)
+
+
+def parquet_outside(
+    path: Any, column: str, low: Any, high: Any
+) -> tuple[bool, bool, Any, Any] | None:
+    """Whether Parquet files hold times before ``low`` or from ``high`` on, and their
+    smallest and largest time, from the footers' statistics alone (no partition is
+    read); ``None`` where a file or row group has none (or a CSV, or time zones that
+    cannot be compared)."""
+    from pathlib import Path
+
+    import pandas as pd
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(
+            p for p in path.rglob("*") if p.suffix.lower() in (".parquet", ".parq", ".pq")
+        )
+    elif path.suffix.lower() == ".parquet":
+        files = [path]
+    else:
+        return None
+    first: Any = None
+    last: Any = None
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        j = meta.schema.to_arrow_schema().get_field_index(column)
+        if j < 0:
+            return None
+        for g in range(meta.num_row_groups):
+            stats = meta.row_group(g).column(j).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            first = stats.min if first is None else min(first, stats.min)
+            last = stats.max if last is None else max(last, stats.max)
+    if first is None:
+        return None
+    try:
+        if isinstance(low, pd.Timestamp):
+            first, last = pd.Timestamp(first), pd.Timestamp(last)
+        return bool(first < low), bool(last >= high), first, last
+    except TypeError:  # time zones the statistics do not carry
+        return None
