@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
+# What the demo needs: the runtime dependencies, matplotlib (its plots), POT (its W1 metric)
+# and maturin (the build); the dev tools in DEPS are for the other targets.
+DEMO_DEPS := $(VENV)/.demo-deps-installed
 EXT := $(VENV)/.extension-built
 BENCH_DEPS := $(VENV)/.bench-deps-installed
 # Private-PGM (mbi) pulls in jax: it lives in its own venv, used only to cross-check the
@@ -20,20 +23,20 @@ export PATH := $(abspath $(BIN)):$(PATH)
 .PHONY: demo test test-rust test-python test-mbi test-planted audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
-	$(BIN)/python -m dpstream.cli demo --out demo-output
+	$(BIN)/dpstream demo --out demo-output
 
 test: test-rust test-python test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
 
-test-python: $(EXT)
+test-python: $(EXT) $(DEPS)
 	cargo build --release -q -p dpstream-core --example privhp_edge
 	$(BIN)/python -m pytest -q
 
 # The extension built into python/dpstream by .venv's maturin is abi3: the mbi venv imports
 # it from the source tree. The tests fail (not skip) here if mbi cannot be imported.
-test-mbi: $(EXT) $(MBI_DEPS)
+test-mbi: $(EXT) $(DEPS) $(MBI_DEPS)
 	PYTHONPATH=python $(MBI_VENV)/bin/python -W ignore -c "import mbi, jax"
 	PYTHONPATH=python $(MBI_VENV)/bin/python -m pytest -q -p no:cacheprovider $(MBI_TESTS)
 
@@ -58,7 +61,7 @@ test-planted: $(DEPS)
 # Long privacy audits (pytest marker `long`, deselected by the default pytest options, so
 # not part of `make test`): method="paper" with the replaced step deciding two Algorithm-2
 # threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU; docs/audits.md).
-audit-long: $(EXT)
+audit-long: $(EXT) $(DEPS)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m long tests/audit/test_audit_long.py
 
 $(MBI_DEPS): Makefile
@@ -68,7 +71,7 @@ $(MBI_DEPS): Makefile
 		"pytest>=8" "hypothesis>=6.100" "pandas>=2"
 	touch $@
 
-lint: $(EXT)
+lint: $(EXT) $(DEPS)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --workspace --all-targets --features dpstream-python/planted-bugs -- -D warnings
@@ -82,7 +85,7 @@ lint: $(EXT)
 # distributed 1, high-dimensional tabular 3.5, tabular side by side on Adult 12-15. Summaries
 # go to benches/RESULTS.md; streams, per-setting tables and figures to the git-ignored
 # benches/out/.
-bench: $(EXT) $(BENCH_DEPS)
+bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
 	$(BIN)/python benches/bench_online_compare.py
@@ -94,7 +97,7 @@ bench: $(EXT) $(BENCH_DEPS)
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
 # benches/out/tabular_streams and reused) and the tabular diagnostics that read those streams.
-reproduce: $(EXT) $(BENCH_DEPS)
+reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_online_compare.py --full
 	$(BIN)/python benches/bench_tabular.py --full
@@ -103,10 +106,10 @@ reproduce: $(EXT) $(BENCH_DEPS)
 	$(BIN)/python benches/diag_tabular_sizes.py
 	$(BIN)/python benches/diag_tabular_remainder.py
 
-develop: $(EXT)
+develop: $(EXT) $(DEPS)
 
 # API reference from the docstrings (HTML in docs/api/).
-docs: $(EXT)
+docs: $(EXT) $(DEPS)
 	$(BIN)/python -m pip install -q "pdoc>=14"
 	$(BIN)/python -m pdoc dpstream dpstream.online dpstream.privhp dpstream.tabular \
 		dpstream.distributed dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
@@ -114,8 +117,13 @@ docs: $(EXT)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(DEPS): pyproject.toml | $(BIN)/python
+$(DEMO_DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pandas>=2" "tqdm>=4.60" \
+		"matplotlib>=3.7" "pot>=0.9"
+	touch $@
+
+$(DEPS): pyproject.toml $(DEMO_DEPS) | $(BIN)/python
 	$(BIN)/python -m pip install -q "maturin>=1.7,<2" "numpy>=1.24" "pytest>=8" "hypothesis>=6.100" \
 		"scipy>=1.11" "ruff>=0.6" "mypy>=1.10" "pot>=0.9" "pandas>=2" "pandas-stubs>=2" \
 		"tqdm>=4.60" "pyarrow>=14" "polars>=0.20" "matplotlib>=3.7" \
@@ -129,7 +137,7 @@ $(BENCH_DEPS): $(DEPS) Makefile
 	touch $@
 
 # The extension is rebuilt (release mode) whenever a Rust source changes.
-$(EXT): $(DEPS) $(RUST_SOURCES)
+$(EXT): $(DEMO_DEPS) $(RUST_SOURCES)
 	$(BIN)/maturin develop --release -q
 	touch $@
 

@@ -274,6 +274,9 @@ def test_demo_runs_both_commands(tmp_path: Path) -> None:
         assert (evaluation / command / "NOT-PRIVATE-evaluation.png").exists()
         assert (evaluation / command / "NOT-PRIVATE-metrics.csv").exists()
         assert all(p.name.startswith("release-") for p in (tmp_path / "d" / command).iterdir())
+    assert len(list((tmp_path / "d" / "cars").iterdir())) == 4  # 1970, 1973, 1976, 1979
+    # A second demo replaces the first's output.
+    assert run("demo", "--out", str(tmp_path / "d"), "--quiet").returncode == 0
 
 
 def test_a_killed_table_run_resumes_exactly(tmp_path: Path) -> None:

@@ -156,9 +156,11 @@ def test_a_labelled_column_matches_a_frames_values_by_their_text(tmp_path: Path)
     frame = pd.read_csv(tmp_path / "h.csv")
     assert frame["hour"].dtype.kind == "i"
     assert d.encode(frame).tolist() == [[0, 0], [14, 1], [18, 0]]
-    # Missing values make pandas read floats: 19.0 is "19"; NaN is no category.
+    # Missing values make pandas read floats: 19.0 is "19"; NaN is a missing value.
     assert d.encode(pd.DataFrame({"hour": [19.0, 5.0], "n": [0, 1]})).tolist() == [[14, 0], [0, 1]]
-    with pytest.raises(ValueError, match=r"column 'hour' has unknown category nan in row 1"):
+    with pytest.raises(
+        ValueError, match=r"column 'hour' has a missing value in row 1; add \"missing\": true"
+    ):
         d.encode(pd.DataFrame({"hour": [19.0, np.nan], "n": [0, 1]}))
     with pytest.raises(ValueError, match=r"column 'hour' has unknown category 24 in row 2"):
         d.encode(pd.DataFrame({"hour": [5, 6, 24, 4], "n": [0, 1, 0, 0]}))

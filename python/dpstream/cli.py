@@ -20,9 +20,12 @@ synthesizer; ``--method online-paper``: He–Vershynin–Zhu's Algorithm 1;
 Vershynin, every step's table), for the neighbouring relation of the command
 (:data:`RELATIONS`, also in each command's ``--help``). Bounds and domains are
 public inputs, never computed from the data; with ``--time-column`` the releases
-are labelled by the calendar periods from ``--start`` to ``--end``, which must be
-given: the release schedule is public and never read from the data (records
-outside it are dropped). ``--seed`` makes a run reproducible and **not private**.
+are labelled by the calendar periods from ``--start`` to ``--end`` (or
+``--release-at``), which must be given: the release schedule is public and never
+read from the data (:mod:`dpstream.schedule`). The input is checked in full before
+the first release (:mod:`dpstream.inputs`); errors, warnings and notes go to
+standard error and may name rows, values and counts, release files never do.
+``--seed`` makes a run reproducible and **not private**.
 
 The release directory (``--out``) receives release files only. Evaluation against
 the real data (metrics, plots, figures printed) is NOT PRIVATE: it is produced
@@ -58,8 +61,8 @@ class UsageError(Exception):
 #: The options that only some ``points`` methods use: an option a method does not use is
 #: refused rather than silently ignored.
 _POINTS_METHOD_OPTIONS: dict[str, tuple[str, ...]] = {
-    "online": ("memory", "expected_n"),
-    "online-paper": (),
+    "online": ("memory", "expected_n", "release_at"),
+    "online-paper": ("release_at",),
     "privhp": ("memory", "expected_n"),
 }
 
@@ -118,8 +121,16 @@ _NOT_FINGERPRINTED = frozenset(
         "evaluate",  # evaluation goes elsewhere and changes no release
         "dask",  # where the counting runs changes no release, nor the input's digest
         "plot",
+        "sep",  # how the file is parsed: the rows consumed are in the digest
+        "encoding",
+        "strict",  # refuses, never changes a release
+        "drop_outside",  # without it such rows are refused: no release differs
     }
 )
+
+#: Options added after checkpoints existed: fingerprinted only when set, so that a
+#: checkpoint from before them still matches a run that does not use them.
+_FINGERPRINTED_WHEN_SET = frozenset({"release_at", "max_model_cells"})
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -144,10 +155,37 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--out", type=Path, help="directory for the release files (only them)")
         s.add_argument("--format", choices=["csv", "parquet"], help="release file format")
         s.add_argument("--time-column", help="column holding each record's time")
-        s.add_argument("--release-every", help="day, week, month or year (with --time-column)")
-        s.add_argument("--start", help="first period (public), e.g. 2024-01")
         s.add_argument(
-            "--end", help="last period (public); a later --end continues a checkpointed run"
+            "--release-every",
+            help="with --time-column: a date column takes day, week, month, year or a count "
+            "and a unit (10y, 3mo, 2w, 7d); an integer column (years, steps) a number of its "
+            "units (10); periods anchored at --start",
+        )
+        s.add_argument(
+            "--release-at",
+            help="with --time-column: the release times instead, comma-separated (2024-03,"
+            "2024-06 or 1900,1950); each period ends at one of them",
+        )
+        s.add_argument("--start", help="first period (public), e.g. 2024-01 or 1890")
+        s.add_argument(
+            "--end",
+            help="last period (public; it must close a whole period); a later --end "
+            "continues a checkpointed run",
+        )
+        s.add_argument(
+            "--drop-outside",
+            action="store_true",
+            default=None,
+            help="leave out rows before --start (counted and reported) instead of refusing",
+        )
+        s.add_argument("--sep", help="CSV separator (default ,), e.g. ';' or '\\t'")
+        s.add_argument("--encoding", help="CSV encoding (default utf-8), e.g. latin-1")
+        s.add_argument(
+            "--strict",
+            action="store_true",
+            default=None,
+            help="refuse values outside the public bounds instead of clipping them "
+            "(a warning counts them)",
         )
         s.add_argument("--batch-size", type=int, help="rows per time step (no time column)")
         s.add_argument(
@@ -179,8 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     def described(name: str, summary: str, *relations: str) -> argparse.ArgumentParser:
         lines = [summary, "", "Neighbouring relation (what ε protects):"]
         lines += [_fill(r, "  ", "    ") for r in relations]
-        if name == "points":
-            lines += ["", _fill(_SCHEDULE)]
+        lines += ["", _fill(_SCHEDULE)]
         lines += ["", _fill(_EVALUATION)]
         return sub.add_parser(
             name,
@@ -213,10 +250,23 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     tab = described(
-        "table", "categorical table stream (tabular synthesizer)", f"table: {RELATIONS['table']}"
+        "table",
+        "a table stream from a schema: categories, binned numbers, missing values",
+        f"table: {RELATIONS['table']}",
     )
     common(tab)
-    tab.add_argument("--domain", type=Path, help="JSON: column -> size or category list")
+    tab.add_argument(
+        "--domain",
+        type=Path,
+        help="JSON schema, one entry per column: a size, a category list, or "
+        '{"numeric": [lo, hi], "bins": b}, {"edges": [...]}, {"categories": [...]}, '
+        'with "missing": true and (numbers) "integer": true; see docs/cli.md',
+    )
+    tab.add_argument(
+        "--max-model-cells",
+        type=int,
+        help="the largest model the fit may build, in cells (default 200000)",
+    )
     tab.add_argument(
         "--policy",
         choices=["adaptive", "paper", "baseline"],
@@ -238,8 +288,8 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="both commands on the data dpstream ships",
         description="Both commands on the data dpstream ships, with their NOT PRIVATE "
-        "evaluation in OUT/NOT-PRIVATE-evaluation/ (the releases are in OUT/points and "
-        "OUT/table, the input copies in OUT/data).",
+        "evaluation in OUT/NOT-PRIVATE-evaluation/ (the releases are in OUT/points, "
+        "OUT/table and OUT/cars, the input copies in OUT/data).",
     )
     demo.add_argument("--out", type=Path, default=Path("dpstream-demo"))
     demo.add_argument("--quiet", action="store_true", default=False)
@@ -385,6 +435,9 @@ def _release_paths(opts: dict[str, Any]) -> Path | None:
             "--plot draws the evaluation against the real data (NOT PRIVATE): "
             "give --evaluate DIR too"
         )
+    from dpstream.runs import check_out_dir
+
+    check_out_dir(out, opts.get("checkpoint"))
     return None if evaluate is None else Path(evaluate)
 
 
@@ -397,7 +450,7 @@ def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
     """
     canon: dict[str, Any] = {}
     for key, value in sorted(opts.items()):
-        if key in _NOT_FINGERPRINTED:
+        if key in _NOT_FINGERPRINTED or (key in _FINGERPRINTED_WHEN_SET and value is None):
             continue
         if value is None or isinstance(value, bool):
             canon[key] = value
@@ -414,54 +467,57 @@ def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- batching
 
-_FREQ = {"day": "D", "week": "W", "month": "M", "year": "Y"}
+
+def _calendar(opts: dict[str, Any], integer: bool) -> list[Any]:
+    """The public periods of ``--time-column`` runs (:mod:`dpstream.schedule`)."""
+    from dpstream.schedule import periods
+
+    return periods(
+        integer=integer,
+        column=str(opts["time_column"]),
+        start=opts.get("start"),
+        end=opts.get("end"),
+        every=opts.get("release_every"),
+        at=opts.get("release_at"),
+    )
 
 
-def _batches(frame: Any, opts: dict[str, Any], consumed: Sequence[int]) -> list[tuple[str, Any]]:
+def _batches(
+    frame: Any, opts: dict[str, Any], consumed: Sequence[int], command: str = "table"
+) -> list[tuple[str, Any]]:
     """``(label, rows)`` per time step, in time order.
 
     ``consumed``: the sizes of the batches a checkpoint has consumed. Without a time
     column, those rows are cut as before and the rows after them into new batches of
     ``--batch-size`` (a grown input continues the stream); the checkpoint's digest then
     says whether the consumed rows are unchanged. With a time column the public
-    schedule defines the batches.
+    calendar defines the batches: rows before it are refused (``--drop-outside``:
+    counted and left out), rows after it wait for a later run (counted in a note).
     """
-    import pandas as pd
+    from dpstream.inputs import where
+    from dpstream.schedule import is_integer_axis, split
 
     time_col = opts.get("time_column")
     if time_col is not None:
         if time_col not in frame.columns:
-            raise UsageError(f"--time-column: no column {time_col!r} in the input")
-        if opts.get("start") is None or opts.get("end") is None:
-            # The release schedule is public structure: it must not come from the data.
             raise UsageError(
-                "--time-column needs public --start and --end (the first and last period)"
+                f"--time-column: no column {time_col!r} in the input; it has "
+                f"{[str(c) for c in frame.columns]}"
             )
-        every = opts.get("release_every")
-        if every is None:
-            # An integer time index: one step per distinct value in a public range.
-            steps = frame[time_col]
-            if not np.issubdtype(steps.dtype, np.integer):
-                raise UsageError("--time-column without --release-every must hold integer steps")
-            lo, hi = int(opts["start"]), int(opts["end"])
-            groups = dict(tuple(frame.groupby(time_col, sort=True)))
-            return [(str(t), groups.get(t, frame.iloc[:0])) for t in range(lo, hi + 1)]
-        if every not in _FREQ:
-            raise UsageError(f"--release-every must be one of {sorted(_FREQ)}, got {every!r}")
+        integer = is_integer_axis(frame, time_col)
+        calendar = _calendar(opts, integer)
         try:
-            times = pd.to_datetime(frame[time_col])
-        except (ValueError, TypeError) as e:
-            raise UsageError(f"--time-column {time_col!r}: not dates ({e})") from None
-        periods = times.dt.to_period(_FREQ[every])
-        first = pd.Period(opts["start"], _FREQ[every])
-        last = pd.Period(opts["end"], _FREQ[every])
-        order = np.argsort(times.to_numpy(), kind="stable")
-        frame, periods = frame.iloc[order], periods.iloc[order]
-        groups = {p: g for p, g in frame.groupby(periods.to_numpy(), sort=True)}
-        return [
-            (str(p), groups.get(p, frame.iloc[:0]))
-            for p in pd.period_range(first, last, freq=_FREQ[every])
-        ]
+            batches, outside = split(frame, time_col, calendar, integer)
+        except ValueError as e:
+            row = getattr(e, "row", None)
+            if row is None:
+                raise
+            place = where(Path(opts["input"]), row)
+            raise UsageError(f"{place}, column {time_col!r}: {e.problem}") from None  # type: ignore[attr-defined]
+        first = outside.first_before
+        place = f"{where(Path(opts['input']), first)} (the first)" if outside.before else ""
+        _outside(opts, command, outside.before, outside.after, place, calendar[-1].label)
+        return batches
     size = _positive(opts, "batch_size") or 10_000
     n = len(frame)
     out: list[tuple[str, Any]] = []
@@ -474,13 +530,80 @@ def _batches(frame: Any, opts: dict[str, Any], consumed: Sequence[int]) -> list[
     return out
 
 
+#: Notes printed when the run has finished (a refused run prints its error alone).
+_NOTES: list[str] = []
+
+
+def _outside(
+    opts: dict[str, Any], command: str, before: int, after: int, place: str, last: str
+) -> None:
+    """Rows outside the calendar: before ``--start`` refused (``--drop-outside``: left out
+    and counted in a note), after ``--end`` counted in a note (they wait for a later run).
+    ``place``: where the first row before ``--start`` is, or the input. A count given as a
+    bool (``True``: some rows; a partitioned input) is not shown."""
+
+    def rows(n: int) -> str:
+        return "rows" if isinstance(n, bool) else f"{n} row(s)"
+
+    if before and not opts.get("drop_outside"):
+        raise UsageError(
+            f"{place}: {rows(before)} come before --start {opts['start']} in column "
+            f"{opts['time_column']!r}; move --start earlier, or give --drop-outside to leave "
+            "them out"
+        )
+    if before:
+        _note(command, f"{rows(before)} before --start {opts['start']} left out")
+    if after:
+        _note(
+            command,
+            f"{rows(after)} after --end {opts.get('end') or last} wait for a later run "
+            "(with --checkpoint, a later --end continues this one)",
+        )
+
+
+def _released(opts: dict[str, Any], labelled: list[tuple[str, Any]]) -> list[Any]:
+    """The run's batches, each released unless ``--release-at`` (with ``--batch-size``:
+    batch numbers, or ``last``) leaves it out: the stream still takes every batch."""
+    from dpstream.runs import Batch
+
+    at = opts.get("release_at")
+    if at is None or opts.get("time_column") is not None:
+        return [Batch(label, rows) for label, rows in labelled]
+    items = at if isinstance(at, (list, tuple)) else str(at).split(",")
+    chosen: set[str] = set()
+    for item in (str(v).strip() for v in items):
+        if item == "last" and labelled:
+            chosen.add(labelled[-1][0])
+        elif item.isdigit() and int(item) >= 1:
+            chosen.add(str(int(item)))
+        else:
+            raise UsageError(
+                f"--release-at with --batch-size takes batch numbers or last, got {item!r}"
+            )
+    return [Batch(label, rows, label in chosen) for label, rows in labelled]
+
+
+def _note(command: str, text: str, kind: str = "note") -> None:
+    """One line to the curator (standard error): may hold counts, never a release. A
+    warning is printed at once, a note when the run has finished."""
+    line = f"dpstream {command}: {kind}: {text}"
+    if kind == "note":
+        _NOTES.append(line)
+    else:
+        print(line, file=sys.stderr)
+
+
 def _partitioned(opts: dict[str, Any]) -> bool:
     """Whether the input is read partition by partition (``--dask`` or a directory)."""
     return opts.get("dask") is not None or Path(opts["input"]).is_dir()
 
 
 def _lazy_batches(
-    opts: dict[str, Any], columns: list[str], canonical: Callable[[Any], Any], consumed: list[int]
+    opts: dict[str, Any],
+    columns: list[str],
+    canonical: Callable[[Any], Any],
+    consumed: list[int],
+    command: str = "table",
 ) -> list[tuple[str, Any]]:
     """:func:`_batches` for a partitioned input: the same public schedule, each batch a
     :class:`dpstream.partitioned.LazyBatch` (periods read with a filter pushed down to
@@ -491,36 +614,45 @@ def _lazy_batches(
 
     path = Path(opts["input"])
     time_col = opts.get("time_column")
+    for option in ("sep", "encoding"):
+        if opts.get(option) is not None:
+            raise UsageError(
+                f"--{option} is for a CSV file read without --dask; a partitioned input is "
+                "read by Dask with its defaults: convert the file to Parquet"
+            )
     partitioned.check_parquet(path, columns)
     if time_col is None:
         size = _positive(opts, "batch_size") or 10_000
         return partitioned.row_batches(path, columns, size, consumed, canonical)
-    if opts.get("start") is None or opts.get("end") is None:
-        raise UsageError("--time-column needs public --start and --end (the first and last period)")
     dtype = partitioned.time_dtype(path, time_col)
     partitioned.check_parquet(path, [time_col])
-    every = opts.get("release_every")
-    if every is None:
-        if not pd.api.types.is_integer_dtype(dtype):
-            raise UsageError("--time-column without --release-every must hold integer steps")
-        steps = range(int(opts["start"]), int(opts["end"]) + 1)
-        bounds: list[tuple[str, Any, Any]] = [(str(t), t, t + 1) for t in steps]
-    else:
-        if every not in _FREQ:
-            raise UsageError(f"--release-every must be one of {sorted(_FREQ)}, got {every!r}")
-        if not pd.api.types.is_datetime64_any_dtype(dtype):
-            raise UsageError(
-                f"--time-column {time_col!r}: a partitioned input is filtered by the reader, "
-                f"so the column must be stored as timestamps, got {dtype}"
-            )
-        tz = getattr(dtype, "tz", None)
-        span = pd.period_range(
-            pd.Period(opts["start"], _FREQ[every]), pd.Period(opts["end"], _FREQ[every])
+    integer = pd.api.types.is_integer_dtype(dtype)
+    if not integer and not pd.api.types.is_datetime64_any_dtype(dtype):
+        raise UsageError(
+            f"--time-column {time_col!r}: a partitioned input is filtered by the reader, "
+            f"so the column must be stored as timestamps or integers, got {dtype}"
         )
-        bounds = [
-            (str(p), _timestamp(p.start_time, tz), _timestamp((p + 1).start_time, tz)) for p in span
-        ]
+    tz = getattr(dtype, "tz", None)
+    calendar = _calendar(opts, integer)
+    bounds: list[tuple[str, Any, Any]] = [
+        (p.label, p.lo, p.hi) if integer else (p.label, _timestamp(p.lo, tz), _timestamp(p.hi, tz))
+        for p in calendar
+    ]
+    _check_lazy_calendar(opts, command, path, bounds[0][1], bounds[-1][2])
     return partitioned.periods(path, columns, time_col, bounds, canonical)
+
+
+def _check_lazy_calendar(
+    opts: dict[str, Any], command: str, path: Path, low: Any, high: Any
+) -> None:
+    """Rows outside the calendar of a partitioned input, from the Parquet statistics
+    (no partition is read, no counts): as :func:`_outside` says."""
+    from dpstream.schedule import parquet_outside
+
+    found = parquet_outside(path, str(opts["time_column"]), low, high)
+    if found is not None:
+        before, after, _, last = found
+        _outside(opts, command, before, after, str(path), f"{opts.get('end')} (up to {last})")
 
 
 def _timestamp(t: Any, tz: Any) -> Any:
@@ -536,14 +668,18 @@ class _Input(NamedTuple):
 
 
 def _input_batches(
-    opts: dict[str, Any], columns: list[str] | None, canonical: Callable[[Any], Any]
+    opts: dict[str, Any],
+    columns: list[str] | None,
+    canonical: Callable[[Any], Any],
+    frame: Any = None,
+    command: str = "table",
 ) -> _Input:
     """The labelled batches of the run and their digests: of ``canonical(rows)``, the
     ``(n, d)`` int64 or float64 values the model consumes, as a multiset, so that a
     single file and a partitioned input of the same rows have the same digests (a
-    partitioned batch's is computed on the cluster, with its counts)."""
+    partitioned batch's is computed on the cluster, with its counts). ``frame``: the
+    input file already read (and checked) by the command."""
     from dpstream._digest import digest, row_sums
-    from dpstream.io import read_table
     from dpstream.partitioned import LazyBatch
     from dpstream.runs import consumed_sizes
 
@@ -555,11 +691,40 @@ def _input_batches(
 
     consumed = consumed_sizes(opts.get("checkpoint"))
     if not _partitioned(opts):
-        batches = _batches(read_table(opts["input"], columns), opts, consumed)
+        if frame is None:  # pragma: no cover - every command reads and checks it first
+            frame = _read_input(opts, columns or [])
+        batches = _batches(frame, opts, consumed, command)
         return _Input(batches, batch_digest, row_bytes)
     if columns is None:
         raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
-    return _Input(_lazy_batches(opts, columns, canonical, consumed), batch_digest, None)
+    batches = _lazy_batches(opts, columns, canonical, consumed, command)
+    return _Input(batches, batch_digest, None)
+
+
+def _read_input(
+    opts: dict[str, Any], needed: list[str], text: dict[str, tuple[str, ...]] | None = None
+) -> Any:
+    """The input file with ``--sep`` and ``--encoding`` (:func:`dpstream.inputs.read_input`)."""
+    from dpstream.inputs import read_input
+
+    return read_input(
+        Path(opts["input"]), needed, opts.get("time_column"), opts.get("sep"),
+        opts.get("encoding"), text,
+    )  # fmt: skip
+
+
+def _clipped(
+    opts: dict[str, Any], command: str, clipped: dict[str, int], rows: int, what: str
+) -> None:
+    """Values outside the public bounds: a warning, or with ``--strict`` an error."""
+    from dpstream.inputs import clipped_note
+
+    strict = bool(opts.get("strict"))
+    note = clipped_note(Path(opts["input"]), clipped, rows, what, strict)
+    if note is not None and strict:
+        raise UsageError(note)
+    if note is not None:
+        _note(command, note, "warning")
 
 
 def _progress(opts: dict[str, Any]) -> Any:
@@ -698,7 +863,14 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             "--method online-paper tests every time step in order, so it cannot count a "
             "partitioned input (--dask or a Parquet directory); use --method online"
         )
-    run_input = _input_batches(opts, columns, _point_values(columns))
+    frame = None
+    if not _partitioned(opts):
+        from dpstream.inputs import check_points
+
+        frame = _read_input(opts, columns)
+        clipped = check_points(frame, columns, bounds, Path(opts["input"]))
+        _clipped(opts, "points", clipped, len(frame), "--bounds")
+    run_input = _input_batches(opts, columns, _point_values(columns), frame, "points")
     labelled = run_input.batches
     rng = _rng(opts)
     # Points runs fingerprinted the table options --policy replaced (at their defaults):
@@ -723,7 +895,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             algorithm = "paper" if method == "online-paper" else "epochs"
             synth = OnlineSynthesizer(eps, len(columns), method=algorithm, rng=rng)
         model: _OnlinePoints = _OnlinePoints(synth, columns, bounds)
-        batches = [Batch(label, rows) for label, rows in labelled]
+        batches = _released(opts, labelled)
 
         def load(state: bytes) -> Any:
             # The checkpoint's options match this run's (fingerprint, --seed included):
@@ -899,7 +1071,8 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
-    from dpstream.runs import Batch, run_stream
+    from dpstream.inputs import in_command_words
+    from dpstream.runs import run_stream
     from dpstream.tabular import Domain, TabularStream
     from dpstream.tabular.policy import to_dict
 
@@ -909,34 +1082,60 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     try:
         domain = Domain.from_json(opts["domain"])
     except (OSError, ValueError, TypeError) as e:
-        raise UsageError(f"--domain: {e}") from None
+        raise UsageError(f"--domain {opts['domain']}: {e}") from None
     if opts.get("time_column") is None and opts.get("batch_size") is None:
         raise UsageError("give --time-column or --batch-size")
     checkpoint = opts.get("checkpoint")
     policy = _table_policy(opts)
     _refuse_old_table_checkpoint(checkpoint)
     names = list(domain.names)
+    # The stream counts codes: category lists as before, every other column by its size.
+    coded = domain.coded()
+    frame, file_codes = None, None
+    if not _partitioned(opts):
+        from dpstream.inputs import check_table
+
+        text = {c: domain.column(c).categories or () for c in names}
+        frame = _read_input(opts, names, {c: t for c, t in text.items() if t})
+        file_codes, clipped = check_table(frame, domain, Path(opts["input"]))
+        _clipped(opts, "table", clipped, len(frame), "the schema's bounds")
 
     def codes(rows: Any) -> Any:
         """The records as the model consumes them: codes, int64 little-endian (canonical)."""
-        out = domain.encode(rows[names]) if len(rows) else np.zeros((0, len(names)))
+        if not len(rows):
+            return np.zeros((0, len(names)), dtype="<i8")
+        if file_codes is not None and rows.index.dtype.kind == "i":
+            out = file_codes[rows.index.to_numpy()]  # checked in full above, in file order
+        else:
+            out = domain.encode(rows[names])
         return np.ascontiguousarray(out, dtype="<i8")
 
-    run_input = _input_batches(opts, names if _partitioned(opts) else None, codes)
+    run_input = _input_batches(opts, names if _partitioned(opts) else None, codes, frame)
     labelled = run_input.batches
     # The fingerprint holds the serialised policy (every field), not the option's form.
     run_options = {**_run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
+    extra: dict[str, Any] = {}
+    if opts.get("max_model_cells") is not None:
+        extra["max_model_cells"] = _positive(opts, "max_model_cells")
     try:
         stream = TabularStream(
-            domain,
+            coded,
             eps,
             policy=policy,
             estimator=opts["estimator"],
             public_sizes=bool(opts.get("public_sizes")),
             rng=_rng(opts),
+            **extra,
         )
     except (TypeError, ValueError, ImportError) as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(in_command_words(str(e), names)) from None
+
+    def decoded(release: Any, t: int) -> Any:
+        """A release in the schema's values (numbers drawn inside their bins): the
+        stream's table of codes and category labels, decoded (post-processing)."""
+        if domain.is_codes or release is None:
+            return release
+        return domain.decode(coded.encode(release), _decode_rng(opts, t))
 
     class _Table:
         def __init__(self, s: Any) -> None:
@@ -951,17 +1150,23 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
 
                 workloads = self.s.workloads
                 (counted,) = rows.gather([marginals_graph(rows.parts, domain, workloads)])
-                self.last = self.s.step(marginals_of(domain, workloads, counted))
+                self.last = self._step(marginals_of(coded, workloads, counted))
                 return
-            self.last = self.s.step(rows[names] if len(rows) else None)
+            self.last = self._step(codes(rows) if len(rows) else None)
+
+        def _step(self, batch: Any) -> Any:
+            try:
+                return self.s.step(batch)
+            except ValueError as e:  # in the command's words: columns, options
+                raise ValueError(in_command_words(str(e), names)) from None
 
         def release(self) -> Any:
-            return self.last
+            return decoded(self.last, int(self.s._t))
 
         def to_bytes(self) -> bytes:
             return bytes(self.s.to_bytes())
 
-    batches = [Batch(label, rows) for label, rows in labelled]
+    batches = _released(opts, labelled)
     result = run_stream(
         batches,
         _Table(stream),
@@ -985,16 +1190,32 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         "out": str(opts["out"]),
     }
     if evaluate is not None and result.releases:
-        summary.update(_evaluate_table(batches, domain, result.releases, evaluate, opts))
+        summary.update(_evaluate_table(batches, domain, codes, result.releases, evaluate, opts))
     return summary
 
 
+def _decode_rng(opts: dict[str, Any], step: int) -> Any:
+    """The generator that draws a release's numbers inside their bins (post-processing,
+    not privacy noise): OS-seeded, or with ``--seed`` a function of the seed and the step
+    alone, so that a resumed run draws what an uninterrupted one draws."""
+    if opts.get("seed") is None:
+        return np.random.default_rng()
+    return np.random.default_rng([int(opts["seed"]), step, 40])
+
+
 def _evaluate_table(
-    batches: list[Any], domain: Any, releases: list[Path], directory: Path, opts: dict[str, Any]
+    batches: list[Any],
+    schema: Any,
+    codes: Callable[[Any], Any],
+    releases: list[Path],
+    directory: Path,
+    opts: dict[str, Any],
 ) -> dict[str, Any]:
     """NOT PRIVATE: the workload errors of every release against the real records
     consumed up to it, in ``directory`` (``NOT-PRIVATE-metrics.csv``, and
-    ``NOT-PRIVATE-evaluation.png`` with ``--plot``); returns the summary lines."""
+    ``NOT-PRIVATE-evaluation.png`` with ``--plot``); returns the summary lines. Both
+    are compared as codes: the real rows through ``codes``, a release read back with
+    the schema."""
     import pandas as pd
 
     from dpstream.io import read_table
@@ -1003,7 +1224,8 @@ def _evaluate_table(
     from dpstream.tabular.marginals import BatchMarginals, add_counts
     from dpstream.tabular.workloads import marginal_errors
 
-    names = list(domain.names)
+    names = list(schema.names)
+    domain = schema.coded()
     cliques = all_workloads(domain, 2)
     index = {b.label: i for i, b in enumerate(batches)}
     # The real table's exact 2-way marginals after each batch: counted on the cluster
@@ -1014,9 +1236,9 @@ def _evaluate_table(
         if isinstance(b.rows, LazyBatch):
             from dpstream.distributed import batch_marginals
 
-            m = batch_marginals(b.rows.frame, domain, cliques)
+            m = batch_marginals(b.rows.frame, schema, cliques)
         else:
-            m = BatchMarginals.of(domain, cliques, b.rows[names] if len(b.rows) else None)
+            m = BatchMarginals.of(domain, cliques, codes(b.rows) if len(b.rows) else None)
         n, acc = n + m.rows_inserted, add_counts(acc, m.inserted)
         totals.append((n, acc))
     rows: list[dict[str, Any]] = []
@@ -1025,10 +1247,12 @@ def _evaluate_table(
         if label not in index:
             continue
         real_rows, real_counts = totals[index[label]]
-        synth = read_table(path)
+        text = {c: schema.column(c).categories for c in names if schema.column(c).categories}
+        synth = read_table(path, text=text)
         row: dict[str, Any] = {"release": label, "rows": len(synth), "real_rows": real_rows}
         if real_rows and len(synth):
-            errors = marginal_errors(list(real_counts), real_rows, synth[names], domain, cliques)
+            synth_codes = schema.encode_columns(synth[names], clipped={}).T
+            errors = marginal_errors(list(real_counts), real_rows, synth_codes, domain, cliques)
             row.update(errors._asdict())
         rows.append(row)
     directory.mkdir(parents=True, exist_ok=True)
@@ -1066,11 +1290,15 @@ def _plot_table(metrics: Any, directory: Path) -> Path:
 
 
 def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
-    """Both commands on shipped data: clustered points and the Adult table.
+    """Both commands on shipped data: clustered points, the Adult table, and the cars
+    CSV with its schema (numbers, missing values, a release every 3 years).
 
-    ``OUT/data`` holds the inputs, ``OUT/points`` and ``OUT/table`` the releases only,
-    ``OUT/NOT-PRIVATE-evaluation`` the evaluation against the real data.
+    ``OUT/data`` holds the inputs, ``OUT/points``, ``OUT/table`` and ``OUT/cars`` the
+    releases only, ``OUT/NOT-PRIVATE-evaluation`` the evaluation against the real data.
+    A previous demo's output in ``OUT`` is replaced; any other non-empty ``OUT`` is
+    refused.
     """
+    import shutil
     from importlib import resources
 
     import pandas as pd
@@ -1080,7 +1308,14 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
     out = Path(opts["out"])
     data = out / "data"
     evaluation = out / "NOT-PRIVATE-evaluation"
+    marker = out / ".dpstream-demo"
+    if out.is_dir() and any(out.iterdir()):
+        if not marker.exists():
+            raise UsageError(f"--out {out} is not empty and not a demo's output: give a new one")
+        for sub in ("data", "points", "table", "cars", "NOT-PRIVATE-evaluation"):
+            shutil.rmtree(out / sub, ignore_errors=True)  # the previous demo's, replaced
     data.mkdir(parents=True, exist_ok=True)
+    marker.touch()
     x = streams.clustered(40_000, 2, seed=3)
     pts = pd.DataFrame({"x": x[:, 0] * 10, "y": x[:, 1] * 10})
     pts.to_csv(data / "points.csv", index=False)
@@ -1116,12 +1351,31 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
             "quiet": quiet,
         }
     )
+    for name in ("cars.csv", "cars-schema.json"):
+        (data / name).write_bytes((base / name).read_bytes())
+    c = cmd_table(
+        {
+            **_DEFAULTS,
+            "input": data / "cars.csv",
+            "domain": data / "cars-schema.json",
+            "time_column": "Year",
+            "start": "1970",
+            "end": "1981",
+            "release_every": "3y",
+            "epsilon": 1,
+            "out": out / "cars",
+            "evaluate": evaluation / "cars",
+            "quiet": quiet,
+        }
+    )
     p["points"] = "40000 clustered points in [0,10]^2, 10 batches of 4000"
     t["rows"] = "4000 Adult rows, 10 batches of 400, 14 columns, all 91 2-way workloads"
+    c["rows"] = "406 cars (numbers, missing values), a release every 3 years from 1970 to 1981"
     return {
         "points (online synthesizer, releases after every batch)": p,
         "table (tabular stream)": t,
-        "epsilon spent": "1 for the point stream + 1 for the table stream (separate data)",
+        "cars (a CSV and its schema, data/cars-schema.json)": c,
+        "epsilon spent": "1 for each of the three streams (separate data)",
     }
 
 
@@ -1131,6 +1385,7 @@ def cmd_demo(opts: dict[str, Any]) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpstream`` console script; returns the exit status."""
     args = _parser().parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    _NOTES.clear()
     try:
         opts = _options(args) if args.command != "demo" else {**_DEFAULTS, **vars(args)}
         if opts.get("format") not in ("csv", "parquet"):
@@ -1144,6 +1399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as e:  # bad input: a value or a type (a bool column)
         print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file that cannot be read or written: one line, no traceback
+        print(f"dpstream {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    for line in _NOTES:
+        print(line, file=sys.stderr)
     _print_summary(summary)
     return 0
 

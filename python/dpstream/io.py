@@ -30,15 +30,35 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
-def read_table(path: str | os.PathLike[str], columns: list[str] | None = None) -> Any:
-    """A pandas DataFrame from a ``.csv`` or ``.parquet`` file (optionally some columns)."""
+#: pandas' default strings for a missing value in a CSV file (``read_csv``'s ``na_values``).
+NA_STRINGS = frozenset(
+    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+     "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+)  # fmt: skip
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    columns: list[str] | None = None,
+    *,
+    sep: str | None = None,
+    encoding: str | None = None,
+    text: dict[str, tuple[str, ...]] | None = None,
+) -> Any:
+    """A pandas DataFrame from a ``.csv`` or ``.parquet`` file (optionally some columns).
+
+    CSV only: ``sep`` (default ``,``) and ``encoding`` (default UTF-8; a byte that is
+    not valid is reported with its line); ``text``: columns read as text as written
+    (``"05"`` stays ``"05"``), each with the labels that are never a missing value
+    (a category ``"NA"``); empty cells and pandas' other missing strings are missing.
+    """
     import pandas as pd
 
     p = Path(path)
     if not p.exists():
         raise ValueError(f"input file {p} does not exist")
     if _suffix(p) == ".csv":
-        frame = pd.read_csv(p)
+        frame = _read_csv(p, sep or ",", encoding or "utf-8", text or {})
     else:
         try:
             frame = pd.read_parquet(p)
@@ -49,6 +69,44 @@ def read_table(path: str | os.PathLike[str], columns: list[str] | None = None) -
         if missing:
             raise ValueError(f"{p}: no column(s) {missing}; the file has {list(frame.columns)}")
     return frame
+
+
+def _read_csv(p: Path, sep: str, encoding: str, text: dict[str, tuple[str, ...]]) -> Any:
+    import pandas as pd
+
+    try:
+        header = list(pd.read_csv(p, sep=sep, encoding=encoding, nrows=0).columns)
+        kept = [c for c in text if c in header]
+        options: dict[str, Any] = {"dtype": {c: str for c in kept}}
+        if any(NA_STRINGS & set(text[c]) for c in kept):
+            # A label that pandas would read as missing stays a label in its column.
+            options["keep_default_na"] = False
+            options["na_values"] = {c: sorted(NA_STRINGS - set(text.get(c, ()))) for c in header}
+        return pd.read_csv(p, sep=sep, encoding=encoding, **options)
+    except UnicodeDecodeError as e:
+        raise ValueError(_decode_error(p, encoding, e)) from None
+    except LookupError:
+        raise ValueError(f"--encoding: unknown encoding {encoding!r}") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{p}: the file is empty (no header line)") from None
+    except pd.errors.ParserError as e:
+        raise ValueError(f"{p}: not a CSV file with separator {sep!r} ({e})") from None
+
+
+def _decode_error(p: Path, encoding: str, e: UnicodeDecodeError) -> str:
+    """Where the first byte that ``encoding`` cannot decode is: line and column."""
+    data = p.read_bytes()
+    try:
+        data.decode(encoding)
+        at = e.start
+    except UnicodeDecodeError as full:
+        at = full.start
+    line = data.count(b"\n", 0, at) + 1
+    column = at - (data.rfind(b"\n", 0, at) + 1) + 1
+    return (
+        f"{p}: line {line} is not valid {encoding} (byte 0x{data[at]:02x} at column {column}); "
+        "give the file's --encoding, e.g. latin-1 or cp1252"
+    )
 
 
 def table_bytes(frame: Any, suffix: str) -> bytes:

@@ -53,7 +53,7 @@ from typing import Any, Protocol
 from dpstream._files import atomic_write
 from dpstream.io import table_bytes
 
-__all__ = ["Batch", "Model", "RunResult", "consumed_sizes", "run_stream"]
+__all__ = ["Batch", "Model", "RunResult", "check_out_dir", "consumed_sizes", "run_stream"]
 
 _MAGIC = b"DPSTREAM-RUN\x00\x03"
 #: Format 2 hashed the rows' canonical bytes in input order (a partitioned run: its
@@ -159,6 +159,22 @@ def _check_header(header: Any) -> None:
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
         raise ValueError(f"bad header field {bad[0]!r}")
+
+
+def check_out_dir(out: Path, checkpoint: Path | None) -> None:
+    """A non-empty release directory is only for continuing the run whose checkpoint
+    exists (:func:`run_stream` then checks that it is that run): a new run there would
+    overwrite some releases and leave others from before. ``ValueError`` otherwise."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a directory")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if checkpoint is not None and Path(checkpoint).exists():
+        return
+    raise ValueError(
+        f"--out {out} is not empty and no --checkpoint of the run that wrote it exists: a "
+        "new run would mix its releases with those there; give a new or empty directory"
+    )
 
 
 def consumed_sizes(checkpoint: Path | None) -> list[int]:

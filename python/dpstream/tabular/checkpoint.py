@@ -220,7 +220,7 @@ def encode(s: TabularStream) -> bytes:
     }
     header = {
         "format": _FORMAT,
-        "domain": {n: list(s._domain.categories(n) or []) or s._domain.size(n) for n in s._domain},
+        "domain": s._domain.to_dict(),
         "config": s._config,
         "t": s._t,
         "size": s._size,
