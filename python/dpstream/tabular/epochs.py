@@ -328,7 +328,9 @@ class EpochMechanism:
         sums, variances = [], []
         msizes = [int(m.max()) + 1 for m in maps]
         cells = [msizes[i] * msizes[j] for i, j in tree]
-        for (i, j), eps in zip(tree, shared(self.budget.tree, cells) if tree else [], strict=True):
+        # an epoch that had no fresh tree (the first) gives that share to its tree too
+        budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
+        for (i, j), eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
             exact = merge_pair(
                 self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
             )

@@ -1,0 +1,141 @@
+"""The tabular stream's default policy (``Adaptive``: epochs, :mod:`dpstream.tabular.epochs`)."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from dpstream import Rng
+from dpstream.tabular import Adaptive, Domain, Paper, TabularStream, tv_errors
+from dpstream.tabular.epochs import SPLIT, pair_candidates, shared, split, weights
+
+DOMAIN = Domain({"a": 4, "b": 3, "c": ["x", "y"], "d": 5})
+
+
+def drifting(n: int, seed: int) -> np.ndarray:
+    """A table whose columns drift with the row index and depend on each other."""
+    rng = np.random.default_rng(seed)
+    phase = np.arange(n) / n
+    a = np.minimum((phase * 4 + rng.random(n)).astype(int), 3)
+    b = (a + rng.integers(0, 2, n)) % 3
+    c = (rng.random(n) < 0.2 + 0.6 * phase).astype(int)
+    d = np.where(rng.random(n) < 0.7, a + c, rng.integers(0, 5, n)) % 5
+    return np.stack([a, b, c, d], axis=1)
+
+
+def run(x: np.ndarray, r: int, **kwargs: object) -> TabularStream:
+    stream = TabularStream(DOMAIN, 1, rng=Rng(seed=3), **kwargs)  # type: ignore[arg-type]
+    for batch in np.array_split(x, r):
+        stream.step(batch)
+    return stream
+
+
+def test_the_split_sums_to_epsilon_and_every_batch_spends_what_the_ledger_says() -> None:
+    parts = split(Fraction(3, 2))
+    assert parts.fresh + parts.settle + parts.select + parts.tree + parts.fresh_tree == Fraction(
+        3, 2
+    )
+    assert sum(shared(Fraction(1), [4, 9, 100]), Fraction(0)) == 1
+    stream = run(drifting(3000, 0), 12)
+    mech = stream._epochs
+    assert mech is not None
+    # Every batch of a closed epoch spent exactly ε on its own rows (the sum of Δ/scale
+    # over the noise it was given); a batch of the open epoch only its fresh shares.
+    closed = {t for e in mech.epochs for t in range(e.first, e.last + 1)}
+    assert closed and len(mech.ledger) == 12
+    for t, spent in enumerate(mech.ledger):
+        if t in closed:
+            assert spent == stream.epsilon
+        else:
+            assert spent == (SPLIT.fresh + SPLIT.fresh_tree) * stream.epsilon
+
+
+def test_epochs_close_at_growth_and_cover_every_batch_once() -> None:
+    stream = run(drifting(4000, 1), 20, policy=Adaptive(growth=2.0))
+    mech = stream._epochs
+    assert mech is not None
+    spans = [(e.first, e.last) for e in mech.epochs]
+    assert spans[0] == (0, 0)
+    assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans))
+    assert mech.first == spans[-1][1] + 1
+    for e in mech.epochs[1:]:
+        assert len(e.tree) == len(DOMAIN) - 1  # a spanning tree of the candidate pairs
+
+
+def test_no_column_is_left_uniform_and_the_release_follows_a_drifting_table() -> None:
+    x = drifting(20000, 2)
+    stream = run(x, 12)
+    synth = stream.synthetic_codes()
+    assert abs(len(synth) - len(x)) < 200
+    err = tv_errors(x, synth, DOMAIN)
+    assert err.max_1way < 0.05
+    assert err.mean_2way < 0.06
+
+
+def test_a_checkpoint_continues_exactly_and_stores_no_model() -> None:
+    x = drifting(3000, 3)
+    batches = np.array_split(x, 9)
+    a = TabularStream(DOMAIN, 1, rng=Rng(seed=5))
+    for batch in batches[:5]:
+        a.step(batch)
+    b = TabularStream.from_bytes(a.to_bytes(), allow_seeded=True)
+    assert b.t == a.t and b.size == a.size and b.policy == Adaptive()
+    for batch in batches[5:]:
+        ra, rb = a.step(batch), b.step(batch)
+        pd.testing.assert_frame_equal(ra, rb)
+    assert a.to_bytes() == b.to_bytes()
+    with pytest.raises(ValueError, match="seeded"):
+        TabularStream.from_bytes(a.to_bytes())
+
+
+def test_bad_input_changes_nothing() -> None:
+    x = drifting(600, 4)
+    stream = run(x, 2)
+    before = stream.to_bytes()
+    with pytest.raises(ValueError, match="insertions only.*Paper"):
+        stream.step(x[:10], deletions=x[:5])
+    with pytest.raises(ValueError):
+        stream.step(np.full((3, 4), 9))
+    assert stream.to_bytes() == before
+    for option, value in (("counter", "block"), ("horizon", 5), ("estimator", "mw")):
+        with pytest.raises(ValueError, match=f"{option}=.*Paper"):
+            TabularStream(DOMAIN, 1, **{option: value})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="growth"):
+        Adaptive(growth=1.0)
+    with pytest.raises(TypeError, match="growth"):
+        Adaptive(growth="2")  # type: ignore[arg-type]
+
+
+def test_public_sizes_release_the_exact_size() -> None:
+    x = drifting(1000, 5)
+    stream = run(x, 5, public_sizes=True)
+    assert stream.size == len(x) == len(stream.synthetic_codes())
+
+
+def test_empty_batches_and_none_are_steps() -> None:
+    stream = TabularStream(DOMAIN, 1, rng=Rng(seed=1))
+    out = stream.step(None)
+    assert len(out) == 0 and stream.t == 1
+    stream.step(np.zeros((0, 4), dtype=np.int64))
+    stream.step(drifting(500, 6))
+    assert stream.t == 3 and stream.size > 0
+
+
+def test_workloads_restrict_the_tree_to_their_pairs() -> None:
+    assert pair_candidates([(0, 1, 2), (2, 3)]) == [(0, 1), (0, 2), (1, 2), (2, 3)]
+    stream = run(drifting(2000, 7), 4, workloads=[(0, 1), (1, 2)])
+    mech = stream._epochs
+    assert mech is not None
+    assert all(set(e.tree) <= {(0, 1), (1, 2)} for e in mech.epochs)
+    assert weights([4, 100]) == [Fraction(2), Fraction(10)]
+
+
+def test_paper_still_takes_deletions() -> None:
+    x = drifting(400, 8)
+    stream = TabularStream(DOMAIN, 1, policy=Paper(), rng=Rng(seed=2))
+    stream.step(x[:200])
+    stream.step(x[200:], deletions=x[:50])
+    assert stream.t == 2
