@@ -35,9 +35,8 @@ def run(x: np.ndarray, r: int, **kwargs: object) -> TabularStream:
 
 def test_the_split_sums_to_epsilon_and_every_batch_spends_what_the_ledger_says() -> None:
     parts = split(Fraction(3, 2))
-    assert parts.fresh + parts.settle + parts.select + parts.tree + parts.fresh_tree == Fraction(
-        3, 2
-    )
+    total = parts.fresh + parts.settle + parts.select + parts.tree + parts.fresh_tree + parts.size
+    assert total == Fraction(3, 2)
     assert sum(shared(Fraction(1), [4, 9, 100]), Fraction(0)) == 1
     stream = run(drifting(3000, 0), 12)
     mech = stream._epochs
@@ -50,7 +49,7 @@ def test_the_split_sums_to_epsilon_and_every_batch_spends_what_the_ledger_says()
         if t in closed:
             assert spent == stream.epsilon
         else:
-            assert spent == (SPLIT.fresh + SPLIT.fresh_tree) * stream.epsilon
+            assert spent == (SPLIT.fresh + SPLIT.fresh_tree + SPLIT.size) * stream.epsilon
 
 
 def test_epochs_close_at_growth_and_cover_every_batch_once() -> None:
@@ -107,6 +106,15 @@ def test_bad_input_changes_nothing() -> None:
         Adaptive(growth=1.0)
     with pytest.raises(TypeError, match="growth"):
         Adaptive(growth="2")  # type: ignore[arg-type]
+
+
+def test_released_sizes_follow_the_table() -> None:
+    x = drifting(3000, 9)
+    stream = TabularStream(DOMAIN, 1, rng=Rng(seed=4))
+    for k, batch in enumerate(np.array_split(x, 10), start=1):
+        stream.step(batch)
+        # the noisy row count (ε/40 a batch, scale 40) keeps the size within a few sds
+        assert abs(stream.size - 300 * k) < 6 * 57 * np.sqrt(k)
 
 
 def test_public_sizes_release_the_exact_size() -> None:

@@ -69,6 +69,8 @@ WEIGHT_GRID = 64
 #: A category keeps a code of its own in a closed epoch's model when its released count
 #: is at least this many standard deviations of its noise (MST's threshold).
 KEEP_SD = 3.0
+#: Belief propagations of the open epoch's fit at each step (warm-started from the last).
+OPEN_ITERS = 30
 #: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
 #: epoch's size) counts with this many times the standard deviation of those marginals.
 PRIOR_WIDTH = 4.0
@@ -85,16 +87,26 @@ class Split:
     select: Fraction
     tree: Fraction
     fresh_tree: Fraction = Fraction(0)
+    size: Fraction = Fraction(0)
 
 
 #: The default split (MST's equal thirds between 1-way marginals, selection and the tree's
 #: marginals would give the selection far more than an epoch's rows need).
-SPLIT = Split(Fraction(1, 8), Fraction(1, 8), Fraction(1, 8), Fraction(3, 8), Fraction(1, 4))
+SPLIT = Split(
+    fresh=Fraction(1, 10),
+    settle=Fraction(1, 8),
+    select=Fraction(1, 8),
+    tree=Fraction(3, 8),
+    fresh_tree=Fraction(1, 4),
+    size=Fraction(1, 40),
+)
 
 
 def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
     """The ε of each part of a batch's spend (the one place the split is computed)."""
-    parts = (shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree)
+    parts = (
+        shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree, shares.size
+    )  # fmt: skip
     if sum(parts) != 1 or min(parts) < 0:
         raise ValueError(f"the shares of ε must be non-negative and sum to 1, got {shares}")
     return Split(*(epsilon * s for s in parts))
@@ -175,7 +187,9 @@ class Epoch:
     variances: list[float]
     rows: int
     size: float
+    seed: int = 0
     model: GraphicalModel | None = None
+    rows_cache: IntArray | None = None
 
     @property
     def msizes(self) -> tuple[int, ...]:
@@ -226,6 +240,8 @@ class EpochMechanism:
         self.t = 0
         #: ε each batch has spent, from the noise scales used (public; tests sum it).
         self.ledger: list[Fraction] = []
+        #: the seed of the closed epochs' samples (drawn at the first release; public)
+        self.key: int | None = None
         self._open_reset(0)
 
     def _open_reset(self, base: int) -> None:
@@ -237,6 +253,8 @@ class EpochMechanism:
         self.exact_rows = 0  # exact (public only with public_sizes)
         self.ones = [np.zeros(s) for s in self.sizes]  # fresh noisy sums (public)
         self.ones_var = [0.0] * d
+        self.count = np.zeros(1)  # the fresh noisy row counts' sum (public)
+        self.count_var = 0.0
         self.open_model: GraphicalModel | None = None
         # fresh sums of the last closed epoch's tree marginals (full domain; public)
         self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
@@ -263,7 +281,7 @@ class EpochMechanism:
             return float(self.exact_rows)
         if self.t == self.first:
             return 0.0
-        return max(_total(self.ones, self.ones_var), 0.0)
+        return max(_total([*self.ones, self.count], [*self.ones_var, self.count_var]), 0.0)
 
     @property
     def open_rows(self) -> int:
@@ -295,6 +313,11 @@ class EpochMechanism:
                 )
                 self.tree_var[k] += laplace_variance(scale)
                 spent += self.delta / scale
+        if self.budget.size > 0 and not self.public_sizes:
+            scale = Fraction(self.delta) / self.budget.size
+            self.count = self.count + int(rows) + discrete_laplace(scale, 1, rng=self.rng)
+            self.count_var += laplace_variance(scale)
+            spent += self.delta / scale
         for j in range(len(self.sizes)):
             self.exact_ones[j] = self.exact_ones[j] + ones[j]
         for c in self.candidates:
@@ -322,7 +345,12 @@ class EpochMechanism:
             ones_var[j] = 1.0 / (a + b)
             spent += self.delta / scale
         maps = [compress(ones[j], ones_var[j]) for j in range(d)]
-        size = self.exact_rows if self.public_sizes else max(_total(ones, ones_var), 0.0)
+        counted = ([self.count], [self.count_var]) if self.count_var > 0 else ([], [])
+        size = (
+            self.exact_rows
+            if self.public_sizes
+            else max(_total([*ones, *counted[0]], [*ones_var, *counted[1]]), 0.0)
+        )
         tree = self._select(maps, ones, float(size))
         spent += self.budget.select if tree else 0
         sums, variances = [], []
@@ -339,13 +367,15 @@ class EpochMechanism:
             variances.append(laplace_variance(scale))
             spent += self.delta / scale
         if not self.public_sizes and sums:
-            size = max(_total(ones + sums, ones_var + variances), 0.0)
+            size = max(
+                _total([*ones, *sums, *counted[0]], [*ones_var, *variances, *counted[1]]), 0.0
+            )
         for k in range(self.first, self.t):
             self.ledger[k] += spent
         e = Epoch(
             first=self.first, last=self.t - 1, base=self.base, maps=maps, tree=tree,
             ones=ones, ones_var=ones_var, sums=sums, variances=variances,
-            rows=self.exact_rows, size=float(size),
+            rows=self.exact_rows, size=float(size), seed=len(self.epochs),
         )  # fmt: skip
         e.model = self._fit(e)
         self.epochs.append(e)
@@ -404,6 +434,7 @@ class EpochMechanism:
         return out
 
     def _fit(self, e: Epoch) -> GraphicalModel | None:
+        """A closed epoch's model, fitted to its sums (post-processing)."""
         if e.size < 1:
             return None
         meas = self._one_way(e.maps, e.ones, e.ones_var)
@@ -434,7 +465,9 @@ class EpochMechanism:
             else:
                 sd = math.sqrt(last.variances[k]) * max(ratio, 1.0) * PRIOR_WIDTH
             meas.append(Measurement(c, prior, sd))
-        self.open_model = estimate_pgm(last.msizes, meas, size, iters=self.iters)
+        warm = self.open_model
+        iters = self.iters if warm is None else OPEN_ITERS
+        self.open_model = estimate_pgm(last.msizes, meas, size, iters=iters, warm_start=warm)
 
     @staticmethod
     def _within(m: IntArray, ones: FloatArray) -> FloatArray:
@@ -446,23 +479,22 @@ class EpochMechanism:
         out = np.where(tot[m] > 0, w / np.where(tot[m] > 0, tot[m], 1.0), 1.0 / count[m])
         return out
 
-    def refit(self) -> None:
-        """Fit every model again from the sums (after a load: fits are deterministic)."""
-        for e in self.epochs:
-            e.model = self._fit(e)
-        if self.t > self.first:
-            self._fit_open()
-
     def sample(self, rng: np.random.Generator, method: str = "round") -> IntArray:
-        """The synthetic table: each epoch's model sampled to its released size, the rows
-        shuffled (post-processing)."""
+        """The synthetic table (post-processing): each closed epoch's rows, drawn once from
+        its model with a generator seeded by ``rng``'s first draw and the epoch's index,
+        and the open epoch's rows drawn from ``rng``; the rows shuffled."""
+        if self.key is None:
+            self.key = int(rng.integers(2**63))
         parts = []
         for e in self.epochs:
             n = self._rows(e.size, e.rows)
             if n > 0 and e.model is not None:
-                parts.append(
-                    self._unmerge(e.maps, e.ones, e.model.sample(n, rng, method=method), rng)
-                )
+                if e.rows_cache is None or len(e.rows_cache) != n:
+                    g = np.random.default_rng([self.key, e.seed])
+                    e.rows_cache = self._unmerge(
+                        e.maps, e.ones, e.model.sample(n, g, method=method), g
+                    )
+                parts.append(e.rows_cache)
         n = self.open_rows
         if n > 0 and self.open_model is not None:
             codes = self.open_model.sample(n, rng, method=method)
@@ -501,13 +533,27 @@ class EpochMechanism:
 
     def state(self) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
         """The state as a JSON header and arrays (**sensitive**: the open epoch's exact
-        counts). Models are not stored: :meth:`refit` rebuilds them from the sums."""
+        counts). The closed epochs' models are not stored: a load fits them again from
+        their sums (a fit is deterministic); the open epoch's model is (it warm-starts the
+        next fit)."""
         arrays: dict[str, npt.NDArray[Any]] = {}
         head: dict[str, Any] = {
             "t": self.t, "base": self.base, "first": self.first, "exact_rows": self.exact_rows,
             "ones_var": self.ones_var, "ledger": [str(x) for x in self.ledger], "epochs": [],
-            "tree_var": self.tree_var,
+            "tree_var": self.tree_var, "key": self.key,
+            "count": float(self.count[0]), "count_var": self.count_var,
+            "open_model": None,
         }  # fmt: skip
+        if self.open_model is not None:
+            nodes = self.open_model.junction_tree.nodes
+            head["open_model"] = {
+                "total": self.open_model.total,
+                "cliques": [list(c) for c in self.open_model.potentials],
+                "nodes": [list(c) for c in nodes],
+                "step_scale": self.open_model.step_scale,
+            }
+            for k, theta in enumerate(self.open_model.potentials.values()):
+                arrays[f"open_theta_{k}"] = theta
         for k, v in enumerate(self.tree_sums):
             arrays[f"open_tree_{k}"] = v
         for j in range(len(self.sizes)):
@@ -520,7 +566,7 @@ class EpochMechanism:
             head["epochs"].append({
                 "first": e.first, "last": e.last, "base": e.base, "tree": e.tree,
                 "ones_var": e.ones_var, "variances": e.variances, "rows": e.rows,
-                "size": e.size,
+                "size": e.size, "seed": e.seed,
             })  # fmt: skip
             for j in range(len(self.sizes)):
                 arrays[f"e{n}_map_{j}"] = e.maps[j]
@@ -530,7 +576,7 @@ class EpochMechanism:
         return head, arrays
 
     def load_state(self, head: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
-        """Restore :meth:`state` (into a fresh mechanism of the same options) and refit."""
+        """Restore :meth:`state` into a fresh mechanism of the same options."""
         d = len(self.sizes)
         self.t, self.base, self.first = int(head["t"]), int(head["base"]), int(head["first"])
         self.exact_rows = int(head["exact_rows"])
@@ -549,7 +595,7 @@ class EpochMechanism:
             self.epochs.append(Epoch(
                 first=int(h["first"]), last=int(h["last"]), base=int(h["base"]),
                 maps=[np.asarray(arrays[f"e{n}_map_{j}"], dtype=np.int64) for j in range(d)],
-                tree=tree,  # type: ignore[arg-type]
+                tree=tree,
                 ones=[np.asarray(arrays[f"e{n}_ones_{j}"], dtype=np.float64) for j in range(d)],
                 ones_var=[float(v) for v in h["ones_var"]],
                 sums=[
@@ -557,7 +603,7 @@ class EpochMechanism:
                     for k in range(len(tree))
                 ],
                 variances=[float(v) for v in h["variances"]], rows=int(h["rows"]),
-                size=float(h["size"]),
+                size=float(h["size"]), seed=int(h["seed"]),
             ))  # fmt: skip
         self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
         self.tree_var = [float(v) for v in head["tree_var"]]
@@ -567,7 +613,23 @@ class EpochMechanism:
         ]
         if len(self.tree_var) != len(self.open_tree):
             raise ValueError("corrupt TabularStream state: open epoch's tree")
-        self.refit()
+        self.key = None if head["key"] is None else int(head["key"])
+        self.count = np.array([float(head["count"])])
+        self.count_var = float(head["count_var"])
+        for e in self.epochs:
+            e.model = self._fit(e)
+        self.open_model = None
+        info = head["open_model"]
+        if info is not None:
+            cliques = [tuple(int(x) for x in c) for c in info["cliques"]]
+            model = GraphicalModel(
+                self.epochs[-1].msizes,
+                {c: arrays[f"open_theta_{k}"] for k, c in enumerate(cliques)},
+                float(info["total"]),
+                junction_tree=[tuple(int(x) for x in c) for c in info["nodes"]],
+            )
+            model.step_scale = float(info["step_scale"])
+            self.open_model = model
 
 
 def _total(sums: list[FloatArray], variances: list[float]) -> float:
