@@ -58,9 +58,10 @@ NOISE_PENALTY = 1.0
 #: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
 L2_GRID_BITS = 4
 
-#: Default (add/remove): the share of ε given to the continual counter of the table's size.
-#: The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the measurements
-#: (``ε'/2k`` each). Why 1/20: ``docs/tabular.md``.
+#: ``Paper``/``Baseline`` (add/remove): the share of ε given to the continual counter of the
+#: table's size. The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the
+#: measurements (``ε'/2k`` each). Why 1/20: measured before issue 39 (git history of
+#: ``docs/tabular.md``, "The size's share").
 SIZE_SHARE = Fraction(1, 20)
 
 
