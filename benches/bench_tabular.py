@@ -108,15 +108,8 @@ import numpy as np
 import numpy.typing as npt
 from _report import OUT_DIR, cpu_model, git_revision, version, write_split
 from dpstream import counters as dp_counters
-from dpstream.tabular import (
-    Adaptive,
-    Baseline,
-    Domain,
-    Paper,
-    TabularStream,
-    all_workloads,
-    workload_errors,
-)
+from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
+from dpstream.tabular.policy import Adaptive, Baseline, Paper
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
