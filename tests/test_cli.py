@@ -181,6 +181,8 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     argv = ["table", "--input", str(tmp_path / "a.csv"), "--domain"]
     argv += [str(ADULT / "adult-domain.json"), "--batch-size", "300", "--epsilon", "1"]
     argv += ["--out", str(tmp_path / "t2"), "--quiet", "--seed", "1"]
+    # Algorithm 3's sizes (issue 28): a continual counter of the table's size.
+    argv += ["--policy", "paper"]
     assert main([*argv, "--evaluate", str(evaluation), "--plot"]) == 0
     assert "final AvgWE to the real data (NOT PRIVATE)" in capsys.readouterr().out
     assert sorted(p.name for p in evaluation.iterdir()) == [
@@ -260,7 +262,7 @@ def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
     (tmp_path / "d.json").write_text(json.dumps({"hour": hours, "n": 3}))
     out = tmp_path / "o"
     argv = ["table", "--input", str(tmp_path / "h.csv"), "--domain", str(tmp_path / "d.json")]
-    argv += ["--batch-size", "100", "--epsilon", "2", "--estimator", "mw", "--out", str(out)]
+    argv += ["--batch-size", "100", "--epsilon", "2", "--out", str(out)]
     assert main([*argv, "--quiet", "--seed", "1"]) == 0
     release = pd.read_csv(out / "release-4.csv")
     assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0

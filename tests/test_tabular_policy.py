@@ -73,6 +73,8 @@ def test_the_serialised_policy_round_trips_through_json(policy: Any) -> None:
 def test_the_config_form() -> None:
     assert from_dict("adaptive") == Adaptive()
     assert from_dict({"name": "adaptive", "growth": 4}) == Adaptive(growth=4)
+    # One serialised form per value (a run checkpoint's fingerprint): TOML's 2 is 2.0.
+    assert to_dict(Adaptive(growth=2)) == to_dict(Adaptive()) == {"name": "adaptive", "growth": 2.0}
     assert from_dict({"name": "paper", "k": 4}) == Paper(k=4)
     for bad, error, message in (
         ({"name": "mwem"}, ValueError, "policy name must be one of"),

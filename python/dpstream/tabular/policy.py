@@ -88,6 +88,8 @@ class Adaptive:
         _check_real(self, "growth", 1.0, math.inf, open_high=True)
         if not self.growth > 1.0:
             raise ValueError(f"Adaptive.growth must be greater than 1, got {self.growth!r}")
+        # One form per value (a fingerprint holds to_dict's): growth = 2 in TOML is 2.0.
+        object.__setattr__(self, "growth", float(self.growth))
 
 
 @dataclass(frozen=True)
