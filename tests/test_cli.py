@@ -181,6 +181,8 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     argv = ["table", "--input", str(tmp_path / "a.csv"), "--domain"]
     argv += [str(ADULT / "adult-domain.json"), "--batch-size", "300", "--epsilon", "1"]
     argv += ["--out", str(tmp_path / "t2"), "--quiet", "--seed", "1"]
+    # Algorithm 3's sizes (issue 28): a continual counter of the table's size.
+    argv += ["--policy", "paper"]
     assert main([*argv, "--evaluate", str(evaluation), "--plot"]) == 0
     assert "final AvgWE to the real data (NOT PRIVATE)" in capsys.readouterr().out
     assert sorted(p.name for p in evaluation.iterdir()) == [
@@ -201,18 +203,20 @@ def test_table_command_writes_releases_and_evaluates_elsewhere(
     assert result.returncode == 2 and "invalid choice: 'fast'" in result.stderr, result.stderr
     # Policy fields come from the TOML config's [policy] table; a bad one names the field.
     for body, needle in (
-        ('[policy]\nscore = "l1"', "Adaptive.score must be AutoScore(...) or one of ('l2',"),
-        ("[policy]\nk = 0", "Adaptive.k must be at least 1, got 0"),
+        ("[policy]\ngrowth = 0.5", "Adaptive.growth must be in [1, inf), got 0.5"),
+        ('[policy]\nname = "paper"\nk = 0', "Paper.k must be at least 1, got 0"),
         ('[policy]\nname = "paper"\nrefit = "step"', "Paper: unknown field 'refit'"),
-        ('[policy]\n[policy.remainder]\nstdev = "noise"', "Adaptive.remainder: unknown field"),
+        ('[policy]\nscore = "l2"\nk = 2', "Adaptive(score, k): options of the earlier default"),
+        ('[policy]\n[policy.remainder]\nstddev = "noise"', "Adaptive(remainder): options of"),
     ):
         (tmp_path / "bad.toml").write_text(body)
         result = run(*table, "--config", str(tmp_path / "bad.toml"), "--out", str(tmp_path / "x"))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
         assert "Traceback" not in result.stderr
     # Every policy runs, and TOML fields set the policy's.
-    (tmp_path / "k1.toml").write_text("[policy]\nk = 1\n[policy.remainder]\nstddev = 'noise'\n")
-    for extra in (["--policy", "paper"], ["--policy", "baseline"], ["--config", "k1.toml"]):
+    (tmp_path / "k1.toml").write_text("[policy]\nname = 'paper'\nk = 1\n")
+    extras = (["--policy", "paper"], ["--policy", "baseline"], ["--policy", "adaptive"])
+    for extra in (*extras, ["--config", "k1.toml"]):
         out = tmp_path / extra[1].replace(".", "-")
         argv = [*table, *extra, "--out", str(out), "--quiet", "--seed", "1"]
         argv = [str(tmp_path / a) if a == "k1.toml" else a for a in argv]
@@ -225,7 +229,7 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "c.csv", index=False)
     (tmp_path / "d.json").write_text('{"colour": ["red", "green", "blue"], "n": 3}')
     out = tmp_path / "o"
-    (tmp_path / "p.toml").write_text('[policy]\nname = "adaptive"\nk = 1\nscore = "l2-cell"\n')
+    (tmp_path / "p.toml").write_text('[policy]\nname = "baseline"\nk = 1\nscore = "l2-cell"\n')
     code = main(
         [
             "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
@@ -258,7 +262,7 @@ def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
     (tmp_path / "d.json").write_text(json.dumps({"hour": hours, "n": 3}))
     out = tmp_path / "o"
     argv = ["table", "--input", str(tmp_path / "h.csv"), "--domain", str(tmp_path / "d.json")]
-    argv += ["--batch-size", "100", "--epsilon", "2", "--estimator", "mw", "--out", str(out)]
+    argv += ["--batch-size", "100", "--epsilon", "2", "--out", str(out)]
     assert main([*argv, "--quiet", "--seed", "1"]) == 0
     release = pd.read_csv(out / "release-4.csv")
     assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0

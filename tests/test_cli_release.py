@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,6 +219,15 @@ def _before_policy(pts: Path, adult: Path, tmp: Path) -> None:
     header, state, pending = runs._decode_checkpoint(tmp / "c")
     del header["options"]["policy"]
     header["options"].update(table_method="proposed", score="auto", remainder="pooled")
+    (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, pending))
+
+
+def _removed_policy(pts: Path, adult: Path, tmp: Path) -> None:
+    """A table run checkpoint whose policy was the default before dpstream 0.2."""
+    _ran(_table_ckpt(pts, adult, tmp))
+    header, state, pending = runs._decode_checkpoint(tmp / "c")
+    old = {"name": "adaptive", "score": "l2", "k": 2, "refit": "step", "coverage": False}
+    header["options"]["policy"] = json.dumps(old)
     (tmp / "c").write_bytes(runs._encode_checkpoint(header, state, pending))
 
 
@@ -455,10 +465,24 @@ REFUSALS = [
     ),
     Refusal(
         "table",
+        "`--checkpoint` of a run whose policy used removed options",
+        "whose policy used Adaptive(score, k, refit, coverage), options removed in dpstream 0.2",
+        _table_ckpt,
+        _removed_policy,
+    ),
+    Refusal(
+        "table",
         "`[policy]` in `--config` with a bad field",
-        "--policy: Adaptive.refit must be one of ('selection', 'step', 'auto'), got 'never'",
+        "--policy: Adaptive.growth must be greater than 1, got 1",
         _with_config,
-        lambda p, a, t: _toml(t, "refit = 'never'"),
+        lambda p, a, t: _toml(t, "growth = 1"),
+    ),
+    Refusal(
+        "table",
+        "`[policy]` in `--config` with a removed field",
+        "--policy: Adaptive(refit): options of the earlier default policy, removed in dpstream 0.2",
+        _with_config,
+        lambda p, a, t: _toml(t, "refit = 'step'"),
     ),
     Refusal(
         "table",
@@ -550,17 +574,16 @@ def test_a_table_checkpoint_fingerprints_the_serialised_policy(
     ``[policy]`` table of the same fields resume each other; another field is refused."""
     ckpt = ["--checkpoint", str(tmp_path / "c"), "--seed", "1"]
     same = tmp_path / "same.toml"
-    same.write_text('[policy]\nname = "adaptive"\nrefit = "step"\nscore = "l2"\nk = 2\n')
+    same.write_text('[policy]\nname = "adaptive"\ngrowth = 2\n')
     other = tmp_path / "other.toml"
-    other.write_text('[policy]\nremainder = "model"\n')
+    other.write_text("[policy]\ngrowth = 3\n")
     assert main(table_args(adult, tmp_path / "out", *ckpt, "--policy", "adaptive")) == 0
     assert main(table_args(adult, tmp_path / "out", *ckpt, "--config", str(same))) == 0
     before = listing(tmp_path / "out")
     assert main(table_args(adult, tmp_path / "out", *ckpt, "--config", str(other))) == 2
     line = error_line(capsys)
     assert "was made by a run with different options (--policy: " in line
-    assert '"remainder": {"stddev": "shrinkage", "margin": 3.0}' in line
-    assert '"remainder": "model"' in line
+    assert '"growth": 2.0' in line and '"growth": 3.0' in line
     assert listing(tmp_path / "out") == before
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng, distributed
 from dpstream.partition import encode
-from dpstream.tabular import Adaptive, Baseline, Domain, TabularStream
+from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream
 from dpstream.tabular.marginals import BatchMarginals
 
 pd = pytest.importorskip("pandas")
@@ -47,7 +47,9 @@ def steps(frame: object) -> list[object]:
     return [frame.iloc[:700], frame.iloc[700:2500], frame.iloc[2500:2500], frame.iloc[2500:]]
 
 
-@pytest.mark.parametrize("policy", [Adaptive(), Baseline()], ids=["default", "baseline"])
+@pytest.mark.parametrize(
+    "policy", [Adaptive(), Paper(), Baseline()], ids=["default", "paper", "baseline"]
+)
 def test_tabular_steps_on_dask_equal_pandas_byte_for_byte(client, policy: object) -> None:
     frame = records(4000, 1)
     one = TabularStream(DOMAIN, 1, policy=policy, rng=Rng(seed=7))
@@ -66,8 +68,12 @@ def test_tabular_steps_on_dask_equal_pandas_byte_for_byte(client, policy: object
 def test_deletions_and_arrays_of_codes(client) -> None:
     frame = records(3000, 2)
     codes = DOMAIN.encode(frame)
-    one = TabularStream(DOMAIN, 1, rng=Rng(seed=3))
-    two = TabularStream(DOMAIN, 1, rng=Rng(seed=3))
+    # The default policy takes a Dask array of codes too (insertions only).
+    a, b = TabularStream(DOMAIN, 1, rng=Rng(seed=3)), TabularStream(DOMAIN, 1, rng=Rng(seed=3))
+    assert a.step(frame).equals(b.step(da.from_array(codes, chunks=(700, 2))))
+    assert a.to_bytes() == b.to_bytes()
+    one = TabularStream(DOMAIN, 1, policy=Paper(), rng=Rng(seed=3))
+    two = TabularStream(DOMAIN, 1, policy=Paper(), rng=Rng(seed=3))
     one.step(frame)
     two.step(da.from_array(codes, chunks=(700, 2)))  # uneven blocks, split columns
     gone = frame.iloc[100:400]

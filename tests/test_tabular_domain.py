@@ -116,7 +116,7 @@ def test_workload_errors_by_hand() -> None:
     assert e.avg_rel_l2 == pytest.approx((1 / 3) ** 0.5)
     assert e.max_rel_l2 == e.avg_rel_l2
     same = workload_errors(real, real, d)
-    assert same == (0.0,) * 6
+    assert same == (0.0,) * 8  # the six of the paper, then TV
     with pytest.raises(ValueError):
         workload_errors(real, np.zeros((0, 2), dtype=np.int64), d)
 

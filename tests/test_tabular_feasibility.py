@@ -18,12 +18,10 @@ import numpy as np
 import pytest
 from dpstream import streams
 from dpstream.tabular import (
-    Adaptive,
-    AutoK,
-    AutoScore,
     Baseline,
     Domain,
     GraphicalModel,
+    Paper,
     TabularStream,
     junction_tree_size,
     pgm,
@@ -131,25 +129,21 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 # ---------------------------------------------------------------------------------------
 
 #: Selections of seeded streams by the code before ModelTree (commit a46e0bb: a greedy
-#: triangulation per candidate), data ``streams.latent_class(rows·steps, d, values=v,
-#: seed=11)``, ``Rng(seed=3)``, ε = 1 (that code's calibration: ``public_sizes=True`` at
-#: 2ε now; its default policy, ``Adaptive(score=AutoScore(), k=AutoK(), refit="auto")``, is
-#: pinned). The "cap" fixtures reject candidates at most steps.
-AUTO = Adaptive(score=AutoScore(), k=AutoK(), refit="auto")
-OLD_SELECTION = Adaptive(score=AutoScore(), k=AutoK(), refit="selection")
+#: triangulation per candidate; "baseline-8"), and by the code before issue 39 (commit
+#: a6dc877; the Paper() runs), data ``streams.latent_class(rows·steps, d, values=v,
+#: seed=11)``, ``Rng(seed=3)``, ε = 1 (the calibration before issue 28: ``public_sizes=True``
+#: at 2ε now). The "cap" fixtures reject candidates at most steps.
 FIXTURES = {
-    "default-10": (10, 6, 6, {"policy": AUTO}),
-    "cap-8": (8, 10, 4, {"max_model_cells": 700, "policy": AUTO}),
-    "cap-selection-8": (8, 8, 4, {"max_model_cells": 700, "policy": OLD_SELECTION}),
+    "paper-10": (10, 6, 6, {"policy": Paper()}),
+    "cap-paper-8": (8, 10, 4, {"max_model_cells": 700, "policy": Paper()}),
     "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
-    "three-way-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": AUTO}),
+    "three-way-paper-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": Paper(k=2)}),
 }
 BEFORE = {
-    "default-10": [[[3, 6], [2, 9]], [[6, 8], [0, 3]], [[3, 5], [3, 7]], [[4, 6], [3, 5], [2, 4]], [[5, 6], [8, 9], [3, 9]], [[0, 4], [1, 6], [1, 4]]],  # noqa: E501
-    "cap-8": [[[2, 7], [3, 7]], [[1, 7], [0, 7]], [[4, 7], [2, 4]], [[3, 5], [5, 7], [0, 5]], [[0, 2], [3, 6], [2, 6]], [[2, 7], [5, 7], [0, 5]], [[2, 5], [4, 7], [3, 5]], [[5, 7], [0, 7], [2, 7]], [[2, 3], [0, 2], [0, 5]], [[2, 6], [3, 7], [2, 3]]],  # noqa: E501
-    "cap-selection-8": [[[2, 7], [0, 7]], [[5, 7], [4, 7]], [[3, 7], [2, 3]], [[1, 2], [1, 7], [1, 5]], [[4, 5], [5, 7], [3, 5]], [[0, 4], [4, 7], [4, 5]], [[3, 7], [3, 5], [5, 7]], [[4, 6], [4, 7], [0, 7]]],  # noqa: E501
+    "paper-10": [[[3, 9], [6, 8], [2, 7]], [[2, 5], [3, 6], [2, 7]], [[3, 8], [2, 7], [0, 2]], [[0, 5], [4, 6], [0, 2]], [[5, 8], [1, 6], [0, 9]], [[4, 7], [0, 9], [7, 9]]],  # noqa: E501
+    "cap-paper-8": [[[3, 4], [2, 7], [1, 7]], [[0, 6], [3, 6], [2, 5]], [[2, 3], [4, 5], [2, 5]], [[0, 1], [1, 7], [0, 5]], [[0, 3], [3, 6], [4, 5]], [[1, 7], [0, 2], [3, 5]], [[0, 6], [0, 1], [4, 5]], [[0, 1], [1, 7], [4, 5]], [[0, 1], [0, 5], [3, 4]], [[0, 6], [3, 4], [3, 6]]],  # noqa: E501
     "baseline-8": [[[3, 7], [2, 5], [1, 7]], [[2, 7], [4, 5], [1, 6]], [[2, 7], [0, 4], [2, 3]], [[2, 7], [2, 3], [1, 5]]],  # noqa: E501
-    "three-way-7": [[[0, 4, 5], [0, 1, 4]], [[0, 3, 5], [0, 2, 3]], [[3, 5, 6], [0, 2, 3]], [[3, 4, 5], [1, 3, 5]], [[2, 3, 4], [0, 3, 5]]],  # noqa: E501
+    "three-way-paper-7": [[[1, 4, 6], [0, 2, 5]], [[0, 5, 6], [0, 2, 5]], [[1, 2, 4], [2, 3, 4]], [[4, 5, 6], [1, 5, 6]], [[2, 5, 6], [1, 5, 6]]],  # noqa: E501
 }  # fmt: skip
 ROWS = 300
 
@@ -180,7 +174,7 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
     s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      policy=AUTO, public_sizes=True, iters=10,
+                      policy=Paper(), public_sizes=True, iters=10,
                       rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
@@ -195,7 +189,7 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
 
 
 def test_a_resumed_stream_keeps_the_models_tree() -> None:
-    s, _ = run_fixture("cap-8")
+    s, _ = run_fixture("cap-paper-8")
     back = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
     assert back._model.junction_tree == s._model.junction_tree
     s.step(np.zeros((5, 8), dtype=np.int64))

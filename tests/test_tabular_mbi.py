@@ -24,10 +24,10 @@ import dpstream
 import jax
 from conftest import ALPHA, assert_chi_square, merge_small_categories
 from dpstream.tabular import (
-    Adaptive,
     Domain,
     GraphicalModel,
     Measurement,
+    Paper,
     TabularStream,
     estimate_pgm,
     l2_loss,
@@ -182,7 +182,7 @@ def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
     errors = {}
     for estimator in ("pgm", "mbi"):
         s = TabularStream(
-            d, 2, policy=Adaptive(k=2), estimator=estimator, iters=100, public_sizes=True,
+            d, 2, policy=Paper(k=2), estimator=estimator, iters=100, public_sizes=True,
             rng=dpstream.Rng(seed=1),
         )  # fmt: skip
         for t in range(8):
@@ -202,7 +202,7 @@ def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
 def test_a_stream_with_mbi_survives_a_checkpoint() -> None:
     d = Domain({"a": 3, "b": 2, "c": 4, "d": 2})
     rows = table(d, 600, 2)
-    s = TabularStream(d, 2, policy=Adaptive(k=2), estimator="mbi", rng=dpstream.Rng(seed=2))
+    s = TabularStream(d, 2, policy=Paper(k=2), estimator="mbi", rng=dpstream.Rng(seed=2))
     for t in range(2):
         s.step(rows[200 * t : 200 * (t + 1)])
     restored = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)

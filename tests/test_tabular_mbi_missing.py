@@ -10,7 +10,7 @@ import importlib.util
 
 import numpy as np
 import pytest
-from dpstream.tabular import Adaptive, Domain, Measurement, TabularStream
+from dpstream.tabular import Domain, Measurement, Paper, TabularStream
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("mbi") is not None, reason="mbi is installed"
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.skipif(
 def test_the_stream_refuses_mbi_at_construction_with_install_advice() -> None:
     d = Domain({"a": 3, "b": 2})
     with pytest.raises(ImportError, match=r"pip install mbi") as info:
-        TabularStream(d, 1, policy=Adaptive(k=1), estimator="mbi")
+        TabularStream(d, 1, policy=Paper(k=1), estimator="mbi")
     assert "jax" in str(info.value) and "estimator='pgm'" in str(info.value)
     # The other estimators are unaffected.
-    TabularStream(d, 1, policy=Adaptive(k=1), estimator="pgm")
+    TabularStream(d, 1, policy=Paper(k=1), estimator="pgm")
 
 
 def test_the_adapter_imports_and_fails_only_when_fitting() -> None:

@@ -18,16 +18,7 @@ import dpstream
 import numpy as np
 import pytest
 from dpstream import noise as noise_module
-from dpstream.tabular import (
-    Adaptive,
-    AutoK,
-    AutoScore,
-    Baseline,
-    Domain,
-    Pooled,
-    TabularStream,
-    all_workloads,
-)
+from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream, all_workloads
 from dpstream.tabular import stream as stream_module
 from dpstream.tabular.pgm import junction_tree_size
 from dpstream.tabular.policy import Policy, from_dict
@@ -60,20 +51,16 @@ def edit_state(s: TabularStream, edit: Callable[[dict[str, Any]], None]) -> byte
 
 
 def old_options(policy: Policy) -> dict[str, Any]:
-    """The keyword options (before policies) that ran as ``policy``."""
+    """The keyword options (before policies) that ran as ``policy`` (Baseline), or that
+    made the same choices as ``Paper`` (``method="proposed"``, which released ``h_{t,k}``
+    and not the mixture: an option set that dpstream 0.2 removed)."""
     if isinstance(policy, Baseline):
         return {"method": "baseline", "marginals_per_step": policy.k, "score": policy.score}
-    assert isinstance(policy, Adaptive)
-    k, rem = policy.k, policy.remainder
+    assert isinstance(policy, Paper)
     return {
-        "method": "proposed",
-        "marginals_per_step": "auto" if isinstance(k, AutoK) else k,
-        "k_schedule": "taper" if isinstance(k, AutoK) and k.taper is not None else "fixed",
-        "score": "auto" if isinstance(policy.score, AutoScore) else policy.score,
-        "remainder": "pooled" if isinstance(rem, Pooled) else "model",
-        "pooled_stddev": rem.stddev if isinstance(rem, Pooled) else "noise",
-        "refit": policy.refit,
-    }
+        "method": "proposed", "marginals_per_step": policy.k, "k_schedule": "fixed",
+        "score": "paper", "remainder": "model", "pooled_stddev": "noise", "refit": "selection",
+    }  # fmt: skip
 
 
 def as_format_1(header: dict[str, Any]) -> None:
@@ -85,12 +72,13 @@ def as_format_1(header: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------- item 1
 
 
-def test_the_default_releases_a_noisy_size_inside_epsilon() -> None:
+@pytest.mark.parametrize("policy", [Adaptive(), Paper(k=2)])
+def test_the_default_releases_a_noisy_size_inside_epsilon(policy: Adaptive | Paper) -> None:
     """Fails before issue 28: there the releases had exactly |f_t| rows, ``size`` was the
     exact size and the whole ε went to the selections and the measurements."""
     d = small()
     eps = Fraction(2)
-    s = TabularStream(d, eps, iters=10, rng=dpstream.Rng(seed=1))
+    s = TabularStream(d, eps, policy=policy, iters=10, rng=dpstream.Rng(seed=1))
     assert not s.public_sizes
     for k, b in s.budgets.items():  # the split, summed: size + k selections + k counters
         assert b.size == eps * SIZE_SHARE > 0 and b.l1 == 1
@@ -106,8 +94,9 @@ def test_the_default_releases_a_noisy_size_inside_epsilon() -> None:
     assert sizes != exact  # ... which is noisy (ε/20 = 1/10: Laplace of scale 10 per step)
     assert all(abs(a - b) < 400 for a, b in zip(sizes, exact, strict=True))
     assert sizes == sorted(sizes) and sizes[0] >= 0  # insert-only: monotone
-    assert s._size_counter is not None and s._size_counter.time == s.t == 8
-    assert s._size_counter.epsilon == eps * SIZE_SHARE
+    if isinstance(policy, Paper):
+        assert s._size_counter is not None and s._size_counter.time == s.t == 8
+        assert s._size_counter.epsilon == eps * SIZE_SHARE
 
 
 def test_public_sizes_are_exact_and_calibrated_to_one_record_replaced(
@@ -124,18 +113,18 @@ def test_public_sizes_are_exact_and_calibrated_to_one_record_replaced(
 
     monkeypatch.setattr(noise_module, "permute_and_flip", spy)
     s = TabularStream(
-        d, eps, policy=Adaptive(k=2, score="l2"), iters=10, public_sizes=True,
-        rng=dpstream.Rng(seed=3),
+        d, eps, policy=Paper(k=2), iters=10, public_sizes=True, rng=dpstream.Rng(seed=3),
     )  # fmt: skip
     data = rows_of(d, 600, 4)
     for t in range(4):
         out = s.step(data[150 * t : 150 * (t + 1)])
         assert len(out) == s.size == 150 * (t + 1)
     assert s._size_counter is None
-    # Permute-and-flip: ε/2k = 1/4 with the "l2" score's sensitivity doubled (1 → 2).
-    assert seen and set(seen) == {(Fraction(1, 4), Fraction(2))}
+    # Permute-and-flip: ε/2k = 1/4 with the "paper" score's sensitivity doubled (the
+    # smallest workload, b × d, has 4 cells).
+    assert seen and set(seen) == {(Fraction(1, 4), 2 * (Fraction(1, 4) + Fraction(1, 2**18)))}
     # The counters: ε/4k = 1/8 for an ℓ1 change of 1, i.e. ε/2k for the change of 2.
-    counters = [c for cs in s._counters.values() for c in cs if c is not None]
+    counters = [c for c in s._counters if c is not None]
     assert counters and {c.epsilon for c in counters} == {Fraction(1, 8)}
     # The baseline's noise: scale 2·2k/ε.
     assert (
@@ -143,11 +132,17 @@ def test_public_sizes_are_exact_and_calibrated_to_one_record_replaced(
     )
     with pytest.raises(TypeError, match="public_sizes"):
         TabularStream(d, 1, public_sizes="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="public_sizes"):
+        TabularStream(d, 1, policy=Paper(), public_sizes="yes")  # type: ignore[arg-type]
+    # The default with public sizes: every release has the exact size.
+    s = TabularStream(d, eps, iters=10, public_sizes=True, rng=dpstream.Rng(seed=3))
+    for t in range(4):
+        assert len(s.step(data[150 * t : 150 * (t + 1)])) == s.size == 150 * (t + 1)
 
 
 def test_sizes_stay_non_negative_with_deletions() -> None:
     d = small()
-    s = TabularStream(d, 1, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=5))
+    s = TabularStream(d, 1, policy=Paper(k=2), iters=10, rng=dpstream.Rng(seed=5))
     data = rows_of(d, 200, 6)
     s.step(data[:20])
     sizes = []
@@ -180,7 +175,7 @@ def test_a_checkpoint_keeps_the_size_counter_and_resumes_exactly() -> None:
     data = rows_of(d, 800, 9)
 
     def make() -> TabularStream:
-        return TabularStream(d, 1, policy=Adaptive(k=2), iters=10, rng=dpstream.Rng(seed=11))
+        return TabularStream(d, 1, policy=Paper(k=2), iters=10, rng=dpstream.Rng(seed=11))
 
     a, b = make(), make()
     for t in range(3):
@@ -206,7 +201,7 @@ def test_a_state_from_before_issue_28_loads_as_public_sizes_at_twice_epsilon() -
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 2, policy=Adaptive(k=2), iters=10, public_sizes=True, rng=dpstream.Rng(seed=13)
+            d, 2, policy=Baseline(k=2), iters=10, public_sizes=True, rng=dpstream.Rng(seed=13)
         )
 
     a, b = make(), make()
@@ -249,12 +244,12 @@ def test_a_workload_that_blocks_the_others_ends_the_step_early() -> None:
     workload's counter had counted the batch, so a retry counted it again."""
     d, cells = _blocking_domain()
     s = TabularStream(
-        d, 1, policy=Adaptive(k=2), iters=10, max_model_cells=cells, rng=dpstream.Rng(seed=1)
+        d, 1, policy=Paper(k=2), iters=10, max_model_cells=cells, rng=dpstream.Rng(seed=1)
     )
     data = rows_of(d, 200, 3)
     out = s.step(data[:100])  # completes, with one selection
     assert len(out) == s.size and len(s.last_selected) == 1
-    steps = sum(c.time for cs in s._counters.values() for c in cs if c is not None)
+    steps = sum(c.time for c in s._counters if c is not None)
     assert steps == 1 == sum(s.selection_counts.values())
 
 
@@ -264,10 +259,12 @@ def test_a_step_refused_before_anything_changes() -> None:
     # No workload fits at all: refused when the stream is built (issue 31), so no step
     # can start without a workload that fits.
     with pytest.raises(ValueError, match="alone needs a model"):
-        TabularStream(d, 1, iters=10, max_model_cells=cells - 1, rng=dpstream.Rng(seed=2))
+        TabularStream(
+            d, 1, policy=Paper(), iters=10, max_model_cells=cells - 1, rng=dpstream.Rng(seed=2)
+        )
     # A bounded counter's horizon: refused before the size counter is stepped.
     s = TabularStream(
-        d, 1, counter="block", horizon=2, iters=10, policy=Adaptive(k=1),
+        d, 1, counter="block", horizon=2, iters=10, policy=Paper(k=1),
         rng=dpstream.Rng(seed=3),
     )  # fmt: skip
     s.step(data[:50])
@@ -283,7 +280,9 @@ def test_a_batch_beyond_the_cell_limit_is_refused_before_anything(
 ) -> None:
     # The limit is 2^27 records in one cell of a workload; lowered here to keep the test small.
     monkeypatch.setattr(stream_module, "CELL_LIMIT", 64.0)
-    s = TabularStream(Domain({"a": 2, "b": 2}), 1, iters=10, rng=dpstream.Rng(seed=4))
+    s = TabularStream(
+        Domain({"a": 2, "b": 2}), 1, policy=Paper(), iters=10, rng=dpstream.Rng(seed=4)
+    )
     before = s.to_bytes()
     with pytest.raises(ValueError, match="beyond 2\\^27"):
         s.step(np.zeros((64, 2), dtype=np.int64))
@@ -303,7 +302,7 @@ def test_a_step_that_fails_later_is_rolled_back(
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, policy=Adaptive(k=2, refit="selection"), iters=10,
+            d, 1, policy=Paper(k=2), iters=10,
             public_sizes=public_sizes, rng=dpstream.Rng(seed=6),
         )  # fmt: skip
 

@@ -270,10 +270,11 @@ def _parser() -> argparse.ArgumentParser:
     tab.add_argument(
         "--policy",
         choices=["adaptive", "paper", "baseline"],
-        help="how each step selects, measures and fits (default: adaptive, the library's; "
-        "paper: Algorithm 3 as printed; baseline: Algorithm 2, StreamingMWEM). Set its "
-        'fields in the TOML config\'s [policy] table (name = "adaptive", score = "l2", '
-        "...); this flag selects a policy with its defaults",
+        help="how each step measures and fits (default: adaptive, the library's: an MST "
+        "release per epoch, insertions only; paper: Algorithm 3 as printed; baseline: "
+        "Algorithm 2, StreamingMWEM). Set its fields in the TOML config's [policy] table "
+        '(name = "adaptive", growth = 2; name = "paper", k = 3); this flag selects a '
+        "policy with its defaults",
     )
     tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
     tab.add_argument(
@@ -379,8 +380,10 @@ def _table_policy(opts: dict[str, Any]) -> Any:
 
 
 def _refuse_old_table_checkpoint(checkpoint: Path | None) -> None:
-    """A ``table`` run checkpoint from before ``--policy`` is refused, saying why."""
+    """A ``table`` run checkpoint from before ``--policy``, or of a policy whose options were
+    removed, is refused, saying why."""
     from dpstream.runs import _decode_checkpoint
+    from dpstream.tabular.policy import REMOVED_FIELDS
 
     if checkpoint is None or not checkpoint.exists():
         return
@@ -395,6 +398,20 @@ def _refuse_old_table_checkpoint(checkpoint: Path | None) -> None:
             "with this run's. Finish that run with the dpstream that made it, or remove the "
             "checkpoint to start over (TabularStream.from_bytes still loads the stream state)"
         )
+    try:
+        stored = json.loads(header["options"].get("policy") or "null")
+    except (TypeError, ValueError):
+        return  # not a policy this run could match: the fingerprint check refuses it
+    if isinstance(stored, dict) and stored.get("name") == "adaptive":
+        removed = [key for key in stored if key in REMOVED_FIELDS]
+        if removed:
+            raise UsageError(
+                f"checkpoint {checkpoint} was made by a run whose policy used "
+                f"Adaptive({', '.join(removed)}), options removed in dpstream 0.2: the run "
+                "cannot continue. Finish it with the dpstream that made it, or remove the "
+                "checkpoint to start over (TabularStream.from_bytes still loads the stream "
+                "state and re-releases its last table)"
+            )
 
 
 def _inside(path: Any, directory: Any) -> bool:

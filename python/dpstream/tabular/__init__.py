@@ -1,10 +1,9 @@
 """High-dimensional categorical tables that change over time (Kumar, Strohmer, Vershynin).
 
 * :class:`Domain` — the public schema; :func:`workload_errors` — the paper's metrics.
-* :class:`TabularStream` — ε-DP synthetic tables for a stream of insertions and deletions,
-  run by a policy: :class:`Adaptive` (the default), :class:`Paper` (Algorithm 3 as
-  printed) or :class:`Baseline` (Algorithm 2); :class:`AutoScore`, :class:`AutoK`,
-  :class:`Taper` and :class:`Pooled` are parts of :class:`Adaptive`.
+* :class:`TabularStream` — ε-DP synthetic tables for a stream of records, run by a
+  policy: :class:`Adaptive` (the default; insertions), :class:`Paper` (Algorithm 3 as
+  printed; insertions and deletions) or :class:`Baseline` (Algorithm 2).
 * Estimators (:func:`estimate_pgm`, :func:`estimate_mw`) turn noisy marginals into a
   distribution: post-processing of released measurements (no privacy cost).
 """
@@ -19,7 +18,7 @@ from dpstream.tabular.pgm import (
     estimate_pgm,
     junction_tree_size,
 )
-from dpstream.tabular.policy import Adaptive, AutoK, AutoScore, Baseline, Paper, Pooled, Taper
+from dpstream.tabular.policy import Adaptive, Baseline, Paper
 from dpstream.tabular.selection import Budget
 from dpstream.tabular.stream import TabularStream
 from dpstream.tabular.workloads import (
@@ -33,8 +32,6 @@ from dpstream.tabular.workloads import (
 
 __all__ = [
     "Adaptive",
-    "AutoK",
-    "AutoScore",
     "Baseline",
     "Budget",
     "DenseModel",
@@ -43,10 +40,8 @@ __all__ = [
     "JunctionTree",
     "Measurement",
     "Paper",
-    "Pooled",
     "TVErrors",
     "TabularStream",
-    "Taper",
     "WorkloadErrors",
     "all_workloads",
     "build_junction_tree",

@@ -3,11 +3,15 @@
 A state is the magic ``DPSTREAM-TABULAR`` followed by a numpy ``.npz`` container: a JSON
 header (format, domain, options, sizes, generator states) and arrays (counters, model,
 marginals). **Sensitive**: the counters hold exact sums and the header the exact table
-size. Format 2 stores the options with the serialised policy
-(:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies) stores the old
-keyword options and is read through :func:`policy_from_options`, the one migration of
-options; a format-2 ``Heuristics`` written before ``max_scored`` existed loads with
-``max_scored=None`` (every workload scored, as it ran).
+size. Format 3 is the default policy's (:mod:`dpstream.tabular.epochs`). Format 2 stores
+the options with the serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1
+(before policies) stores the old keyword options and is read through
+:func:`policy_from_options`, the one migration of options.
+
+A format-1 or -2 state whose options dpstream 0.2 removed (the earlier default policy:
+:class:`~dpstream.tabular.policy.RemovedPolicy`) still loads: its stream re-releases its
+last table from the stored model and size, and refuses to step, naming the options; its
+``to_bytes`` writes the stored state back (with the sampling generator's state).
 Also here: :class:`Checkpointed` (the stream's ``to_bytes`` / ``from_bytes``), and the
 snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
 """
@@ -31,14 +35,12 @@ from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.policy import (
-    AutoK,
-    AutoScore,
     Baseline,
-    Heuristics,
+    Paper,
     Policy,
-    Pooled,
-    Taper,
+    RemovedPolicy,
     from_dict,
+    removed_policy,
     to_dict,
 )
 from dpstream.tabular.tables import LazyTables
@@ -63,42 +65,34 @@ _OLD_OPTIONS: dict[str, Any] = {
 }
 
 
-def policy_from_options(options: Mapping[str, Any]) -> tuple[Policy, dict[str, Any]]:
+def policy_from_options(
+    options: Mapping[str, Any],
+) -> tuple[Policy | RemovedPolicy, dict[str, Any]]:
     """The migration of the keyword options that policies replaced (format-1 states).
 
     Returns the policy that runs exactly as those options did, and the other options.
     An option missing from ``options`` takes the value it had before it existed (a state
     written then ran with it). ``method="baseline"`` maps to :class:`Baseline` (``"auto"``
-    k to 3, the ``"auto"`` score to ``"l2"``, which is what it ran), ``"proposed"`` to an
-    :class:`Heuristics` with the same choices (Algorithm 3 as the old options wrote it
-    releases ``h_{t,k}``, not the average of :class:`Paper`: it stays an ``Heuristics``, so
-    that a resumed state continues its releases bit for bit). ``ValueError`` naming the
-    option for a value the old options did not accept."""
+    k to 3, the ``"auto"`` score to ``"l2"``, which is what it ran). ``"proposed"`` ran as
+    the earlier default policy (Algorithm 3 as the old options wrote it releases
+    ``h_{t,k}``, not the average of :class:`Paper`), whose options dpstream 0.2 removed:
+    a :class:`RemovedPolicy` naming them. ``ValueError`` naming the option for a value the
+    old options did not accept."""
     rest = dict(options)
     old = {name: rest.pop(name, default) for name, default in _OLD_OPTIONS.items()}
     k = old["marginals_per_step"]
-    try:
-        if old["method"] == "baseline":
-            score: Any = "l2" if old["score"] == "auto" else old["score"]
-            return Baseline(k=3 if k == "auto" else k, score=score), rest
-        if old["method"] != "proposed":
-            raise ValueError(f"method must be 'proposed' or 'baseline', got {old['method']!r}")
-        if old["k_schedule"] not in ("fixed", "taper"):
-            raise ValueError(f"k_schedule must be 'fixed' or 'taper', got {old['k_schedule']!r}")
-        taper = Taper() if old["k_schedule"] == "taper" else None
-        policy = Heuristics(
-            score=AutoScore() if old["score"] == "auto" else old["score"],
-            k=AutoK(taper=taper) if k == "auto" else k,
-            remainder=Pooled(stddev=old["pooled_stddev"])
-            if old["remainder"] == "pooled"
-            else old["remainder"],
-            refit=old["refit"],
-            max_scored=None,  # every workload was scored then
-            staleness=0.0,  # and there was no staleness bonus
+    if old["method"] == "proposed":
+        return RemovedPolicy("TabularStream", old), rest
+    if old["method"] != "baseline":
+        raise ValueError(
+            "an old TabularStream option cannot be migrated: method must be 'proposed' or "
+            f"'baseline', got {old['method']!r}"
         )
+    try:
+        score: Any = "l2" if old["score"] == "auto" else old["score"]
+        return Baseline(k=3 if k == "auto" else k, score=score), rest
     except (TypeError, ValueError) as e:
         raise ValueError(f"an old TabularStream option cannot be migrated: {e}") from None
-    return policy, rest
 
 
 def _put_model(
@@ -159,9 +153,8 @@ def options(epsilon: Fraction, workloads: Any, policy: Policy, **rest: Any) -> d
     return {"epsilon": str(epsilon), "workloads": listed, "policy": to_dict(policy), **rest}
 
 
-def _counter_name(s: TabularStream, k: int, i: int) -> str:
-    # The stream's k keeps the name it had before k could vary.
-    return f"counter_{i}" if k == s._k else f"counter_k{k}_{i}"
+def _counter_name(i: int) -> str:
+    return f"counter_{i}"
 
 
 def _encode_epochs(s: TabularStream) -> bytes:
@@ -180,9 +173,7 @@ def _encode_epochs(s: TabularStream) -> bytes:
     rng_state = s._rng._checkpoint_state()
     if rng_state is not None:
         arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)  # type: ignore[arg-type]
-    return _MAGIC + buf.getvalue()
+    return _savez(arrays)
 
 
 def _decode_epochs(
@@ -213,11 +204,14 @@ def encode(s: TabularStream) -> bytes:
     """The bytes of :meth:`TabularStream.to_bytes`."""
     if s._epochs is not None:
         return _encode_epochs(s)
-    arrays: dict[str, npt.NDArray[Any]] = {
-        "selections": s._selections,
-        "counted_rows": s._counted_rows,
-        "last_step": s._last_step,
-    }
+    if s._stored is not None:  # a removed policy's state: written back as it was loaded
+        stored_header, stored_arrays = s._stored
+        stored_header = {**stored_header, "sample_rng": s._sample_rng.bit_generator.state}
+        stored_arrays = dict(stored_arrays)
+        encoded = json.dumps(stored_header).encode()
+        stored_arrays["header"] = np.frombuffer(encoded, dtype=np.uint8)
+        return _savez(stored_arrays)
+    arrays: dict[str, npt.NDArray[Any]] = {"selections": s._selections}
     header = {
         "format": _FORMAT,
         "domain": s._domain.to_dict(),
@@ -227,11 +221,9 @@ def encode(s: TabularStream) -> bytes:
         "exact_size": s._exact_size,
         "insert_only": s._insert_only,
         "sample_rng": s._sample_rng.bit_generator.state,
-        "pool_key": s._pool_key,
         **_put_model(arrays, "", s._model),
         "mixture": [_put_model(arrays, f"mix{m}_", c) for m, c in enumerate(s._mixture)],
         "last_selected": s._last_selected,
-        "drift_rate": s._drift_rate,
     }
     arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     rng_state = s._rng._checkpoint_state()
@@ -239,29 +231,34 @@ def encode(s: TabularStream) -> bytes:
         arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
     if s._size_counter is not None:
         arrays["size_counter"] = np.frombuffer(s._size_counter.to_bytes(), dtype=np.uint8)
-    if s._coverage is not None:
-        data = s._coverage.counter.to_bytes()
-        arrays["coverage_counter"] = np.frombuffer(data, dtype=np.uint8)
     for i in range(len(s._workloads)):
         arrays[f"marginal_{i}"] = s._synthetic_marginals[i]
         arrays[f"remainder_{i}"] = s._remainder[i]
-        for k, cs in s._counters.items():
-            c = cs[i]
-            if c is not None:
-                arrays[_counter_name(s, k, i)] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
+        c = s._counters[i]
+        if c is not None:
+            arrays[_counter_name(i)] = np.frombuffer(c.to_bytes(), dtype=np.uint8)
     for k, rows in enumerate(s._baseline_rows):
         arrays[f"rows_{k}"] = rows
+    return _savez(arrays)
+
+
+def _savez(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # type: ignore[arg-type]
     return _MAGIC + buf.getvalue()
 
 
-def _options(header: Mapping[str, Any]) -> dict[str, Any]:
-    """The constructor's options from a header, format-1 states migrated."""
+def _options(header: Mapping[str, Any]) -> tuple[dict[str, Any], RemovedPolicy | None]:
+    """The constructor's options from a header, format-1 states migrated; and the
+    :class:`RemovedPolicy` of a state whose options were removed (the options then hold
+    :class:`Paper` in its place, for a stream that only re-releases)."""
     cfg = dict(header["config"])
+    removed: RemovedPolicy | None = None
     if header["format"] == 1:
         cfg.setdefault("sampling", "iid")  # states written before the option existed
         policy, cfg = policy_from_options(cfg)
+        if isinstance(policy, RemovedPolicy):
+            removed, policy = policy, Paper()
         cfg["policy"] = policy
         if "public_sizes" not in cfg:
             # Before the add/remove default: exact sizes, noise for an ℓ1 change of 1.
@@ -279,22 +276,11 @@ def _options(header: Mapping[str, Any]) -> dict[str, Any]:
                 stacklevel=4,
             )
     else:
-        stored = cfg["policy"]
-        if isinstance(stored, dict) and stored.get("name") == "adaptive":
-            # States written before max_scored existed scored every workload; before
-            # staleness_gate existed, the staleness bonus acted at every step; before
-            # staleness existed, there was none.
-            stored = {
-                "max_scored": None,
-                "staleness": 0.0,
-                "staleness_gate": 0.0,
-                "staleness_share": 0.0,
-                **stored,
-            }
-        cfg["policy"] = from_dict(stored)
+        removed = removed_policy(cfg["policy"])
+        cfg["policy"] = Paper() if removed is not None else from_dict(cfg["policy"])
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
-    return cfg
+    return cfg, removed
 
 
 def decode(
@@ -314,7 +300,7 @@ def decode(
     if header.get("format") not in (1, _FORMAT):
         raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
     domain = Domain(header["domain"])
-    cfg = _options(header)
+    cfg, removed = _options(header)
     rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
     if rng_state is not None and not allow_seeded:
         from dpstream.persistence import _seeded_refusal
@@ -328,6 +314,8 @@ def decode(
     s._insert_only = bool(header.get("insert_only", True))
     if s._size < 0 or s._exact_size < 0 or (s._public_sizes and s._size != s._exact_size):
         raise ValueError("corrupt TabularStream state: sizes")
+    if removed is not None:
+        return _removed_stream(s, removed, header, arrays, domain)
     if s._size_counter is not None:
         if "size_counter" not in arrays:
             if s._t:
@@ -342,27 +330,30 @@ def decode(
             if c.kind != s._counter_kind or c.epsilon != s._budget.size or c.dim != 1:
                 raise ValueError("corrupt TabularStream state: size counter")
             s._size_counter = c
-    if s._coverage is not None and "coverage_counter" in arrays:
-        c = Counter.from_bytes(
-            arrays["coverage_counter"].tobytes(), rng=s._rng, allow_seeded=allow_seeded
-        )
-        want = s._coverage.counter
-        if c.kind != want.kind or c.epsilon != want.epsilon or c.dim != want.dim:
-            raise ValueError("corrupt TabularStream state: coverage counter")
-        s._coverage.counter = c
-    elif s._coverage is not None and s._t:
-        raise ValueError("corrupt TabularStream state: no coverage counter")
     s._sample_rng.bit_generator.state = header["sample_rng"]
-    # The constructor drew a pool key from a fresh generator: the state's key continues.
-    key = header.get("pool_key")
-    if (key is None) != (s._pool_key is None) or (
-        key is not None and not (isinstance(key, list) and len(key) == 4)
-    ):
-        raise ValueError("corrupt TabularStream state: pool key")
-    s._pool_key = None if key is None else [int(x) for x in key]
-    s._drift_rate = float(header.get("drift_rate", 0.0))  # not kept before score="auto"
-    if not 0.0 <= s._drift_rate <= 1.0:
-        raise ValueError("corrupt TabularStream state: drift rate")
+    _load_selections(s, header, arrays)
+    for i in range(len(s._workloads)):
+        s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
+        s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
+        name = _counter_name(i)
+        if name in arrays:
+            data = arrays[name].tobytes()
+            c = Counter.from_bytes(data, rng=s._rng, allow_seeded=allow_seeded)
+            if c.kind != s._counter_kind or c.epsilon != s._budget.counter_epsilon:
+                raise ValueError(f"corrupt TabularStream state: {name}")
+            s._counters[i] = c
+    _load_models(s, header, arrays, domain)
+    k = 0
+    while f"rows_{k}" in arrays:
+        s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
+        k += 1
+    return s
+
+
+def _load_selections(
+    s: TabularStream, header: Mapping[str, Any], arrays: Mapping[str, Any]
+) -> None:
+    """The selection counts and the last step's selections (public values)."""
     if "selections" in arrays:  # states written before selections were kept have zeros
         sel = np.asarray(arrays["selections"], dtype=np.int64)
         last = [int(i) for i in header.get("last_selected", [])]
@@ -371,28 +362,12 @@ def decode(
         if any(not 0 <= i < sel.size for i in last):
             raise ValueError("corrupt TabularStream state: last selections")
         s._selections, s._last_selected = sel.copy(), last
-    if "counted_rows" in arrays:  # states written before it was kept: zeros
-        counted = np.asarray(arrays["counted_rows"])
-        if counted.shape != s._counted_rows.shape or counted.dtype.kind not in "iu":
-            raise ValueError("corrupt TabularStream state: counted rows")
-        s._counted_rows = counted.astype(np.int64)
-    if "last_step" in arrays:  # states written before it was kept: never (−1)
-        last_step = np.asarray(arrays["last_step"])
-        bad = last_step.dtype.kind not in "iu" or last_step.shape != s._last_step.shape
-        if bad or np.any(last_step < -1) or np.any(last_step >= s._t):
-            raise ValueError("corrupt TabularStream state: last selection steps")
-        s._last_step = last_step.astype(np.int64)
-    for i in range(len(s._workloads)):
-        s._synthetic_marginals[i] = np.asarray(arrays[f"marginal_{i}"], dtype=np.float64)
-        s._remainder[i] = np.asarray(arrays[f"remainder_{i}"], dtype=np.float64)
-        for k, cs in s._counters.items():
-            name = _counter_name(s, k, i)
-            if name in arrays:
-                data = arrays[name].tobytes()
-                c = Counter.from_bytes(data, rng=s._rng, allow_seeded=allow_seeded)
-                if c.kind != s._counter_kind or c.epsilon != s._budgets[k].counter_epsilon:
-                    raise ValueError(f"corrupt TabularStream state: {name}")
-                cs[i] = c
+
+
+def _load_models(
+    s: TabularStream, header: Mapping[str, Any], arrays: Mapping[str, Any], domain: Domain
+) -> None:
+    """The model and the earlier components of a mixture release."""
     s._model = _get_model(arrays, "", header, domain)
     mixture = header.get("mixture", [])
     if mixture and (s._model is None or not isinstance(mixture, list)):
@@ -400,10 +375,24 @@ def decode(
     s._mixture = [_get_model(arrays, f"mix{m}_", info, domain) for m, info in enumerate(mixture)]  # type: ignore[misc]
     if any(c is None for c in s._mixture):
         raise ValueError("corrupt TabularStream state: mixture")
-    k = 0
-    while f"rows_{k}" in arrays:
-        s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
-        k += 1
+
+
+def _removed_stream(
+    s: TabularStream, removed: RemovedPolicy, header: Mapping[str, Any],
+    arrays: dict[str, Any], domain: Domain,
+) -> TabularStream:  # fmt: skip
+    """A stream of a state whose options were removed: it keeps the public values, the
+    model (and mixture) and the sampling generator, so that :meth:`synthetic_codes`
+    re-releases the last table, and refuses to step (:attr:`RemovedPolicy.message`)."""
+    s._sample_rng.bit_generator.state = header["sample_rng"]
+    _load_selections(s, header, arrays)
+    _load_models(s, header, arrays, domain)
+    if s._size and s._model is None:
+        raise ValueError("corrupt TabularStream state: no model")
+    s._policy = removed
+    s._removed = removed
+    s._config = dict(header["config"])
+    s._stored = (dict(header), dict(arrays))
     return s
 
 
@@ -426,7 +415,9 @@ class Checkpointed:
         the seeded generator: reproducible, **not private**). A state written before
         policies existed is migrated (:func:`policy_from_options`) to the policy that
         continues it exactly; one written before ``public_sizes`` existed loads as
-        ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why."""
+        ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why. A
+        state whose options dpstream 0.2 removed (the earlier default policy) loads as a
+        stream that re-releases its last table and refuses to step, naming them."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         try:
@@ -444,31 +435,23 @@ class Undo:
     """The state before a step (:func:`undo_point`)."""
 
     rng: bytes | None
-    counters: dict[tuple[int, int], bytes | None]
+    counters: list[bytes | None]
     size_counter: bytes | None
-    coverage: tuple[bytes, Any] | None
     sample_rng: Mapping[str, Any]
     fields: dict[str, Any]
 
 
 def undo_point(s: TabularStream) -> Undo:
     """What :func:`roll_back` needs to restore the state before a step."""
-    counters = {
-        (k, i): None if c is None else c.to_bytes()
-        for k, cs in s._counters.items()
-        for i, c in enumerate(cs)
-    }
+    counters = [None if c is None else c.to_bytes() for c in s._counters]
     names = (
-        *("_model", "_mixture", "_synthetic_marginals", "_remainder", "_counted_rows"),
-        *("_selections", "_last_selected", "_drift_rate", "_baseline_rows", "_last_step"),
+        *("_model", "_mixture", "_synthetic_marginals", "_remainder"),
+        *("_selections", "_last_selected", "_baseline_rows"),
     )
     return Undo(
         rng=s._rng._checkpoint_state(),
         counters=counters,
         size_counter=None if s._size_counter is None else s._size_counter.to_bytes(),
-        coverage=None
-        if s._coverage is None
-        else (s._coverage.counter.to_bytes(), s._coverage.increment),
         sample_rng=s._sample_rng.bit_generator.state,
         fields={n: _copy(getattr(s, n)) for n in names},
     )
@@ -479,15 +462,12 @@ def roll_back(s: TabularStream, undo: Undo) -> None:
     generator is restored (the run stays reproducible); an OS-seeded one goes on."""
     if undo.rng is not None:
         s._rng = Rng._from_checkpoint_state(undo.rng)
-    for (k, i), data in undo.counters.items():
-        s._counters[k][i] = (
+    for i, data in enumerate(undo.counters):
+        s._counters[i] = (
             None if data is None else Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
         )
     if undo.size_counter is not None:
         s._size_counter = Counter.from_bytes(undo.size_counter, rng=s._rng, allow_seeded=s.seeded)
-    if undo.coverage is not None and s._coverage is not None:
-        data, s._coverage.increment = undo.coverage
-        s._coverage.counter = Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
     s._sample_rng.bit_generator.state = undo.sample_rng
     for name, value in undo.fields.items():
         setattr(s, name, value)

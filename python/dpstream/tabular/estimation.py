@@ -173,8 +173,7 @@ class Measurement:
         sd = self.stddev
         shown = f"{sd:g}" if isinstance(sd, float) else f"<{sd.size} values>"
         return (
-            f"Measurement(clique={self.clique}, values=<{self.values.size} counts>, "
-            f"stddev={shown})"
+            f"Measurement(clique={self.clique}, values=<{self.values.size} counts>, stddev={shown})"
         )
 
 

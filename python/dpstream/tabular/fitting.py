@@ -5,8 +5,8 @@
 * :class:`CellLimit`: a workload is a selection candidate only if the model's junction tree
   with it stays within ``max_model_cells`` (a public rule on public structure, as in
   MWEM+PGM), which bounds the fit's time and memory.
-* Rough standard deviations of counter releases (they weigh the fit and feed the drift
-  test; post-processing of the counters' public parameters).
+* Rough standard deviations of counter releases (they weigh the fit; post-processing of
+  the counters' public parameters).
 """
 
 from __future__ import annotations
@@ -141,14 +141,6 @@ def release_stddev(counter: Counter) -> float:
     t = max(counter.time, 1)
     terms = t if counter.kind == "simple" else max(1.0, math.log2(t + 1))
     return math.sqrt(2 * terms) * scale
-
-
-def increment_variance(counter: Counter) -> float:
-    """Rough noise variance per cell of the difference of two consecutive releases: one
-    draw of a simple counter's noise; for the other counters, twice a release's."""
-    if counter.kind == "simple":
-        return 2.0 * noise_scale(counter) ** 2
-    return 2.0 * release_stddev(counter) ** 2
 
 
 def make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:

@@ -252,6 +252,32 @@ class BatchMarginals:
                 "stream's; count them with the stream's domain and workloads"
             )
 
+    def project(self, workloads: Sequence[Clique]) -> BatchMarginals:
+        """The marginals of other ``workloads``, each summed from the first counted
+        workload that holds all its columns (exact integers: the same counts as counting
+        the records again). ``ValueError`` naming a workload no counted one holds."""
+        inserted: list[IntArray] = []
+        deleted: list[IntArray] = []
+        for w in workloads:
+            want = tuple(int(c) for c in w)
+            k = next((k for k, v in enumerate(self.workloads) if set(want) <= set(v)), None)
+            if k is None:
+                raise ValueError(
+                    f"these marginals hold no workload with the columns {want}: count the "
+                    "step's records with the stream's domain and workloads"
+                )
+            source = self.workloads[k]
+            shape = tuple(self.sizes[c] for c in source)
+            # the kept axes are in the source's column order: the workload's (both sorted)
+            drop = tuple(a for a, c in enumerate(source) if c not in want)
+            for out, counts in ((inserted, self.inserted[k]), (deleted, self.deleted[k])):
+                summed = counts.reshape(shape).sum(axis=drop) if drop else counts.reshape(shape)
+                out.append(np.ascontiguousarray(summed, dtype=np.int64).reshape(-1))
+        return BatchMarginals(
+            self.sizes, workloads, inserted, deleted, self.rows_inserted, self.rows_deleted,
+            self.has_deletions,
+        )  # fmt: skip
+
     def differences(self) -> list[npt.NDArray[np.float64]]:
         """Per workload, the histogram of the insertions minus that of the deletions
         (float64, exact: integers below 2^53), as the step measures it."""

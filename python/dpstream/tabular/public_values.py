@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from dpstream._rng import Rng
 from dpstream.tabular.domain import Domain
-from dpstream.tabular.policy import Policy
+from dpstream.tabular.policy import Policy, RemovedPolicy
 from dpstream.tabular.selection import Budget, split_budget
 from dpstream.tabular.workloads import Clique
 
@@ -24,7 +24,7 @@ class PublicValues:
     """The read-only public values of :class:`~dpstream.tabular.TabularStream`."""
 
     _budgets: dict[int, Budget]
-    _policy: Policy
+    _policy: Policy | RemovedPolicy
     _domain: Domain
     _epsilon: Fraction
     _workloads: list[Clique]
@@ -42,12 +42,16 @@ class PublicValues:
 
     @property
     def budgets(self) -> dict[int, Budget]:
-        """The split of ε for each ``k`` a step may make; every step spends exactly ``ε``."""
+        """The split of ε of :class:`~dpstream.tabular.policy.Paper` and
+        :class:`~dpstream.tabular.policy.Baseline` (one entry: their ``k``, capped at the
+        number of workloads; empty for the default policy, whose split is
+        :mod:`dpstream.tabular.epochs`'). Every step spends exactly ``ε``."""
         return dict(self._budgets)
 
     @property
-    def policy(self) -> Policy:
-        """The policy (public)."""
+    def policy(self) -> Policy | RemovedPolicy:
+        """The policy (public; a :class:`~dpstream.tabular.policy.RemovedPolicy` for a
+        stream loaded from a checkpoint whose options were removed)."""
         return self._policy
 
     @property

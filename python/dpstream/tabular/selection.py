@@ -33,7 +33,6 @@ from dpstream.tabular.domain import Domain
 from dpstream.tabular.workloads import Clique
 
 __all__ = [
-    "COVERAGE_SHARE",
     "SIZE_SHARE",
     "Budget",
     "ScoreKind",
@@ -43,10 +42,10 @@ __all__ = [
     "split_budget",
 ]
 
-#: The score a selection uses: one of the policy scores, or ``"auto"`` (``"l2"``, and
-#: ``"l2-cell"`` with its own sensitivity while the stream drifts).
+#: The score a selection uses (:class:`~dpstream.tabular.policy.Paper`'s ``"paper"``, or
+#: :class:`~dpstream.tabular.policy.Baseline`'s).
 ScoreKind = str
-SCORE_KINDS = ("l2", "l2-cell", "paper", "auto")
+SCORE_KINDS = ("l2", "l2-cell", "paper")
 
 #: Selection scores are rounded down to multiples of 2^-SCORE_BITS.
 SCORE_BITS = 20
@@ -59,24 +58,20 @@ NOISE_PENALTY = 1.0
 #: ``"l2"`` scores: counts are rounded to the grid ``2^-L2_GRID_BITS`` before the exact norm.
 L2_GRID_BITS = 4
 
-#: Default (add/remove): the share of ε given to the continual counter of the table's size.
-#: The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the measurements
-#: (``ε'/2k`` each). Why 1/20: ``docs/tabular.md``.
+#: ``Paper``/``Baseline`` (add/remove): the share of ε given to the continual counter of the
+#: table's size. The rest, ``ε·(1 − SIZE_SHARE)``, is split between the selections and the
+#: measurements (``ε'/2k`` each). Why 1/20: measured before issue 39 (git history of
+#: ``docs/tabular.md``, "The size's share").
 SIZE_SHARE = Fraction(1, 20)
-#: ``Adaptive(coverage=True)``: the share of ε taken first for the continual counter of every
-#: covered column's one-way margins (:mod:`dpstream.tabular.coverage`).
-COVERAGE_SHARE = Fraction(1, 10)
 
 
 @dataclass(frozen=True)
 class Budget:
     """How ε is split (exact; computed in one place, :func:`split_budget`).
 
-    With ``ε' = ε − size − coverage`` (``size = ε·SIZE_SHARE`` by default, 0 with public
-    sizes; ``coverage = ε·COVERAGE_SHARE`` with ``Adaptive(coverage=True)``, else 0), every
-    step spends ``k·selection + k·measurement + size + coverage = ε`` on its own records
-    (the size and coverage counters cover the whole stream, a record entering them at its
-    own step only).
+    With ``ε' = ε − size`` (``size = ε·SIZE_SHARE`` by default, 0 with public sizes), every
+    step spends ``k·selection + k·measurement + size = ε`` on its own records (the size
+    counter covers the whole stream, a record entering it at its own step only).
 
     Attributes:
         epsilon: the total ε of the whole stream.
@@ -86,16 +81,11 @@ class Budget:
         laplace_scale: the discrete Laplace scale ``l1·2k/ε'`` of one measurement
             (baseline: of its noise; proposed: of a simple counter's step).
         score_sensitivity: the sensitivity given to permute-and-flip: ``l1`` times 1 for
-            the ``"l2"`` and ``"auto"`` scores, about ``1/√min|q_i| + 2^-18`` for
-            ``"l2-cell"`` and ``1/min|q_i| + 2^-18`` for the ``"paper"`` score.
-        drift_score_sensitivity: ``score="auto"`` only (else ``None``): the sensitivity
-            of the ``"l2-cell"`` score it uses while the stream drifts.
+            the ``"l2"`` score, about ``1/√min|q_i| + 2^-18`` for ``"l2-cell"`` and
+            ``1/min|q_i| + 2^-18`` for the ``"paper"`` score.
         size: ε of the continual counter of the table's size (0 with ``public_sizes``).
         l1: the ℓ1 change of one neighbour in a batch histogram: 1 under add/remove (the
             default), 2 with ``public_sizes`` (one record's values replaced).
-        coverage: ε of the coverage counter (``ε·COVERAGE_SHARE``; 0 without coverage).
-        coverage_l1: the ℓ1 change of one neighbour in that counter's input, ``l1·d``
-            for ``d`` covered columns (one record moves one cell of each); 0 without.
     """
 
     epsilon: Fraction
@@ -103,18 +93,8 @@ class Budget:
     measurement: Fraction
     laplace_scale: Fraction
     score_sensitivity: Fraction
-    drift_score_sensitivity: Fraction | None = None
     size: Fraction = Fraction(0)
     l1: int = 1
-    coverage: Fraction = Fraction(0)
-    coverage_l1: int = 0
-
-    @property
-    def coverage_counter_epsilon(self) -> Fraction:
-        """ε given to the coverage :class:`~dpstream.counters.Counter` (calibrated for an ℓ1
-        change of 1): ``coverage / coverage_l1``, so that one record's change of
-        ``coverage_l1`` costs ``coverage``. 0 without coverage."""
-        return self.coverage / self.coverage_l1 if self.coverage_l1 else Fraction(0)
 
     @property
     def counter_epsilon(self) -> Fraction:
@@ -130,9 +110,8 @@ def split_budget(
     workloads: list[Clique],
     domain: Domain,
     *,
-    score: ScoreKind = "auto",
+    score: ScoreKind = "l2",
     public_sizes: bool = False,
-    coverage_columns: int = 0,
 ) -> Budget:
     """The split of ε for ``k`` selections per step over ``workloads`` (exact).
 
@@ -142,12 +121,8 @@ def split_budget(
     change of 1. ``public_sizes=True`` (one record's values replaced, sizes exact and
     public): no size counter, ``ε/2k`` each, calibrated to an ℓ1 change of 2 (the
     counters' noise and the scores' sensitivities doubled). The score's sensitivity
-    depends on ``score``: 1 for ``"l2"`` and ``"auto"`` (whose ``"l2-cell"`` sensitivity
-    is ``drift_score_sensitivity``), about ``1/√min|q_i|`` for ``"l2-cell"`` and
+    depends on ``score``: 1 for ``"l2"``, about ``1/√min|q_i|`` for ``"l2-cell"`` and
     ``1/min|q_i|`` for ``"paper"`` (the arguments are at the score functions).
-    ``coverage_columns = d > 0`` (``Adaptive(coverage=True)``): ``ε·COVERAGE_SHARE`` is
-    taken first for the counter of ``d`` columns' one-way margins, calibrated to an ℓ1
-    change of ``l1·d``, and ``ε' = ε − size − coverage``.
     """
     eps = exact_fraction(epsilon, "epsilon")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -156,25 +131,19 @@ def split_budget(
         raise ValueError(f"k must be at least 1, got {k}")
     if not isinstance(public_sizes, (bool, np.bool_)):
         raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
-    if isinstance(coverage_columns, bool) or not isinstance(coverage_columns, (int, np.integer)):
-        raise TypeError(f"coverage_columns must be an int, got {type(coverage_columns).__name__}")
-    if coverage_columns < 0:
-        raise ValueError(f"coverage_columns must be at least 0, got {coverage_columns}")
     size = Fraction(0) if public_sizes else eps * SIZE_SHARE
     l1 = 2 if public_sizes else 1
-    cover = eps * COVERAGE_SHARE if coverage_columns else Fraction(0)
-    share = (eps - size - cover) / (2 * int(k))
+    share = (eps - size) / (2 * int(k))
     if score not in SCORE_KINDS:
         raise ValueError(f"score must be one of {SCORE_KINDS}, got {score!r}")
     smallest = min(domain.cells(c) for c in workloads)
-    cell = _inverse_sqrt_bound(smallest) + Fraction(1, 2**18)
     if score == "paper":
         sensitivity = Fraction(1, smallest) + Fraction(1, 2**18)
+    elif score == "l2-cell":
+        sensitivity = _inverse_sqrt_bound(smallest) + Fraction(1, 2**18)
     else:
-        sensitivity = cell if score == "l2-cell" else Fraction(1)
-    drift = l1 * cell if score == "auto" else None
-    cover_l1 = l1 * int(coverage_columns)
-    return Budget(eps, share, share, l1 / share, l1 * sensitivity, drift, size, l1, cover, cover_l1)
+        sensitivity = Fraction(1)
+    return Budget(eps, share, share, l1 / share, l1 * sensitivity, size, l1)
 
 
 def select(
@@ -186,28 +155,15 @@ def select(
     rows: int,
     table_rows: int,
     budget: Budget,
-    drifting: bool,
     rng: Rng,
-    bonus: npt.NDArray[np.float64] | None = None,
 ) -> int:
     """One permute-and-flip over candidate workloads: the index of the chosen one.
 
     ``batches[n]`` is candidate ``n``'s histogram of the batch (the only private input),
     ``bases[n]`` its public ``q(g_{t−1})`` (or 0) and ``models[n]`` the public model
-    marginal it is compared with; ``rows``, ``table_rows`` and ``drifting`` are public.
-    ``score="auto"`` uses the ``"l2-cell"`` score and its sensitivity while ``drifting``
-    (the choice is made before the selection from public values: adaptive composition).
-    Spends ``budget.selection`` with the sensitivity of the score used.
-
-    ``bonus`` (``Adaptive(staleness=...)``): a public vector added to the scores (one
-    value per candidate, in the units of the score used: divided by ``√|q_i|`` when the
-    per-cell score is used). It is computed from public values only (the time, the
-    released sizes, earlier selections and the drift share, a test of earlier releases),
-    so it is the same for neighbouring streams and the difference of a score between
-    them is unchanged: the sensitivity stays the score's. It is rounded down to the score
-    grid ``2^-20`` and capped below ``2^30``, so the sum stays exact on the grid.
+    marginal it is compared with; ``rows`` and ``table_rows`` are public. Spends
+    ``budget.selection`` with the score's sensitivity (``budget.score_sensitivity``).
     """
-    switched = score == "auto" and drifting
     if score == "paper":
         scores = selection_scores([x + b for x, b in zip(batches, bases, strict=True)], models)
     else:
@@ -218,18 +174,9 @@ def select(
             rows=rows,
             table_rows=table_rows,
             noise_stddev=math.sqrt(2) * float(budget.laplace_scale),
-            per_cell=score == "l2-cell" or switched,
+            per_cell=score == "l2-cell",
         )
-    if bonus is not None:
-        extra = np.asarray(bonus, dtype=np.float64)
-        if extra.shape != scores.shape or not np.all(np.isfinite(extra)) or np.any(extra < 0):
-            raise ValueError("selection bonus must be finite, non-negative, one per candidate")
-        grid = 2.0**SCORE_BITS
-        scores = scores + np.floor(np.minimum(extra, 2.0**30 - 1) * grid) / grid
     sensitivity = budget.score_sensitivity
-    if switched:
-        assert budget.drift_score_sensitivity is not None
-        sensitivity = budget.drift_score_sensitivity
     return int(noise.permute_and_flip(scores, budget.selection, sensitivity, rng=rng))
 
 

@@ -6,19 +6,23 @@ deleted) records — the differential data ``∇f_t`` — and releases a synthet
 ``g_t`` of the current size whose ``k``-way marginals follow the real table
 ``f_t = Σ_{τ≤t} ∇f_τ``.
 
-**Algorithm** (:class:`~dpstream.tabular.policy.Heuristics` and
-:class:`~dpstream.tabular.policy.Paper`: Algorithm 3 with the workloads of Section 7.2).
-At each step, ``k`` workloads are selected one by one by permute-and-flip with ``ε'/2k``
-each, on a score that compares the batch with the current model
-(:mod:`dpstream.tabular.selection`); the selected workload's histogram of ``∇f_t`` is fed
-to its own continual counter (``ε'/2k``), whose release, completed for the rows the
-counter did not count (the policy's remainder), is a measurement for the fit; the fitted
-model is sampled to the released size. :class:`~dpstream.tabular.policy.Baseline`
-(Algorithm 2, StreamingMWEM): each step runs an independent select–measure–fit on
-``∇f_t`` alone (discrete Laplace noise per selected histogram) and appends the fitted
-table to the previous one; insertions only.
+**Policies** (:mod:`dpstream.tabular.policy`). The default,
+:class:`~dpstream.tabular.policy.Adaptive`, measures every column of every batch and
+releases one MST model per epoch of batches; its mechanism, ε split and privacy argument
+are in :mod:`dpstream.tabular.epochs` (insertions only). :class:`~dpstream.tabular.policy.Paper`
+is Algorithm 3 as printed, with the workloads of Section 7.2: at each step ``k`` workloads
+are selected one by one by permute-and-flip with ``ε'/2k`` each, on the score (3) against
+the current model (:mod:`dpstream.tabular.selection`); the selected workload's histogram
+of ``∇f_t`` is fed to its own continual counter (``ε'/2k``), whose release plus the
+model's values for the rows it did not count is a measurement; the model is refitted after
+each selection and the release is the mixture of the step's models, sampled to the
+released size. :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2, StreamingMWEM):
+each step runs an independent select–measure–fit on ``∇f_t`` alone (discrete Laplace
+noise per selected histogram) and appends the fitted table to the previous one;
+insertions only.
 
-**Privacy** (Theorem 6.1, with the table's size released privately):
+**Privacy** of ``Paper`` and ``Baseline`` (Theorem 6.1, with the table's size released
+privately):
 
 * Neighbouring streams (default): one stream has one more record than the other, in the
   insertions or the deletions of one time step (add/remove one record).
@@ -35,29 +39,14 @@ table to the previous one; insertions only.
   ``ε'/2`` to selection (``k`` selections of ``ε'/2k`` per step, each reading only
   ``∇f_t``, the released sizes and earlier releases) and ``ε'/2`` to measurement (a record
   enters only the ``k`` counters selected at its step, ``ε'/2k`` each; a workload
-  histogram has ℓ1-sensitivity 1). A policy whose ``k`` varies chooses it before the step
-  from public values; a workload then has one counter per ``k``, fed only at the steps
-  with that ``k``. A step whose later selections find no workload within
+  histogram has ℓ1-sensitivity 1). A step whose later selections find no workload within
   ``max_model_cells`` ends early (a public rule) and spends less.
-* ``Heuristics(coverage=True)`` (opt-in): ``ε/10`` is taken first for one continual counter
-  of every covered column's one-way margins (:mod:`dpstream.tabular.coverage`), and
-  ``ε' = ε − ε/20 − ε/10``. ``Heuristics(staleness=...)`` (default 4, behind public gates)
-  adds a public bonus to the scores (no ε; sensitivities unchanged).
-* ``Heuristics(max_scored=m)`` (default 500) with more than ``m`` workloads: each step's
-  selections run over a uniformly random subset of ``m`` workloads (over all of them if
-  none of the subset fits ``max_model_cells``), a function of a key drawn from the
-  generator when the stream is made and of the time alone: public, the same for
-  neighbouring streams, so each selection is permute-and-flip with the same ε and
-  sensitivity over a public candidate set (no ε). Up to ``m`` workloads nothing is drawn.
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
   the change of 2.
 * Noise: exact discrete Laplace and exact permute-and-flip in the Rust core, from one
-  ChaCha12 generator. The fit, the policy's heuristics (post-processing of releases and
-  public values: :mod:`dpstream.tabular.policy`) and the sampling of rows cost no ε.
-
-Why each heuristic, and the measurements behind the defaults: ``docs/tabular.md``.
+  ChaCha12 generator. The fit and the sampling of rows cost no ε.
 """
 
 from __future__ import annotations
@@ -73,48 +62,23 @@ from dpstream.counters import KINDS, Counter, KindName
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
-from dpstream.tabular.coverage import Coverage, covered_columns
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
-from dpstream.tabular.fitting import (
-    ESTIMATORS,
-    CellLimit,
-    EstimatorName,
-    check_int,
-    increment_variance,
-    make_fit,
-)
-from dpstream.tabular.marginals import step_marginals
+from dpstream.tabular.fitting import ESTIMATORS, CellLimit, EstimatorName, check_int, make_fit
+from dpstream.tabular.marginals import BatchMarginals, step_marginals
 from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import (
     Adaptive,
     Baseline,
-    Heuristics,
-    Margins,
     Paper,
     Policy,
-    Pooled,
+    RemovedPolicy,
     check_policy,
-    drift_test,
-    k_levels,
-    note_margins,
-    per_cell_score,
-    pool_key,
     score_kind,
-    scored_pool,
-    staleness_bonus,
-    step_k,
-    uses_drift_test,
 )
 from dpstream.tabular.public_values import PublicValues
-from dpstream.tabular.selection import (
-    CELL_LIMIT,
-    SIZE_SHARE,
-    Budget,
-    ScoreKind,
-    select,
-)
+from dpstream.tabular.selection import CELL_LIMIT, SIZE_SHARE, Budget, ScoreKind, select
 from dpstream.tabular.table_size import next_size
 from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.workloads import Clique, workload_list
@@ -137,23 +101,23 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         epsilon: ε of the whole stream (exact: see :mod:`dpstream._params`).
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
-        policy: how each step selects, measures and fits (:mod:`dpstream.tabular.policy`):
-            :class:`~dpstream.tabular.policy.Heuristics` (default),
+        policy: how each step measures and fits (:mod:`dpstream.tabular.policy`):
+            :class:`~dpstream.tabular.policy.Adaptive` (default; insertions only),
             :class:`~dpstream.tabular.policy.Paper` (Algorithm 3 as printed) or
             :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2). Every policy has
             the same guarantee.
-        counter: the continual counter per workload: ``"simple"`` (the paper's choice),
-            ``"block"``, ``"unbounded-block"``, ``"binary-tree"``, ``"hybrid"``; also the
-            size counter's kind.
+        counter: ``Paper`` and ``Baseline``: the continual counter per workload:
+            ``"simple"`` (the paper's choice), ``"block"``, ``"unbounded-block"``,
+            ``"binary-tree"``, ``"hybrid"``; also the size counter's kind.
         horizon: number of steps, required by ``"block"`` and ``"binary-tree"`` counters.
-        estimator: ``"pgm"`` (built-in graphical model), ``"mw"`` (multiplicative weights
-            over the full domain; small domains), ``"mbi"`` (the optional Private-PGM
-            package).
+        estimator: ``Paper`` and ``Baseline``: ``"pgm"`` (built-in graphical model),
+            ``"mw"`` (multiplicative weights over the full domain; small domains),
+            ``"mbi"`` (the optional Private-PGM package).
         iters: iterations (belief propagations) of each fit.
-        max_model_cells: ``"pgm"`` only: a workload is a selection candidate only if the
-            model's junction tree with it stays within this many cells (a public rule,
-            :class:`~dpstream.tabular.fitting.CellLimit`). A workload that no model within
-            the bound can hold is refused here (ValueError).
+        max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
+            candidate only if the model's junction tree with it stays within this many
+            cells (a public rule, :class:`~dpstream.tabular.fitting.CellLimit`). A
+            workload that no model within the bound can hold is refused here (ValueError).
         sampling: how the synthetic rows are drawn from the fitted model (post-processing):
             ``"round"`` (default, as Private-PGM's ``synthetic_data``: every cell of each
             sampled block gets the floor or ceiling of its expected count) or ``"iid"``.
@@ -196,19 +160,18 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._workloads: list[Clique] = workload_list(domain, workloads)
         cliques = self._workloads
         self._epochs: EpochMechanism | None = None
+        # Set only on a stream loaded from a checkpoint whose options were removed
+        # (:func:`dpstream.tabular.checkpoint.decode`): it re-releases, it does not step.
+        self._removed: RemovedPolicy | None = None
+        self._stored: tuple[dict[str, Any], dict[str, Any]] | None = None
         if isinstance(policy, Adaptive):
             self._init_epochs(policy, counter, horizon, estimator, iters, max_model_cells,
                               sampling, public_sizes, rng)  # fmt: skip
             return
-        self._k, levels = k_levels(policy, len(cliques))
+        assert isinstance(policy, (Paper, Baseline))
+        self._k = min(int(policy.k), len(cliques))
         self._baseline = isinstance(policy, Baseline)
         self._score: ScoreKind = score_kind(policy)
-        adaptive = policy if isinstance(policy, Heuristics) else None
-        self._pooled = (
-            adaptive.remainder if adaptive and isinstance(adaptive.remainder, Pooled) else None
-        )
-        self._refit = adaptive.refit if adaptive is not None else "selection"
-        self._drift_test = uses_drift_test(policy)
         if counter not in KINDS:
             raise ValueError(f"counter must be one of {KINDS}, got {counter!r}")
         if estimator not in ESTIMATORS:
@@ -225,24 +188,17 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
-        # Heuristics(max_scored=m) with more than m workloads: the key of the public subsets
-        # each step scores (drawn now, after the sampling seed; None: no draw).
-        self._pool_key = pool_key(self._policy, len(cliques), self._rng)
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         self._public_sizes = bool(public_sizes)
-        covered = len(covered_columns(cliques)) if adaptive and adaptive.coverage else 0
-        self._budgets = {
-            k: self.budget(self._epsilon, k, cliques, domain, score=self._score,
-                           public_sizes=public_sizes, coverage_columns=covered)
-            for k in levels
-        }  # fmt: skip
-        self._budget = self._budgets[self._k]
+        self._budget = self.budget(
+            self._epsilon, self._k, cliques, domain, score=self._score, public_sizes=public_sizes
+        )
+        self._budgets = {self._k: self._budget}
         self._counter_kind: KindName = counter
-        # Per number of selections k of a step: one counter per workload (ε/2k), fed at the
-        # steps with that k that select the workload. A workload's counts are their sum.
-        self._counters: dict[int, list[Counter | None]] = {k: [None] * len(cliques) for k in levels}
+        # Paper: one counter per workload (ε'/2k), fed at the steps that select it.
+        self._counters: list[Counter | None] = [None] * len(cliques)
         self._horizon = horizon
         if not self._baseline:
             # Counters are allocated when first selected; build one now so that bad counter
@@ -255,11 +211,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             self._size_counter = Counter(
                 counter, self._budget.size, 1, horizon=horizon, rng=self._rng
             )
-        # Heuristics(coverage=True): every batch's one-way margins, ε·COVERAGE_SHARE.
-        self._coverage: Coverage | None = None
-        if covered:
-            eps = self._budget.coverage_counter_epsilon
-            self._coverage = Coverage(counter, eps, cliques, domain.sizes, horizon, self._rng)
         self._t = 0
         # The released size |f_t| (public) and the exact size, kept only to refuse deleting
         # more records than the table holds (never released; sensitive like the counters).
@@ -275,17 +226,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         zeros = [np.zeros(int(c)) for c in self._cells]
         self._synthetic_marginals = LazyTables(zeros, self._synthetic_marginal)
         self._remainder = LazyTables([z.copy() for z in zeros], self._model_remainder)
-        # Public: net rows of the steps at which each workload was selected (its counter's rows).
-        self._counted_rows = np.zeros(len(cliques), dtype=np.int64)
         self._baseline_rows: list[Codes] = []
         # Public (outputs of permute-and-flip, inside ε): what each step selected.
         self._selections = np.zeros(len(cliques), dtype=np.int64)
         self._last_selected: list[int] = []
-        # Public: the step at which each workload was last selected (−1: never).
-        self._last_step = np.full(len(cliques), -1, dtype=np.int64)
-        # Public (tests of releases): the running share of steps whose first measurement
-        # drifted.
-        self._drift_rate = 0.0
 
     def _init_epochs(
         self, policy: Adaptive, counter: object, horizon: object, estimator: object,
@@ -308,7 +252,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         check_int(max_model_cells, "max_model_cells", 1)
-        self._sampling = sampling  # type: ignore[assignment]
+        self._sampling = sampling
         self._estimator = "pgm"
         self._iters = check_int(iters, "iters", 1)
         self._public_sizes = bool(public_sizes)
@@ -331,6 +275,12 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         assert mech is not None
         d = len(self._domain)
         cliques: list[Clique] = [(j,) for j in range(d)] + mech.candidates
+        counted = batch.workloads if isinstance(batch, BatchMarginals) else None
+        if counted is not None and counted != tuple(cliques) and deletions is None:
+            # Marginals counted for the stream's workloads (as for Paper()): the mechanism's
+            # 1-way and pair marginals are sums of them (exact).
+            batch.check(self._domain, self._workloads)
+            batch = batch.project(cliques)
         counts = step_marginals(self._domain, cliques, batch, deletions)
         if counts.has_deletions:
             raise ValueError(
@@ -383,6 +333,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         nothing was released, but the error follows from the step's noisy values, so a
         retry of the same batch counts as another step against ε.
         """
+        if self._removed is not None:
+            raise ValueError(self._removed.message)
         if self._epochs is not None:
             return self._step_epochs(batch, deletions)
         counts = step_marginals(self._domain, self._workloads, batch, deletions)
@@ -408,8 +360,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             size, rows = next_size(
                 self._size_counter, self._size, n_ins - n_dels, n_ins + n_dels, monotone=monotone
             )
-            if self._coverage is not None:
-                self._coverage.step(diff)
             if self._baseline:
                 self._step_baseline(diff, size - self._size)
             else:
@@ -479,86 +429,51 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         model: MarginalModel | None,
         rows: int,
         table_rows: int,
-        drifting: bool = False,
-        budget: Budget | None = None,
-        drift_share: float = 0.0,
-        pool: list[int] | None = None,
     ) -> int | None:
         """Permute-and-flip (:func:`~dpstream.tabular.selection.select`) over the workloads
-        of ``pool`` (``None``: all) not yet taken at this step that fit ``model`` with this
-        step's selections ``order``; over all workloads if none of ``pool`` does; ``None``
-        when no workload does (the step then ends its selections). Public rules.
+        not yet taken at this step that fit ``model`` with this step's selections
+        ``order``; ``None`` when no workload does (the step then ends its selections).
+        Public rules.
 
         The selection target is ``batch[i] + base[i]`` (``q_i(∇f_t + g_{t−1})``; ``base``
         ``None`` for zeros); only ``batch`` depends on the current records."""
         structure = self._limit.structure(model, order)
-        candidates: list[int] = []
-        for scope in (pool, None) if pool is not None else (None,):
-            every = range(len(self._workloads)) if scope is None else scope
-            candidates = [i for i in every if i not in taken and self._limit.fits(structure, i)]
-            if candidates:
-                break
+        every = range(len(self._workloads))
+        candidates = [i for i in every if i not in taken and self._limit.fits(structure, i)]
         if not candidates:
             return None
-        per_cell = self._score == "l2-cell" or (self._score == "auto" and drifting)
-        last, cells = self._last_step[candidates], self._cells[candidates]
-        bonus = staleness_bonus(
-            self._policy, self._t, last, cells, rows, table_rows, drift_share, per_cell
-        )
         pick = select(
             self._score, [batch[i] for i in candidates],
             [base[i] if base is not None else 0.0 for i in candidates],
             [model_marginals(i) for i in candidates], rows=rows, table_rows=table_rows,
-            budget=self._budget if budget is None else budget, drifting=drifting,
-            rng=self._rng, bonus=bonus,
+            budget=self._budget, rng=self._rng,
         )  # fmt: skip
         return candidates[pick]
 
     # ------------------------------------------------------------------ Algorithm 3
 
     def _step_proposed(self, diff: list[npt.NDArray[np.float64]], size: int, rows: int) -> None:
-        policy = self._policy
+        """A step of :class:`Paper` (Algorithm 3 as printed)."""
         # Selection target: q_i(∇f_t + g_{t-1}); g_{t-1} is public.
         base = self._synthetic_marginals  # read, not written, until the step's end
         model = self._model
-        per_step = self._refit != "selection"  # "auto" starts like "step"
-        drift_rate = self._drift_rate
-        test = self._drift_test
-        # The step's k reads the earlier steps' drift and the time (public).
-        k = step_k(policy, self._t, len(self._workloads), drift_rate)
-        budget = self._budgets[k]
+        k = self._k
         cache: dict[int, npt.NDArray[np.float64]] = {}
-        # Coverage: the batch's released margins of the drifted columns rake every
-        # expected batch of this step (and the drift test's).
-        covered = self._covered_margins(size)
-        margins: Margins = {c: (list(e), list(v)) for c, (e, v) in covered.items()}
 
         def model_marginals(i: int) -> npt.NDArray[np.float64]:
             if i not in cache:
                 if model is not self._model:
                     cache[i] = model.marginal(self._workloads[i])  # type: ignore[union-attr]
-                elif self._score == "paper":
-                    cache[i] = base[i]  # h_{t,0} = g_{t-1}, as printed
-                elif per_step:
-                    cache[i] = self._raked_prior(i, size, base[i], margins)
                 else:
-                    cache[i] = self._prior(i, size)
+                    cache[i] = base[i]  # h_{t,0} = g_{t-1}, as printed
             return cache[i]
 
         taken: set[int] = set()
         order: list[int] = []
         measurements: list[Measurement] = []
         fits: list[MarginalModel] = []  # h_{t,l} after each selection but the last
-        # Heuristics(max_scored=m): the m workloads this step scores (public: a function of
-        # the stream's pool key and t alone); None: all.
-        pool = scored_pool(policy, len(self._workloads), self._pool_key, self._t)
         for n_taken in range(k):
-            drifting = per_cell_score(policy, drift_rate)
-            j = self._select(
-                diff, base, model_marginals, taken, order, model, rows, size, drifting, budget,
-                drift_rate,
-                pool,
-            )  # fmt: skip
+            j = self._select(diff, base, model_marginals, taken, order, model, rows, size)
             if j is None:  # no workload fits max_model_cells any more: the step ends here
                 break
             taken.add(j)
@@ -566,52 +481,22 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             # A selected workload keeps its remainder r(t−1, j): read it (from the model
             # and the release it stands for) before its counter moves.
             self._remainder.hold(j)
-            counter = self._counter(j, k)
-            # The released increment (a noisy batch histogram) is read only when it is used.
-            before = counter.release.astype(np.float64) if per_step or test else None
-            after = counter.step(diff[j].astype(np.int64)).astype(np.float64)
-            self._counted_rows[j] += size - self._size
+            self._counter(j).step(diff[j].astype(np.int64))
             released, stddev = self._release(j)
-            values, stddev = self._measurement(j, released, stddev, size)
+            values = self._measurement(j, released)
             measurements.append(Measurement(self._workloads[j], values, stddev))
-            if before is not None:
-                increment = after - before
-                if test and n_taken == 0:
-                    assert isinstance(policy, Heuristics)
-                    # the model's batch of this size (raked to the coverage margins, if any)
-                    expected = self._raked_prior(j, size, base[j], covered) - base[j]
-                    sc = self._size_counter  # None: public sizes
-                    size_var = None if sc is None else increment_variance(sc)
-                    moved, drift_rate = drift_test(
-                        policy, drift_rate, increment, expected, base[j],
-                        increment_variance(counter), size_var,
-                    )  # fmt: skip
-                    per_step = per_step and not (self._refit == "auto" and moved)
-                if per_step:
-                    shape = tuple(self._domain.sizes[c] for c in self._workloads[j])
-                    var = increment_variance(counter)
-                    note_margins(margins, self._workloads[j], shape, increment, var)
-            if not per_step and n_taken < k - 1:
+            if n_taken < k - 1:
                 model = self._fit(measurements, float(max(size, 1)), model)
                 fits.append(model)
-            # The next selection's model marginals: a refit="step" prior reads the model,
-            # the size and this step's margins on its own columns, so only the workloads
-            # sharing a column with the one just measured change; any other refit, all.
-            if per_step and model is self._model and self._score != "paper":
-                touched = set(self._workloads[j])
-                cache = {i: m for i, m in cache.items() if touched.isdisjoint(self._workloads[i])}
-            else:
-                cache = {}
+            cache = {}
         assert measurements, "_check_step: the first selection has a candidate"
         if len(fits) == len(order):  # the step ended early: its last fit is redone below
             fits.pop()
-        # The step's last fit also sees the workloads measured before (Pooled).
-        model = self._fit(measurements + self._anchors(taken, size), float(max(size, 1)), model)
+        model = self._fit(measurements, float(max(size, 1)), model)
         assert model is not None
         self._model = model
-        # Paper: g_t is the average of h_{t,1..k} (a mixture); otherwise h_{t,k}.
-        self._mixture = fits if isinstance(policy, Paper) else []
-        self._drift_rate = drift_rate
+        # g_t is the average of h_{t,1..k} (a mixture).
+        self._mixture = fits
         self._record(order)
         self._note_release(taken)
 
@@ -620,4 +505,3 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
-        self._last_step[order] = self._t

@@ -1,0 +1,127 @@
+"""Checkpoints written before issue 39 (``tests/data``, see its README).
+
+The earlier default policy's options were removed in dpstream 0.2: its states (format 2, a
+stored ``"adaptive"`` policy with fields such as ``score`` or ``coverage``; format 1,
+``method="proposed"``) load, re-release their last table from the stored model and size,
+and refuse to step, naming the options. ``Paper()`` and ``Baseline()`` states load and
+continue exactly as the dpstream that wrote them did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dpstream
+import numpy as np
+import pytest
+from dpstream.tabular import Baseline, Paper, TabularStream
+from dpstream.tabular.policy import RemovedPolicy
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def rows(n: int, seed: int) -> np.ndarray:
+    """The fixtures' records (4 columns: age, sex, job, income)."""
+    g = np.random.default_rng(seed)
+    a = g.integers(0, 3, n)
+    s = g.integers(0, 2, n)
+    j = (a + g.integers(0, 2, n)) % 4
+    i = ((a == 2) | (g.random(n) < 0.3)).astype(np.int64)
+    return np.stack([a, s, j, i], axis=1).astype(np.int64)
+
+
+RECORDS = rows(400, 39)  # the first 300 went into the fixtures, four batches of 75
+
+
+def digest(codes: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(codes, dtype="<i8").tobytes()).hexdigest()[:16]
+
+
+#: (t, released size, digest of the re-released table) by the dpstream that wrote them.
+REMOVED = {
+    "tabular_adaptive_v2.state": (4, 301, "2ea16e0e08c37035"),
+    "tabular_adaptive_coverage_v2.state": (4, 275, "12ae478fb127965b"),
+    "tabular_proposed_v1.state": (4, 372, "c4515f7db7fc89cb"),
+}
+#: The options each message must name.
+NAMED = {
+    "tabular_adaptive_v2.state": (
+        "this checkpoint's policy used Adaptive(score='l2', k=2, remainder=Pooled(stddev="
+        "'shrinkage', margin=3.0), refit='step', drift_z=3.0, drift_decay=0.9, coverage=False, "
+        "staleness=4.0, staleness_gate=64.0, staleness_share=0.5, max_scored=500), options "
+        "removed in dpstream 0.2; it can re-release its last table but not continue: start a "
+        "new stream"
+    ),
+    "tabular_adaptive_coverage_v2.state": "coverage=True",
+    "tabular_proposed_v1.state": (
+        "this checkpoint's stream used TabularStream(method='proposed', marginals_per_step=2, "
+        "score='l2', remainder='pooled', refit='selection', pooled_stddev='noise', "
+        "k_schedule='fixed'), options removed in dpstream 0.2"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REMOVED))
+def test_a_state_of_a_removed_policy_re_releases_and_refuses_to_step(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    s = dpstream.load(DATA / name)  # OS-seeded when written: no opt-in needed
+    t, size, table = REMOVED[name]
+    assert isinstance(s, TabularStream) and isinstance(s.policy, RemovedPolicy)
+    assert (s.t, s.size) == (t, size) and not s.seeded
+    # The stored state written back, bit for bit, before the sampling generator moves.
+    assert s.to_bytes() == raw
+    codes = s.synthetic_codes()
+    assert codes.shape == (size, 4) and digest(codes) == table
+    for batch in (RECORDS[300:350], None):
+        with pytest.raises(ValueError) as info:
+            s.step(batch)
+        assert NAMED[name] in str(info.value)
+    assert (s.t, s.size) == (t, size)
+    # Loaded again (here from bytes), the same re-release.
+    again = TabularStream.from_bytes(raw)
+    assert digest(again.synthetic_codes()) == table
+    assert f"policy={again.policy!r}" in repr(again)
+    # Its public values are the stored ones.
+    assert sum(again.selection_counts.values()) > 0 and again.epsilon == 1
+
+
+def test_a_state_of_a_removed_policy_saved_after_a_release_continues_the_sampler() -> None:
+    s = TabularStream.from_bytes((DATA / "tabular_adaptive_v2.state").read_bytes())
+    first = s.synthetic_codes()
+    back = TabularStream.from_bytes(s.to_bytes())
+    assert np.array_equal(back.synthetic_codes(), s.synthetic_codes())
+    assert back.size == first.shape[0] == 301
+
+
+#: name: (policy, t, released size, re-release, the next two steps' releases).
+CONTINUED = {
+    "tabular_paper_v2.state": (
+        Paper(k=2),
+        4,
+        237,
+        "9840c57041f360f3",
+        ["694e65e5a49572b8", "b94f7d8687155d4e"],
+    ),
+    "tabular_baseline_v1.state": (
+        Baseline(k=2),
+        4,
+        324,
+        "86864145ce5bf61b",
+        ["6204a5e9862c8642", "7ba7c30f91983fce"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTINUED))
+def test_paper_and_baseline_states_continue_exactly(name: str) -> None:
+    policy, t, size, table, following = CONTINUED[name]
+    raw = (DATA / name).read_bytes()
+    with pytest.raises(ValueError, match="allow_seeded=True"):
+        TabularStream.from_bytes(raw)  # seeded when written
+    s = TabularStream.from_bytes(raw, allow_seeded=True)
+    assert s.policy == policy and (s.t, s.size) == (t, size)
+    assert digest(s.synthetic_codes()) == table
+    s = TabularStream.from_bytes(raw, allow_seeded=True)
+    got = [digest(s.domain.encode(s.step(RECORDS[300 + 50 * k : 350 + 50 * k]))) for k in (0, 1)]
+    assert got == following
