@@ -36,6 +36,11 @@ Rerun from the repository root (per-run CSV to ``--out``, default
     .venv/bin/python benches/bench_tabular_suite.py --quick         # smoke run
     .venv/bin/python benches/bench_tabular_suite.py --tables adult,nass --R 12 --eps 1 \\
         --seeds 0 --orders natural --method mypkg.streams:make
+    .venv/bin/python benches/bench_tabular_suite.py --eps 1 --results   # RESULTS.md section
+    .venv/bin/python benches/bench_tabular_suite.py --from-csv RUN.csv --results
+
+``--results`` writes the section "Tabular stream: real tables" of ``benches/RESULTS.md``:
+the targets of issue 39 checked on the run, and the per-setting table.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from dpstream.tabular import Domain, TabularStream, TVErrors, tv_errors  # noqa:
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _alternatives as alt  # noqa: E402
+import _report  # noqa: E402
 import _tables  # noqa: E402
 
 OUT = HERE / "out" / "tabular_suite"
@@ -265,6 +271,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--processes", type=int, default=2)
     p.add_argument("--max-rows", type=int, help="only the first rows of each table (smoke)")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--results", action="store_true", help="write the RESULTS.md section")
+    p.add_argument("--from-csv", type=Path, help="summarise this run's CSV instead of running")
     p.add_argument(
         "--quick",
         action="store_true",
@@ -295,8 +303,105 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _read(path: Path) -> list[dict[str, Any]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _mean(rows: list[dict[str, Any]], field: str) -> float:
+    vals = [float(r[field]) for r in rows if r.get(field) not in (None, "")]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def targets(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """Issue 39's targets checked on a run (means over seeds): the lines of the check, and
+    the per-setting table (one row per table, order, R and ε)."""
+    groups: dict[tuple[str, str, int, float], dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        key = (r["table"], r["order"], int(r["R"]), float(r["eps"]))
+        groups.setdefault(key, {}).setdefault(r["method"], []).append(r)
+    big = {n for n in _tables.TABLES if len(_tables.view(n)[0]) >= 20_000}
+    table = [
+        "| table | order | R | ε | default | indep | MST ε/R | AIM ε/R | floor | default / best "
+        "| worst release after 10% | worst column (indep's) | s/step |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    ratios, mst12, mst50, floor12, ones, cols = [], [], [], [], [], []
+    for key in sorted(groups):
+        g = groups[key]
+        if "default" not in g:
+            continue
+        m = {k: _mean(v, "mean_2way") for k, v in g.items()}
+        best = min(m.get(c, float("inf")) for c in COMPETITORS)
+        ratio = m["default"] / best
+        ratios.append(ratio)
+        name, order, r, eps = key
+        if name in big and eps == 1.0 and "mst ε/R" in m and order != "calendar":
+            if r == 12:
+                mst12.append(m["default"] / m["mst ε/R"])
+            if r == 50:
+                mst50.append(m["default"] / m["mst ε/R"])
+        if r == 12 and "floor" in m and order != "calendar":
+            floor12.append(m["default"] / m["floor"])
+        if "independent" in g:
+            ones.append(_mean(g["default"], "mean_1way") / _mean(g["independent"], "mean_1way"))
+            ind_col = max(float(x["worst_column_tv"]) for x in g["independent"])
+            worst_col = max(float(x["worst_1way"]) for x in g["default"])
+            cols.append(worst_col <= max(0.05, 2 * ind_col))
+        else:
+            ind_col, worst_col = float("nan"), float("nan")
+        cell = [f"{m[c]:.4f}" if c in m else "-" for c in SUMMARY]
+        table.append(
+            f"| {name} | {order} | {r} | {eps:g} | " + " | ".join(cell)
+            + f" | {ratio:.2f} | {_mean(g['default'], 'worst_mean_2way'):.4f} "
+            f"| {worst_col:.3f} ({ind_col:.3f}) | {_mean(g['default'], 'sec_per_step'):.2f} |"
+        )  # fmt: skip
+
+    def share(xs: list[float], limit: float) -> str:
+        ok = sum(x <= limit for x in xs)
+        return f"{ok}/{len(xs)}" + (f", worst {max(xs):.2f}" if xs else "")
+
+    check = [
+        f"- Final mean 2-way TV ≤ min(independent, MST ε/R): {share(ratios, 1.0)} settings "
+        f"(target ≥ 90%); ≤ 1.1×: {share(ratios, 1.1)} (target: all).",
+        f"- Tables of ≥ 20,000 rows, ε = 1: default / MST ε/R at R = 12 {share(mst12, 0.7)} "
+        f"≤ 0.7; at R = 50 {share(mst50, 0.5)} ≤ 0.5.",
+        f"- Default / one-release MST floor at R = 12: {share(floor12, 3.0)} ≤ 3.",
+        f"- Mean 1-way TV / independent's: {share(ones, 2.0)} ≤ 2; worst column TV after 10% "
+        f"of the rows ≤ max(0.05, 2 × independent's worst column): {sum(cols)}/{len(cols)}.",
+    ]
+    return check, table
+
+
+def write_results(rows: list[dict[str, Any]], command: str) -> None:
+    check, table = targets(rows)
+    seeds = sorted({int(r["seed"]) for r in rows})
+    lines = [
+        "## Tabular stream: real tables",
+        "",
+        *_report.diag_run_lines(".venv/bin/python benches/" + command),
+        "",
+        f"{len({r['table'] for r in rows})} real tables (`benches/_tables.py`), seeds "
+        f"{seeds}; final mean 2-way TV of each method, mean over seeds. Relation: one record "
+        "added or removed, for every method. 'default / best': the default over the better of "
+        "independent and MST ε/R (below 1: the default wins).",
+        "",
+        *check,
+        "",
+        *table,
+    ]
+    _report.write_section("\n".join(lines), lines[0], HERE / "RESULTS.md")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    command = "bench_tabular_suite.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    if args.from_csv is not None:
+        rows = _read(args.from_csv)
+        print("\n".join(targets(rows)[0]))
+        if args.results:
+            write_results(rows, command)
+        return 0
     streams = ["default", *args.method]
     for spec in args.method:
         factory(spec)  # fail early on a bad hook
@@ -333,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
                 pool.close()
                 pool.join()
     print(summary(rows, streams))
+    if args.results:
+        write_results(rows, command)
     return 0
 
 
