@@ -1,0 +1,83 @@
+"""Tuning study of the tabular default (``Adaptive``): variants of its ε split and growth on
+the three TUNING tables of ``benches/_tables.py`` (weather, diamonds, randhie), never on the
+reported ones. Final mean 2-way and 1-way TV, ε = 1, seeds 0 and 1, natural and shuffled,
+R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
+``research/tabular_default.md``.
+
+    .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import sys
+from fractions import Fraction
+from multiprocessing import Pool
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
+import _alternatives as alt
+import _tables
+from dpstream import Rng
+from dpstream.tabular import Adaptive, TabularStream, epochs, tv_errors
+
+VARIANTS = {
+    "current": (2.0, epochs.SPLIT),
+    "growth1.5": (1.5, epochs.SPLIT),
+    "more-one-way": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(1, 8),
+            settle=Fraction(1, 4),
+            select=Fraction(1, 10),
+            tree=Fraction(3, 10),
+            fresh_tree=Fraction(1, 5),
+            size=Fraction(1, 40),
+        ),
+    ),
+}
+
+
+def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str], float, float]:
+    table, order, r, seed, method = job
+    _, domain, _ = _tables.load(table)
+    parts = _tables.batches(table, r, order, seed)
+    x = np.concatenate(parts)
+    if method == "mst":
+        synth = alt.mst(x, domain.sizes, 1.0 / len(parts), Rng(seed=seed))
+    elif method == "independent":
+        synth = alt.independent(parts, domain, 1.0, Rng(seed=seed))
+    else:
+        growth, shares = VARIANTS[method]
+        epochs.SPLIT = shares  # the study's variant of the module constant
+        stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
+        stream._epochs.budget = epochs.split(stream.epsilon, shares)  # type: ignore[union-attr]
+        for batch in parts:
+            stream.step(batch)
+        synth = stream.synthetic_codes()
+    err = tv_errors(x, synth, domain)
+    return (table, order, len(parts), method), err.mean_2way, err.mean_1way
+
+
+def main() -> None:
+    methods = [*sys.argv[1].split(","), "mst", "independent"] if len(sys.argv) > 1 else [
+        *VARIANTS, "mst", "independent"]  # fmt: skip
+    tables = [n for n, t in _tables.TABLES.items() if t.tuning]
+    jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), (0, 1), methods))
+    with Pool(2) as pool:
+        out = pool.map(run, jobs, chunksize=1)
+    two, one = collections.defaultdict(list), collections.defaultdict(list)
+    for key, tv2, tv1 in out:
+        two[key].append(tv2)
+        one[key].append(tv1)
+    print("| table | order | R | " + " | ".join(methods) + " |")
+    for k in sorted({k[:3] for k in two}):
+        cells = [f"{np.mean(two[(*k, m)]):.4f} ({np.mean(one[(*k, m)]):.4f})" for m in methods]
+        print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
