@@ -208,6 +208,115 @@ impl Rng {
     }
 }
 
+/// Domain tags of [`derive_key`] inputs (one per kind of derived key).
+pub(crate) mod tag {
+    /// The evaluation points of a [`super::KeyedDigest`].
+    pub const DIGEST: u64 = 1;
+    /// A block of the default online synthesizer.
+    pub const EPOCH_BLOCK: u64 = 2;
+    /// A released block of continual PrivHP (`for_memory`).
+    pub const CONTINUAL_BLOCK: u64 = 3;
+    /// The noise of one step of a continual counter.
+    pub const COUNTER_STEP: u64 = 4;
+    /// The sampling generator of a loaded checkpoint.
+    pub const LOADED_SAMPLER: u64 = 5;
+    /// A master key for a version-1 checkpoint, from its saved block keys.
+    pub const LEGACY_MASTER: u64 = 6;
+}
+
+/// A 256-bit key derived from a secret `master` key and public or digested
+/// `words`: a pseudorandom function of `words` (the cascade construction with
+/// ChaCha12 as the PRF: each word selects the ChaCha stream whose first 32
+/// bytes key the next step). The input is made prefix-free by its length, so
+/// distinct `words` give independent-looking keys, and equal `words` the same
+/// key: the noise keyed by it is then a fixed function of the master key, the
+/// position and the digested contents.
+pub(crate) fn derive_key(master: &[u8; 32], words: &[u64]) -> [u8; 32] {
+    let step = |key: [u8; 32], word: u64| {
+        let mut inner = ChaCha12Rng::from_seed(key);
+        inner.set_stream(word);
+        let mut out = [0u8; 32];
+        inner.fill_bytes(&mut out);
+        out
+    };
+    let mut key = step(*master, words.len() as u64);
+    for &w in words {
+        key = step(key, w);
+    }
+    key
+}
+
+/// The Mersenne prime `2^61 − 1` of [`KeyedDigest`].
+const DIGEST_PRIME: u64 = (1 << 61) - 1;
+
+fn mul_mod(a: u64, b: u64) -> u64 {
+    let z = u128::from(a) * u128::from(b);
+    let s = (z as u64 & DIGEST_PRIME) + (z >> 61) as u64;
+    if s >= DIGEST_PRIME {
+        s - DIGEST_PRIME
+    } else {
+        s
+    }
+}
+
+/// A keyed digest of a sequence of 64-bit words: two polynomial hashes modulo
+/// `2^61 − 1` at secret points derived from a master key (a universal hash:
+/// two different sequences of at most `n` words collide with probability at
+/// most `(2n/2^61)^2` over the key, whatever their contents). Its value is
+/// fed to [`derive_key`], never released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeyedDigest {
+    points: [u64; 2],
+    state: [u64; 2],
+}
+
+impl KeyedDigest {
+    /// An empty digest under `master` (the leading coefficient 1 makes
+    /// sequences of different lengths different polynomials).
+    pub(crate) fn new(master: &[u8; 32]) -> Self {
+        Self::resume(master, [1, 1])
+    }
+
+    /// A digest under `master` that continues from a saved [`Self::state`].
+    pub(crate) fn resume(master: &[u8; 32], state: [u64; 2]) -> Self {
+        let k = derive_key(master, &[tag::DIGEST]);
+        let point = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&k[8 * i..8 * i + 8]);
+            (u64::from_le_bytes(b) % (DIGEST_PRIME - 2)) + 2
+        };
+        Self {
+            points: [point(0), point(1)],
+            state: [state[0] % DIGEST_PRIME, state[1] % DIGEST_PRIME],
+        }
+    }
+
+    /// Append one word (as two 32-bit coefficients).
+    #[inline]
+    pub(crate) fn word(&mut self, w: u64) {
+        for c in [w & 0xffff_ffff, w >> 32] {
+            for i in 0..2 {
+                self.state[i] = mul_mod(self.state[i], self.points[i]) + c;
+                if self.state[i] >= DIGEST_PRIME {
+                    self.state[i] -= DIGEST_PRIME;
+                }
+            }
+        }
+    }
+
+    /// Append words.
+    pub(crate) fn words(&mut self, ws: &[u64]) {
+        for &w in ws {
+            self.word(w);
+        }
+    }
+
+    /// The digest so far (also the state that [`Self::resume`] continues).
+    pub(crate) fn state(&self) -> [u64; 2] {
+        self.state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +373,40 @@ mod tests {
         let ones = (0..64_000).filter(|_| r.bit()).count();
         // Binomial(64000, 1/2): sd = 126.5; 6 sd is a false-alarm rate of ~2e-9.
         assert!((ones as i64 - 32_000).abs() < 760, "ones = {ones}");
+    }
+
+    #[test]
+    fn derived_keys_depend_on_every_word_and_the_length() {
+        let m = [7u8; 32];
+        let a = derive_key(&m, &[1, 2, 3]);
+        assert_eq!(a, derive_key(&m, &[1, 2, 3]));
+        assert_ne!(a, derive_key(&m, &[1, 2, 4]));
+        assert_ne!(a, derive_key(&m, &[1, 2]));
+        assert_ne!(a, derive_key(&m, &[1, 2, 3, 0]));
+        assert_ne!(a, derive_key(&[8u8; 32], &[1, 2, 3]));
+    }
+
+    #[test]
+    fn keyed_digests_separate_contents_and_lengths() {
+        let m = [3u8; 32];
+        let digest = |ws: &[u64]| {
+            let mut d = KeyedDigest::new(&m);
+            d.words(ws);
+            d.state()
+        };
+        assert_eq!(digest(&[5, 6]), digest(&[5, 6]));
+        assert_ne!(digest(&[5, 6]), digest(&[6, 5]));
+        assert_ne!(digest(&[0, 5]), digest(&[5]));
+        assert_ne!(digest(&[u64::MAX]), digest(&[u64::MAX - 1]));
+        // Resuming from a state continues the same digest.
+        let mut d = KeyedDigest::new(&m);
+        d.word(5);
+        let mut e = KeyedDigest::resume(&m, d.state());
+        e.word(6);
+        assert_eq!(e.state(), digest(&[5, 6]));
+        // Another master key: another digest.
+        let mut f = KeyedDigest::new(&[4u8; 32]);
+        f.words(&[5, 6]);
+        assert_ne!(f.state(), digest(&[5, 6]));
     }
 }

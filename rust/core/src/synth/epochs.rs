@@ -231,6 +231,9 @@ pub struct EpochSynthesizer {
     epsilon: Rational,
     dim: usize,
     rng: Rng,
+    /// Secret master key: every block's noise key is derived from it, the
+    /// block's position and a digest of its points ([`block_key`]).
+    master: [u8; 32],
     time: u64,
     /// Epochs closed so far.
     epochs: u64,
@@ -271,10 +274,18 @@ impl EpochSynthesizer {
         }
         // The noise scale of the deepest, latest block must be representable.
         block_scale(epsilon, 62, MAX_EPOCH_DEPTH)?;
+        let mut rng = rng;
+        let master = rng.draw_key();
+        Self::with_master(epsilon, dim, rng, master)
+    }
+
+    /// [`Self::new`] with a given master key (a checkpoint's).
+    fn with_master(epsilon: &Rational, dim: usize, rng: Rng, master: [u8; 32]) -> Result<Self> {
         Ok(Self {
             epsilon: epsilon.clone(),
             dim,
             rng,
+            master,
             time: 0,
             epochs: 0,
             pending: Vec::new(),
@@ -408,7 +419,7 @@ impl EpochSynthesizer {
         let mut paths = std::mem::take(&mut self.pending);
         paths.sort_unstable();
         let epoch = self.epochs + 1;
-        let key = self.rng.draw_key();
+        let key = block_key(&self.master, epoch, 1, &paths);
         self.blocks
             .push(Block::new(&self.epsilon, epoch, 1, key, paths)?);
         self.epochs = epoch;
@@ -431,7 +442,7 @@ impl EpochSynthesizer {
             }
             let parts: Vec<Block> = self.blocks.drain(self.blocks.len() - b..).collect();
             let merged = merge_all(&parts)?;
-            let key = self.rng.draw_key();
+            let key = block_key(&self.master, first, len * BRANCHING, &merged);
             self.blocks.push(Block::new(
                 &self.epsilon,
                 first,
@@ -591,10 +602,15 @@ impl EpochSynthesizer {
     }
 
     /// Encode the state for a checkpoint. **Sensitive**: it holds the exact
-    /// point paths and the blocks' noise keys (protect it like the raw data).
-    /// An OS-seeded synthesizer's own generator key is not written (a loaded
-    /// copy draws a fresh one for later blocks); the blocks' keys are, so a
-    /// checkpoint restores the same noisy counts every time it is loaded.
+    /// point paths, the master key and the blocks' noise keys (protect it
+    /// like the raw data). Every block formed after a load takes its key from
+    /// the master key, its position and a digest of its points
+    /// ([`block_key`]), so loading a checkpoint any number of times and
+    /// feeding the same points gives the same releases, byte for byte (a
+    /// loaded OS-seeded copy samples from a generator derived from the master
+    /// key and the public position); other points give independent noise. A
+    /// checkpoint supports one continuation: each continuation on other data
+    /// is a separate use of the budget.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         state::write_rational(&mut w, &self.epsilon);
@@ -602,6 +618,9 @@ impl EpochSynthesizer {
         w.u64(self.time);
         w.u64(self.epochs);
         state::write_rng(&mut w, &self.rng);
+        for byte in self.master {
+            w.u8(byte);
+        }
         // The open epoch is a multiset (sorted when it closes): written sorted, so
         // that equal multisets fed in any order or as counts encode equally.
         let mut pending = self.pending.clone();
@@ -627,8 +646,11 @@ impl EpochSynthesizer {
 
     /// Decode [`Self::to_bytes`] output; a clear error on truncated,
     /// corrupted or foreign data, or on a state that breaks an invariant.
+    /// A version-1 checkpoint (before the master key) loads with a master key
+    /// derived from its first block's saved key (so its continuations are
+    /// tied in the same way), or a fresh one if no epoch had closed.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::EpochSynthesizer)?;
+        let (version, payload) = state::decode_versioned(bytes, Kind::EpochSynthesizer)?;
         let bad = |what: &str| invalid!("invalid dpstream state: {what}");
         let mut r = Reader::new(payload);
         let epsilon = state::read_rational(&mut r)?;
@@ -638,8 +660,17 @@ impl EpochSynthesizer {
         if time > MAX_TIME || epochs > time {
             return Err(bad("time or epochs out of range"));
         }
-        let rng = state::read_rng(&mut r)?;
-        let mut s = Self::new(&epsilon, dim, rng)?;
+        let mut rng = state::read_rng(&mut r)?;
+        let mut s = Self::new(&epsilon, dim, Rng::seed_from_u64(0))?;
+        let saved_master = if version >= 2 {
+            let mut m = [0u8; 32];
+            for b in m.iter_mut() {
+                *b = r.u8()?;
+            }
+            Some(m)
+        } else {
+            None
+        };
         let read_paths = |r: &mut Reader<'_>| -> Result<Vec<u64>> {
             let n = r.count(8)?;
             let mut v = Vec::with_capacity(n);
@@ -685,10 +716,49 @@ impl EpochSynthesizer {
             return Err(bad("blocks do not cover the epochs and points"));
         }
         r.finish()?;
+        s.master = match (saved_master, s.blocks.first()) {
+            (Some(m), _) => m,
+            (None, Some(b)) => crate::rng::derive_key(&b.key, &[crate::rng::tag::LEGACY_MASTER]),
+            (None, None) => rng.draw_key(),
+        };
+        s.rng = rng;
+        if !s.rng.is_seeded() {
+            // The OS-seeded generator's key is never saved: a loaded copy samples
+            // from one derived from the master key and the public position, so that
+            // every load of this checkpoint releases the same points.
+            let key = crate::rng::derive_key(
+                &s.master,
+                &[crate::rng::tag::LOADED_SAMPLER, time, epochs],
+            );
+            s.rng = Rng::keyed_stream(key, 0, false);
+        }
         s.time = time;
         s.epochs = epochs;
         Ok(s)
     }
+}
+
+/// The noise key of the block of epochs `first .. first + len` holding the
+/// sorted `paths`: derived from the master key, the block's position and a
+/// keyed digest of its points. The same block (same epochs, same points)
+/// gets the same key however often a checkpoint is loaded; a block with
+/// other points gets an independent key.
+fn block_key(master: &[u8; 32], first: u64, len: u64, paths: &[u64]) -> [u8; 32] {
+    let mut digest = crate::rng::KeyedDigest::new(master);
+    digest.words(paths);
+    let [d0, d1] = digest.state();
+    crate::rng::derive_key(
+        master,
+        &[
+            crate::rng::tag::EPOCH_BLOCK,
+            first,
+            len,
+            u64::from(super_block(first)),
+            paths.len() as u64,
+            d0,
+            d1,
+        ],
+    )
 }
 
 /// The sorted union of the blocks' sorted paths.
