@@ -372,12 +372,8 @@ impl Counter {
             Some(m) => m,
             None => rng.draw_key(),
         };
-        let mut digest = crate::rng::KeyedDigest::resume(&master, self.digest);
-        for &v in increment {
-            digest.word(v as u64);
-        }
-        let [d0, d1] = digest.state();
-        let key = crate::rng::derive_key(&master, &[crate::rng::tag::COUNTER_STEP, t, d0, d1]);
+        let mut digest = self.digest;
+        let key = step_key(&master, &mut digest, t, increment);
         let mut step_rng = Rng::keyed_stream(key, 0, rng.is_seeded());
         let staged = process
             .sampler(t)
@@ -390,7 +386,7 @@ impl Counter {
         }
         process.commit(t, &s.z, &s.noise);
         self.master = Some(master);
-        self.digest = [d0, d1];
+        self.digest = digest;
         std::mem::swap(&mut self.sum, &mut s.sum);
         std::mem::swap(&mut self.noise, &mut s.noise);
         std::mem::swap(&mut self.release, &mut s.release);
@@ -443,6 +439,24 @@ impl Counter {
         }
         Ok(())
     }
+}
+
+/// The key of the noise of step `t` of a [`Counter`] whose master key is
+/// `master`, after the increments whose keyed digest is `digest` (`[1, 1]`
+/// before the first step): the digest is advanced by `increment`, and the key
+/// derived from the master key, `t` and the new digest. The step's noise is
+/// drawn from stream 0 of this key (a seeded generator with this key as its
+/// seed draws the same values). Exposed for reference implementations.
+pub fn step_key(master: &[u8; 32], digest: &mut [u64; 2], t: u64, increment: &[i64]) -> [u8; 32] {
+    let mut d = crate::rng::KeyedDigest::resume(master, *digest);
+    for &v in increment {
+        d.word(v as u64);
+    }
+    *digest = d.state();
+    crate::rng::derive_key(
+        master,
+        &[crate::rng::tag::COUNTER_STEP, t, digest[0], digest[1]],
+    )
 }
 
 #[cfg(test)]

@@ -106,7 +106,10 @@ fn reference(
                 true_in = add(&true_in, x);
                 let g;
                 if delta % b == 0 {
-                    last_block = add(&last_block, &add(&true_in, &draw(&mut rngs[t as usize - 1], &scale(2), dim)));
+                    last_block = add(
+                        &last_block,
+                        &add(&true_in, &draw(&mut rngs[t as usize - 1], &scale(2), dim)),
+                    );
                     true_in = vec![0; dim];
                     synth_in = vec![0; dim];
                     g = last_block.clone();
@@ -116,7 +119,10 @@ fn reference(
                         part = b * b;
                     }
                 } else {
-                    synth_in = add(&synth_in, &add(x, &draw(&mut rngs[t as usize - 1], &scale(2), dim)));
+                    synth_in = add(
+                        &synth_in,
+                        &add(x, &draw(&mut rngs[t as usize - 1], &scale(2), dim)),
+                    );
                     g = add(&last_block, &synth_in);
                 }
                 out.push(g);
@@ -131,7 +137,10 @@ fn reference(
             for t in 1..=xs.len() as u64 {
                 let i = t.trailing_zeros();
                 let a = t - (1 << i);
-                let noisy = add(&interval_sum(xs, a, t), &draw(&mut rngs[t as usize - 1], &scale(levels), dim));
+                let noisy = add(
+                    &interval_sum(xs, a, t),
+                    &draw(&mut rngs[t as usize - 1], &scale(levels), dim),
+                );
                 psums.insert((a, t), noisy);
                 out.push(
                     decomposition(t)
@@ -145,7 +154,10 @@ fn reference(
             let mut psums: HashMap<(u64, u64), Vec<i64>> = HashMap::new();
             for t in 1..=xs.len() as u64 {
                 if t.is_power_of_two() {
-                    let noisy = add(&interval_sum(xs, t / 2, t), &draw(&mut rngs[t as usize - 1], &scale(2), dim));
+                    let noisy = add(
+                        &interval_sum(xs, t / 2, t),
+                        &draw(&mut rngs[t as usize - 1], &scale(2), dim),
+                    );
                     log_total = add(&log_total, &noisy);
                     out.push(log_total.clone());
                 } else {

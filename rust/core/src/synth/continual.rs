@@ -343,13 +343,7 @@ impl ContinualPrivHP {
         let [d0, d1] = digest.state();
         let key = crate::rng::derive_key(
             &self.master,
-            &[
-                crate::rng::tag::CONTINUAL_BLOCK,
-                e + 1 - len,
-                len,
-                d0,
-                d1,
-            ],
+            &[crate::rng::tag::CONTINUAL_BLOCK, e + 1 - len, len, d0, d1],
         );
         let mut block_rng = Rng::keyed_stream(key, 0, self.rng.is_seeded());
         let generator = merged.clone().into_release(&mut block_rng)?;
@@ -537,10 +531,7 @@ fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
     if !rng.is_seeded() {
         // The OS-seeded generator's key is never saved: a loaded copy samples
         // from one derived from the master key and the public position.
-        let key = crate::rng::derive_key(
-            &master,
-            &[crate::rng::tag::LOADED_SAMPLER, time, epochs],
-        );
+        let key = crate::rng::derive_key(&master, &[crate::rng::tag::LOADED_SAMPLER, time, epochs]);
         rng = Rng::keyed_stream(key, 0, false);
     }
     let blob = |r: &mut Reader<'_>| -> Result<Vec<u8>> {

@@ -726,10 +726,8 @@ impl EpochSynthesizer {
             // The OS-seeded generator's key is never saved: a loaded copy samples
             // from one derived from the master key and the public position, so that
             // every load of this checkpoint releases the same points.
-            let key = crate::rng::derive_key(
-                &s.master,
-                &[crate::rng::tag::LOADED_SAMPLER, time, epochs],
-            );
+            let key =
+                crate::rng::derive_key(&s.master, &[crate::rng::tag::LOADED_SAMPLER, time, epochs]);
             s.rng = Rng::keyed_stream(key, 0, false);
         }
         s.time = time;

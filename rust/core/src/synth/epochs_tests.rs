@@ -186,7 +186,9 @@ fn a_version_1_checkpoint_still_loads_and_is_tied_to_its_block_keys() {
     s.update(&points(500, 2, 2)).unwrap();
     // Version 1: the same payload without the 32-byte master key after the
     // generator flag (an OS-seeded generator writes one byte).
-    let payload = state::decode(&s.to_bytes(), Kind::EpochSynthesizer).unwrap().to_vec();
+    let payload = state::decode(&s.to_bytes(), Kind::EpochSynthesizer)
+        .unwrap()
+        .to_vec();
     let head = state_header_len(&payload);
     let mut v1 = payload[..head].to_vec();
     v1.extend_from_slice(&payload[head + 32..]);
@@ -198,7 +200,9 @@ fn a_version_1_checkpoint_still_loads_and_is_tied_to_its_block_keys() {
     // Saved again, it is a version-2 checkpoint.
     let again = a.to_bytes();
     assert_eq!(
-        state::decode_versioned(&again, Kind::EpochSynthesizer).unwrap().0,
+        state::decode_versioned(&again, Kind::EpochSynthesizer)
+            .unwrap()
+            .0,
         2
     );
 }
