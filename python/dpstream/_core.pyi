@@ -17,6 +17,7 @@ __all__ = [
     "SparseCounter",
     "TreeGenerator",
     "__version__",
+    "_counter_step_keys",
     "cell_bounds_array",
     "consistency_f64",
     "consistency_i64",
