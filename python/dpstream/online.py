@@ -137,12 +137,16 @@ class OnlineSynthesizer:
     The object cannot be copied or pickled (a copy would repeat the same noise);
     save it with :func:`dpstream.save` / :meth:`to_bytes` instead. ``"paper"``: a
     loaded synthesizer whose noise came from the operating system gets a fresh OS
-    key (its checkpoint never stores a private key). ``"epochs"``: the checkpoint
-    holds the noise keys of the finished blocks, so every load of it restores the
-    same noisy counts (loading twice cannot average the noise away); the open
-    epoch's block gets its key when it closes. A seeded synthesizer resumes its
-    generator exactly, so save, load and continue gives the outputs of an
-    uninterrupted run.
+    key (its checkpoint never stores a private key), so its continuations are not
+    tied to each other. ``"epochs"`` and :meth:`for_memory`: the checkpoint holds a
+    secret master key; every block formed after a load (the open epoch's, every
+    merged block) takes a key derived from it, the block's epochs and a digest of
+    its points. Loading a checkpoint any number of times and feeding the same data
+    gives the same releases, byte for byte (nothing to average); other data gives
+    independent noise. A checkpoint supports one continuation: each continuation
+    on other data spends the budget of the points it shares with the others again.
+    A seeded synthesizer resumes its generator exactly, so save, load and continue
+    gives the outputs of an uninterrupted run.
     """
 
     __slots__ = ("_epsilon", "_inner", "_method", "_released")
