@@ -69,6 +69,7 @@ loss in nats (every event's probability changes by a factor at most ``e^ε``);
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import NoReturn
 
@@ -383,6 +384,24 @@ class OnlineSynthesizer:
                 f"cells and counts must have the same length, got {c.size} and {n.size}"
             )
         self._inner.update_counts(c, n)  # type: ignore[union-attr]
+
+    def _update_counts_all(self, parts: Iterable[tuple[object, object]]) -> None:
+        """``"epochs"`` only: :meth:`update_counts` of every ``(cells, counts)`` pair of
+        ``parts``, all or nothing: if a pair is refused or ``parts`` raises (a failed
+        fetch from a cluster), every pair fed so far is taken back and the state is
+        the state before the call, byte for byte; a retry then counts each point once."""
+        inner = self._inner
+        if not isinstance(inner, _core.EpochSynthesizer):
+            raise ValueError(
+                f"update_counts is for method='epochs'; this synthesizer is {self._method!r}"
+            )
+        mark = inner.mark()
+        try:
+            for cells, counts in parts:
+                self.update_counts(cells, counts)
+        except BaseException:
+            inner.rollback(mark)
+            raise
 
     def summary_template(self) -> PrivHP:
         """``"privhp"`` only: an empty PrivHP summary with this synthesizer's shared

@@ -91,6 +91,16 @@ impl PyEpochSynthesizer {
             .map_err(to_py_err)
     }
 
+    /// A mark of the open epoch (epochs, open points, time) for `rollback`.
+    fn mark(&self) -> (u64, u64, u64) {
+        self.inner.mark()
+    }
+
+    /// Undo every update since `mark` (the same open epoch).
+    fn rollback(&mut self, mark: (u64, u64, u64)) -> PyResult<()> {
+        self.inner.rollback_to(mark).map_err(to_py_err)
+    }
+
     /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
     #[pyo3(signature = (size=None))]
     fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {

@@ -411,6 +411,34 @@ impl EpochSynthesizer {
         Ok(())
     }
 
+    /// A mark of the open epoch for [`Self::rollback_to`]: the epochs closed,
+    /// the points of the open epoch and the time.
+    pub fn mark(&self) -> (u64, u64, u64) {
+        (self.epochs, self.pending.len() as u64, self.time)
+    }
+
+    /// Undo every update since `mark` (taken in the same open epoch): the
+    /// state is then the state when the mark was taken, byte for byte. For
+    /// feeds of several calls that must be all or nothing (a cluster's
+    /// partitions). Refused, with nothing changed, for a mark of another epoch
+    /// or one that does not match the updates since.
+    pub fn rollback_to(&mut self, mark: (u64, u64, u64)) -> Result<()> {
+        let (epochs, pending, time) = mark;
+        let now = self.pending.len() as u64;
+        if epochs != self.epochs
+            || pending > now
+            || time > self.time
+            || self.time - time != now - pending
+        {
+            return Err(invalid!(
+                "the mark does not belong to this synthesizer's open epoch"
+            ));
+        }
+        self.pending.truncate(pending as usize);
+        self.time = time;
+        Ok(())
+    }
+
     /// Close the open epoch if it has points: form its block and merge.
     fn close_epoch(&mut self) -> Result<()> {
         if self.pending.is_empty() {
