@@ -214,6 +214,28 @@ fn _planted_set_epsilon_factor(factor: u32) -> PyResult<()> {
     dpstream_core::planted::set_epsilon_factor(factor).map_err(to_py_err)
 }
 
+/// Test-only (feature `planted-bugs`): plant a block bug in the default online
+/// synthesizer on the calling thread: "none", "extra-block" (a point of a
+/// merged block in k + 2 noisy blocks) or "redraw" (noise redrawn at each
+/// release). Absent from release builds.
+#[cfg(feature = "planted-bugs")]
+#[pyfunction]
+fn _planted_set_epochs_bug(bug: &str) -> PyResult<()> {
+    use dpstream_core::planted::{set_epochs_bug, EpochsBug};
+    let bug = match bug {
+        "none" => EpochsBug::None,
+        "extra-block" => EpochsBug::ExtraBlock,
+        "redraw" => EpochsBug::RedrawEachRelease,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown planted bug {other:?}: 'none', 'extra-block' or 'redraw'"
+            )))
+        }
+    };
+    set_epochs_bug(bug);
+    Ok(())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Rng>()?;
@@ -221,6 +243,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_counter_step_keys, m)?)?;
     #[cfg(feature = "planted-bugs")]
     m.add_function(wrap_pyfunction!(_planted_set_epsilon_factor, m)?)?;
+    #[cfg(feature = "planted-bugs")]
+    m.add_function(wrap_pyfunction!(_planted_set_epochs_bug, m)?)?;
     noise::register(m)?;
     counters::register(m)?;
     partition::register(m)?;

@@ -200,14 +200,52 @@ impl Block {
     }
 
     /// The noise of cell `theta` at `level` (`1..=depth`): a fixed function of the key.
+    #[cfg(test)]
     fn noise(&self, level: u32, theta: u64, seeded: bool) -> Result<i64> {
+        self.noise_read(level, theta, seeded, self.key)
+    }
+
+    /// The noise of a cell under `key` (the block's, or a planted bug's).
+    fn noise_read(&self, level: u32, theta: u64, seeded: bool, key: [u8; 32]) -> Result<i64> {
         let lap = self
             .laplace
             .as_ref()
             .ok_or_else(|| invalid!("block measures no level"))?;
+        #[cfg(test)]
+        tests::trace_read(self, key, lap.scale());
         let stream = (1u64 << level) | theta;
-        lap.sample(&mut Rng::keyed_stream(self.key, stream, seeded))
+        lap.sample(&mut Rng::keyed_stream(key, stream, seeded))
     }
+
+    /// The keys of the noisy measurements of this block that release number
+    /// `release` reads: the block's own key, unless a bug is planted
+    /// (feature `planted-bugs`: a second, independent measurement of a merged
+    /// block, or a key mixed with the release's index).
+    fn measurement_keys(&self, release: u64) -> Vec<[u8; 32]> {
+        use crate::planted::EpochsBug;
+        match crate::planted::epochs_bug() {
+            EpochsBug::None => vec![self.key],
+            EpochsBug::ExtraBlock if self.len > 1 => {
+                vec![self.key, crate::rng::derive_key(&self.key, &[u64::MAX])]
+            }
+            EpochsBug::ExtraBlock => vec![self.key],
+            EpochsBug::RedrawEachRelease => {
+                vec![crate::rng::derive_key(&self.key, &[release])]
+            }
+        }
+    }
+}
+
+/// What every step of [`EpochSynthesizer::grow`] reads.
+struct GrowContext<'a> {
+    /// Per level: the scale factor `t / (points of the measuring blocks)`.
+    scale: &'a [f64],
+    /// Per level: the pooled variance.
+    var: &'a [f64],
+    /// Per block: the keys of its measurements this release reads.
+    keys: &'a [Vec<[u8; 32]>],
+    max_depth: u32,
+    seeded: bool,
 }
 
 /// One cell of a release tree while it is fitted.
@@ -241,6 +279,8 @@ pub struct EpochSynthesizer {
     pending: Vec<u64>,
     /// Live blocks by first epoch: they partition epochs `1..=epochs`.
     blocks: Vec<Block>,
+    /// Releases fitted by this object (a planted bug's input only).
+    releases: u64,
 }
 
 impl std::fmt::Debug for EpochSynthesizer {
@@ -290,6 +330,7 @@ impl EpochSynthesizer {
             epochs: 0,
             pending: Vec::new(),
             blocks: Vec::new(),
+            releases: 0,
         })
     }
 
@@ -301,6 +342,13 @@ impl EpochSynthesizer {
     /// Dimension of the points.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// Releases fitted so far by this object (not saved; only a planted bug
+    /// reads it).
+    fn next_release(&mut self) -> u64 {
+        self.releases += 1;
+        self.releases
     }
 
     /// Points seen (public).
@@ -486,7 +534,8 @@ impl EpochSynthesizer {
     /// counts are non-negative, consistent and sum to `t`.
     pub fn release_tree(&mut self) -> Result<TreeGenerator> {
         self.close_epoch()?;
-        let nodes = self.fit()?;
+        let release = self.next_release();
+        let nodes = self.fit(release)?;
         let counts = round_leaves(&nodes, self.time);
         let arena = nodes
             .iter()
@@ -532,7 +581,12 @@ impl EpochSynthesizer {
     }
 
     /// The pooled measurement of the children of a cell, per block ranges.
-    fn fit(&self) -> Result<Vec<FitNode>> {
+    fn fit(&self, release: u64) -> Result<Vec<FitNode>> {
+        let keys: Vec<Vec<[u8; 32]>> = self
+            .blocks
+            .iter()
+            .map(|b| b.measurement_keys(release))
+            .collect();
         let t = self.time as f64;
         let seeded = self.rng.is_seeded();
         let max_depth = self.depth();
@@ -541,9 +595,9 @@ impl EpochSynthesizer {
         let mut var = vec![0.0f64; max_depth as usize + 1];
         for l in 1..=max_depth {
             let (mut pts, mut v) = (0u64, 0.0f64);
-            for b in self.blocks.iter().filter(|b| b.depth >= l) {
-                pts += b.paths.len() as u64;
-                v += b.variance();
+            for (b, k) in self.blocks.iter().zip(&keys).filter(|(b, _)| b.depth >= l) {
+                pts += k.len() as u64 * b.paths.len() as u64;
+                v += k.len() as f64 * b.variance();
             }
             let s = t / pts as f64;
             scale[l as usize] = s;
@@ -561,24 +615,28 @@ impl EpochSynthesizer {
         };
         let mut nodes = vec![root];
         let ranges: Vec<(usize, usize)> = self.blocks.iter().map(|b| (0, b.paths.len())).collect();
-        self.grow(&mut nodes, 0, &ranges, &scale, &var, max_depth, seeded)?;
+        let ctx = GrowContext {
+            scale: &scale,
+            var: &var,
+            keys: &keys,
+            max_depth,
+            seeded,
+        };
+        self.grow(&mut nodes, 0, &ranges, &ctx)?;
         least_squares(&mut nodes, t);
         Ok(nodes)
     }
 
     /// Split node `i` (its blocks' path ranges `ranges`) if it carries enough
     /// mass, then recurse into the children.
-    #[allow(clippy::too_many_arguments)]
     fn grow(
         &self,
         nodes: &mut Vec<FitNode>,
         i: usize,
         ranges: &[(usize, usize)],
-        scale: &[f64],
-        var: &[f64],
-        max_depth: u32,
-        seeded: bool,
+        ctx: &GrowContext<'_>,
     ) -> Result<()> {
+        let (scale, var, max_depth, seeded) = (ctx.scale, ctx.var, ctx.max_depth, ctx.seeded);
         let (level, theta, y) = (nodes[i].level, nodes[i].theta, nodes[i].y);
         if level >= max_depth || y < EXPAND_SDS * var[level as usize + 1].sqrt() {
             return Ok(());
@@ -593,13 +651,15 @@ impl EpochSynthesizer {
         let mut left_ranges = Vec::with_capacity(ranges.len());
         let mut right_ranges = Vec::with_capacity(ranges.len());
         let (mut y0, mut y1) = (0i64, 0i64);
-        for (b, &(lo, hi)) in self.blocks.iter().zip(ranges) {
+        for ((b, &(lo, hi)), keys) in self.blocks.iter().zip(ranges).zip(ctx.keys) {
             let mid = lo + b.paths[lo..hi].partition_point(|&p| p < split);
             left_ranges.push((lo, mid));
             right_ranges.push((mid, hi));
             if b.depth >= cl {
-                y0 += (mid - lo) as i64 + b.noise(cl, 2 * theta, seeded)?;
-                y1 += (hi - mid) as i64 + b.noise(cl, 2 * theta + 1, seeded)?;
+                for &key in keys {
+                    y0 += (mid - lo) as i64 + b.noise_read(cl, 2 * theta, seeded, key)?;
+                    y1 += (hi - mid) as i64 + b.noise_read(cl, 2 * theta + 1, seeded, key)?;
+                }
             }
         }
         let s = scale[cl as usize];
@@ -617,16 +677,8 @@ impl EpochSynthesizer {
             });
         }
         nodes[i].left = left as u32;
-        self.grow(nodes, left, &left_ranges, scale, var, max_depth, seeded)?;
-        self.grow(
-            nodes,
-            left + 1,
-            &right_ranges,
-            scale,
-            var,
-            max_depth,
-            seeded,
-        )
+        self.grow(nodes, left, &left_ranges, ctx)?;
+        self.grow(nodes, left + 1, &right_ranges, ctx)
     }
 
     /// Encode the state for a checkpoint. **Sensitive**: it holds the exact
