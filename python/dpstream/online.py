@@ -318,9 +318,19 @@ class OnlineSynthesizer:
 
     @property
     def epsilon_spent(self) -> Fraction:
-        """ε spent: ε from the first :meth:`release` on (all releases of the stream, at
-        any times, are covered by it together), 0 before."""
-        return self.epsilon if self._released else Fraction(0)
+        """ε spent: from the first :meth:`release` on, what the worst-case point costs
+        over all releases of the stream, at any times, together; 0 before. Computed from
+        the mechanism's split, the one function its noise scales come from:
+        ``"epochs"``, the largest sum of ``point_split`` (a point of super-block ``k`` in
+        ``k + 1`` blocks of ``ε/(k+1)``) over the super-blocks reached; ``"privhp"``,
+        ``L`` blocks of ``2·ε/(2L)``; both are ε. ``"paper"``: ε (its schedule
+        ``ε_{j,r}`` sums to less than ε/2 at every level, Proposition 4.1)."""
+        if not self._released:
+            return Fraction(0)
+        inner = self._inner
+        if isinstance(inner, (_core.EpochSynthesizer, _core.ContinualPrivHP)):
+            return Fraction(*inner.epsilon_ledger())
+        return self.epsilon
 
     @property
     def epsilon_remaining(self) -> Fraction:

@@ -532,7 +532,9 @@ def merged_two_blocks_setup() -> Setup:
 MERGED_REPEATS = 4  # releases after epoch 31 (the last three without new points)
 
 
-def merged_repeated_setup() -> Setup:
+def merged_repeated_setup(
+    repeats: int = MERGED_REPEATS, tails: tuple[int, int] = (24, -24)
+) -> Setup:
     """The replaced point in a merged block only, released 4 times (d = 2, ε = 8): epoch
     31 holds it; its close merges epochs 16–31 into block ``[16, 31]`` (27 points, depth
     6, scale 3) before any release reads block ``[31, 31]``. Four releases follow
@@ -547,15 +549,15 @@ def merged_repeated_setup() -> Setup:
     scale = merged_block_scale(MERGED_EPSILON, 1, MERGED_DEPTH)
 
     def mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
-        return merged_runs(points, sizes, {MERGED_LAST: MERGED_REPEATS}, rng, size)
+        return merged_runs(points, sizes, {MERGED_LAST: repeats}, rng, size)
 
     return Setup(
-        "online epochs: merged block read 4 times (epoch 31)",
+        f"online epochs: merged block read {repeats} times (epoch 31)",
         MERGED_EPSILON,
         2 / scale,
         (a, b),
         mechanism,
-        (28, -44),
+        tails,
     )
 
 

@@ -224,6 +224,14 @@ impl ContinualPrivHP {
         })
     }
 
+    /// The ledger: what a point costs over the `L` blocks it can reach, each
+    /// released by PrivHP at [`continual_block_epsilon`] (twice that under
+    /// replacement): `2·L·ε_b`, ε itself for a correct split.
+    pub fn epsilon_ledger(&self) -> Result<Rational> {
+        let eps_b = continual_block_epsilon(&self.epsilon, self.levels)?;
+        Ok(eps_b.mul(&Rational::new(2 * u64::from(self.levels), 1u32)?))
+    }
+
     /// ε of the whole stream of releases.
     pub fn epsilon(&self) -> &Rational {
         &self.epsilon

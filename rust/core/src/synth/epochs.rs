@@ -119,6 +119,14 @@ pub fn block_epsilon(epsilon: &Rational, k: u32) -> Result<Rational> {
     crate::planted::spend(epsilon.div(&Rational::new(k + 1, 1u32)?)?)
 }
 
+/// The split of ε for a point of super-block `k`: the ε of each of the `k + 1`
+/// blocks it enters ([`block_epsilon`] each). The docs' split and the ledger
+/// ([`EpochSynthesizer::epsilon_ledger`]) both come from here.
+pub fn point_split(epsilon: &Rational, k: u32) -> Result<Vec<Rational>> {
+    let per = block_epsilon(epsilon, k)?;
+    Ok(vec![per; k as usize + 1])
+}
+
 /// Noise scale of a block of super-block `k` measuring `depth ≥ 1` levels:
 /// `2·depth / block_epsilon` (ℓ1-sensitivity `2·depth` under replacement).
 pub fn block_scale(epsilon: &Rational, k: u32, depth: u32) -> Result<Rational> {
@@ -370,6 +378,20 @@ impl EpochSynthesizer {
     /// blocks and of the block the open epoch would form (public).
     pub fn depth(&self) -> u32 {
         self.blocks.iter().map(|b| b.depth).max().unwrap_or(0)
+    }
+
+    /// The ledger: the largest ε a point of the stream so far costs, the sum
+    /// of [`point_split`] over the super-blocks its epochs (and the open one)
+    /// reach; ε itself for a correct split.
+    pub fn epsilon_ledger(&self) -> Result<Rational> {
+        let mut worst = Rational::new(0u32, 1u32)?;
+        for k in 0..=super_block(self.epochs + 1) {
+            let total = Rational::sum(&point_split(&self.epsilon, k)?);
+            if total > worst {
+                worst = total;
+            }
+        }
+        Ok(worst)
     }
 
     /// Whether the generator is seeded (reproducible, **not private**).
