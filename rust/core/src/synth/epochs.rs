@@ -324,11 +324,6 @@ impl EpochSynthesizer {
         block_scale(epsilon, 62, MAX_EPOCH_DEPTH)?;
         let mut rng = rng;
         let master = rng.draw_key();
-        Self::with_master(epsilon, dim, rng, master)
-    }
-
-    /// [`Self::new`] with a given master key (a checkpoint's).
-    fn with_master(epsilon: &Rational, dim: usize, rng: Rng, master: [u8; 32]) -> Result<Self> {
         Ok(Self {
             epsilon: epsilon.clone(),
             dim,
