@@ -354,6 +354,8 @@ impl ContinualPrivHP {
             &[crate::rng::tag::CONTINUAL_BLOCK, e + 1 - len, len, d0, d1],
         );
         let mut block_rng = Rng::keyed_stream(key, 0, self.rng.is_seeded());
+        #[cfg(test)]
+        tests::trace_release(e + 1 - len, len, key, merged.sigmas());
         let generator = merged.clone().into_release(&mut block_rng)?;
         for i in 0..j {
             self.alphas[i].clear()?;

@@ -434,3 +434,65 @@ fn foreign_or_released_summaries_change_nothing() {
     a.merge_summary(&a.template().unwrap()).unwrap();
     assert_eq!(a.to_bytes().unwrap(), before);
 }
+
+/// One released block: its epochs, key and the level budgets its PrivHP used.
+type Released = (u64, u64, [u8; 32], Vec<Rational>);
+
+thread_local! {
+    static RELEASES: std::cell::RefCell<Option<Vec<Released>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by every block release (test builds only): recorded while tracing.
+pub(super) fn trace_release(first: u64, len: u64, key: [u8; 32], sigmas: &[Rational]) {
+    RELEASES.with(|t| {
+        if let Some(v) = t.borrow_mut().as_mut() {
+            v.push((first, len, key, sigmas.to_vec()));
+        }
+    });
+}
+
+#[test]
+fn every_epoch_costs_at_most_epsilon_counted_from_the_releases() {
+    // R = 300 epochs of one point, a release after each (L = 9 levels). For a
+    // replaced point at each epoch, sum over the distinct released blocks that
+    // hold it of what replacement costs there (2·Σ σ_l: one count-min bucket
+    // +1, another −1 per level, at scale 1/σ_l), from the budgets the releases
+    // used, not from the split's formula: at most ε (a point is in at most L
+    // released blocks); within 2^-30 of ε for an epoch in L of them (epoch 1).
+    let e = eps(1, 1);
+    let mut s = ContinualPrivHP::new(&e, 1, 1 << 20, 1000, 300, Rng::seed_from_u64(31)).unwrap();
+    assert_eq!(s.levels(), 9);
+    RELEASES.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    let mut rng = Rng::seed_from_u64(32);
+    for _ in 0..300 {
+        s.update(&uniform_points(&mut rng, 1, 1)).unwrap();
+        s.release(Some(1)).unwrap();
+    }
+    let releases = RELEASES.with(|t| t.borrow_mut().take()).unwrap();
+    assert_eq!(releases.len(), 300);
+    let two = Rational::new(2u32, 1u32).unwrap();
+    let slack = e.mul(&Rational::new(1u32, 1u64 << 30).unwrap());
+    for epoch in 1..=300u64 {
+        let mut seen: Vec<[u8; 32]> = Vec::new();
+        let mut parts = Vec::new();
+        for (first, len, key, sigmas) in &releases {
+            if *first <= epoch && epoch < first + len && !seen.contains(key) {
+                seen.push(*key);
+                parts.push(two.mul(&Rational::sum(sigmas)));
+            }
+        }
+        let total = Rational::sum(&parts);
+        assert!(total <= e, "epoch {epoch}: {total} > {e}");
+        assert!(parts.len() <= 9, "epoch {epoch}: {} blocks", parts.len());
+        // The release closing epoch e' forms the block of its last 2^tz(e') epochs:
+        // it holds e iff e' − 2^tz(e') < e ≤ e'.
+        let holding = (epoch..=300)
+            .filter(|&x| x - (1u64 << x.trailing_zeros()) < epoch)
+            .count();
+        assert_eq!(parts.len(), holding, "epoch {epoch}");
+        if holding == 9 {
+            assert!(total.add(&slack) >= e, "epoch {epoch}: {total}");
+        }
+    }
+}
