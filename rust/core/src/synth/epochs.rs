@@ -23,7 +23,11 @@
 //!   of the public `n_b`, `k` and ε. Noise is drawn lazily: the noise of cell
 //!   `θ` at level `l` in block `b` is the first draw of ChaCha12 stream
 //!   `2^l + θ` under the block's 256-bit key, so it is fixed when the block is
-//!   formed, whether or not it is ever looked at.
+//!   formed, whether or not it is ever looked at. The key is derived from the
+//!   object's secret master key, the block's first epoch and length and a
+//!   keyed digest of its points ([`block_key`]): distinct blocks get
+//!   independent keys, and a checkpoint loaded again and fed the same points
+//!   forms the same blocks with the same keys (nothing to average).
 //! * **Release** at epoch `e` (after closing it): the live blocks partition
 //!   epochs `1..=e` (the `b − 1` roots of each finished super-block and the
 //!   base-`b` decomposition of the current one). The pooled measurement of a cell at
