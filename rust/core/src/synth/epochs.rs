@@ -25,7 +25,7 @@
 //!   `2^l + θ` under the block's 256-bit key, so it is fixed when the block is
 //!   formed, whether or not it is ever looked at. The key is derived from the
 //!   object's secret master key, the block's first epoch and length and a
-//!   keyed digest of its points ([`block_key`]): distinct blocks get
+//!   keyed digest of its points (`block_key`): distinct blocks get
 //!   independent keys, and a checkpoint loaded again and fed the same points
 //!   forms the same blocks with the same keys (nothing to average).
 //! * **Release** at epoch `e` (after closing it): the live blocks partition
@@ -282,7 +282,7 @@ pub struct EpochSynthesizer {
     dim: usize,
     rng: Rng,
     /// Secret master key: every block's noise key is derived from it, the
-    /// block's position and a digest of its points ([`block_key`]).
+    /// block's position and a digest of its points (`block_key`).
     master: [u8; 32],
     time: u64,
     /// Epochs closed so far.
@@ -706,7 +706,7 @@ impl EpochSynthesizer {
     /// point paths, the master key and the blocks' noise keys (protect it
     /// like the raw data). Every block formed after a load takes its key from
     /// the master key, its position and a digest of its points
-    /// ([`block_key`]), so loading a checkpoint any number of times and
+    /// (`block_key`), so loading a checkpoint any number of times and
     /// feeding the same points gives the same releases, byte for byte (a
     /// loaded OS-seeded copy samples from a generator derived from the master
     /// key and the public position); other points give independent noise. A
