@@ -20,7 +20,7 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi test-planted audit-long lint bench reproduce develop docs clean
+.PHONY: demo test test-rust test-python test-mbi test-planted planted-build audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/dpstream demo --out demo-output
@@ -46,23 +46,31 @@ test-mbi: $(EXT) $(DEPS) $(MBI_DEPS)
 # (not skip) there if the imported extension lacks the hook.
 PLANTED_TARGET := target/planted
 PLANTED_PKG := build/planted
-test-planted: $(DEPS)
+test-planted: planted-build
+	PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m mypy.stubtest dpstream._core \
+		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
+	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/audit/test_audit_planted.py
+	CARGO_TARGET_DIR=$(PLANTED_TARGET) cargo test -q -p dpstream-core --features planted-bugs --lib \
+		planted
+
+planted-build: $(DEPS)
 	CARGO_TARGET_DIR=$(PLANTED_TARGET) cargo build --release -q -p dpstream-python --features planted-bugs
 	rm -rf $(PLANTED_PKG)
 	mkdir -p $(PLANTED_PKG)
 	cp -r python/dpstream $(PLANTED_PKG)/
 	rm -rf $(PLANTED_PKG)/dpstream/_core*.so $(PLANTED_PKG)/dpstream/__pycache__
 	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
-	PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m mypy.stubtest dpstream._core \
-		--allowlist .stubtest-allowlist --allowlist .stubtest-allowlist-planted
-	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
-		tests/audit/test_audit_planted.py
 
 # Long privacy audits (pytest marker `long`, deselected by the default pytest options, so
 # not part of `make test`): method="paper" with the replaced step deciding two Algorithm-2
-# threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU; docs/audits.md).
-audit-long: $(EXT) $(DEPS)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m long tests/audit/test_audit_long.py
+# threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU); the merged-block audits
+# on 3 seeds (about 8 minutes); the planted redraw bug on two more seeds (docs/audits.md).
+audit-long: $(EXT) $(DEPS) planted-build
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m long tests/audit/test_audit_long.py \
+		tests/audit/test_audit_merged.py
+	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-m long tests/audit/test_audit_planted.py
 
 $(MBI_DEPS): Makefile
 	$(PYTHON) -m venv $(MBI_VENV)

@@ -202,25 +202,37 @@ def test_load_refuses_a_corrupted_file(tmp_path: Path) -> None:
         dpstream.load(path)
 
 
-def test_loaded_counter_without_rng_is_private_and_independent() -> None:
+def test_loaded_counter_without_rng_is_private_and_tied_to_its_checkpoint() -> None:
+    """Issue 41: the noise of every step is keyed by the checkpoint's master key, the
+    time and a digest of the increments so far. 200 loads, each with its own fresh OS
+    generator, fed the same increments give one release (nothing to average); other
+    increments give other noise (not the same noise plus the data's difference)."""
     c = make("hybrid", 1)
     c.run(increments(1)[:10])
     data = c.to_bytes()
-    a, b = Counter.from_bytes(data), Counter.from_bytes(data)
-    assert not a.seeded and not b.seeded
-    # Two fresh OS generators: the continuations' noise differs (steps 11-13 each
-    # draw a fresh p-sum noise of scale 2k/ε = 12; all three agree with
-    # probability below 1e-4).
-    ra = a.run(np.zeros((3, 1), dtype=np.int64))
-    rb = b.run(np.zeros((3, 1), dtype=np.int64))
-    assert not np.array_equal(ra, rb)
+    zeros = np.zeros((6, 1), dtype=np.int64)
+    runs = set()
+    for _ in range(200):
+        loaded = Counter.from_bytes(data)
+        assert not loaded.seeded
+        runs.add(loaded.run(zeros).tobytes())
+    assert len(runs) == 1
+    ones = np.ones((6, 1), dtype=np.int64)
+    other = Counter.from_bytes(data).run(ones)
+    same = np.frombuffer(runs.pop(), dtype=np.int64).reshape(6, 1)
+    # Steps 11-16 each close a value of scale ≥ 2/ε = 4 keyed by other data: the
+    # differences are not all the exact 1, 2, ..., 6.
+    assert not np.array_equal(other - same, np.cumsum(ones, axis=0))
 
 
 def _as_version_1(data: bytes) -> bytes:
-    """A version-2 encoding of a counter (or a TreeGenerator) rewritten as version 1
-    (no flags byte), as dpstream wrote it before the seeded flag."""
-    kind = struct.unpack("<H", data[10:12])[0]
+    """A version-2 encoding of a sparse counter (or a TreeGenerator), or a version-3
+    encoding of a counter, rewritten as version 1 (no flags byte, and no master key),
+    as dpstream wrote it before the seeded flag."""
+    version, kind = struct.unpack("<HH", data[8:12])
     payload = data[21:-4]  # header (20 bytes), then the flags byte
+    if kind == 5 and version == 3:  # a Counter: drop the master key (flag, key, digest)
+        payload = payload[: -(1 + 32 + 16) if payload[-49] == 1 else -1]
     body = data[:8] + struct.pack("<HHQ", 1, kind, len(payload)) + payload
     return body + struct.pack("<I", zlib.crc32(body))
 

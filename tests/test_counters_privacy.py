@@ -189,11 +189,13 @@ def test_audit_flags_a_tree_with_one_level_too_few() -> None:
 
 @pytest.mark.parametrize("kind", list(SETUPS))
 def test_the_audited_values_are_the_ones_containing_step_t0(kind: str) -> None:
-    # Same noise, neighbouring streams: each audited value moves by exactly +1, every
-    # release before t0 is unchanged and every release from t0 on moves by exactly +1.
+    # Neighbouring streams without noise (ε = 2^20: every draw is 0 but with probability
+    # below e^-100000; the noise is keyed by the data, so two streams cannot share it):
+    # each audited value moves by exactly +1, every release before t0 is unchanged and
+    # every release from t0 on moves by exactly +1.
     setup = SETUPS[kind]
     c = {
-        n: Counter(setup.kind, 1, 3, horizon=setup.horizon, rng=Rng(seed=5))  # type: ignore[arg-type]
+        n: Counter(setup.kind, 2**20, 3, horizon=setup.horizon, rng=Rng(seed=5))  # type: ignore[arg-type]
         for n in (False, True)
     }
     r = {n: np.zeros((setup.steps + 1, 3), dtype=np.int64) for n in c}

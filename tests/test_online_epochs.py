@@ -89,6 +89,43 @@ def test_checkpoint_between_releases_restores_the_same_noisy_counts() -> None:
         np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.parametrize("method", ["epochs", "for_memory"])
+def test_checkpoint_loaded_200_times_gives_one_release(method: str) -> None:
+    """Issue 41, the review's scenario: a checkpoint in an open epoch, loaded 200 times,
+    each copy fed the same later epochs through a merge (epochs: 16 epochs of
+    super-block 1 merge at epoch 31; for_memory: epochs 1-8 merge at epoch 8). Every
+    copy releases the same cells and points, byte for byte; other data after the
+    checkpoint gives other noise (the difference of two continuations is not exact)."""
+    rng = np.random.default_rng(41)
+    if method == "epochs":
+        s = OnlineSynthesizer(4, 1)
+        n_epochs, last, batch = 20, 31, 30
+    else:
+        s = OnlineSynthesizer.for_memory(4, 1, memory_bytes=200_000, expected_n=300, max_releases=8)
+        n_epochs, last, batch = 3, 8, 30
+    data = [rng.random(batch) / 2 for _ in range(last)]
+    for x in data[:n_epochs]:
+        s.update(x)
+        s.release(1)
+    s.update(data[n_epochs])
+    saved = s.to_bytes()
+
+    def continuation(moved: float) -> tuple[bytes, ...]:
+        c = OnlineSynthesizer.from_bytes(saved)
+        out = [c.release().tobytes()]
+        for x in data[n_epochs + 1 :]:
+            c.update(np.r_[x[:-1], x[-1] + moved])  # the last point moved
+            out.append(c.release(5).tobytes())
+        assert c.epochs == last
+        return (*out, *(a.tobytes() for a in c.cells()))
+
+    first = continuation(0.0)
+    assert {continuation(0.0) for _ in range(200)} == {first}
+    other = continuation(0.5)  # one point per later epoch moved to the other half
+    assert other[0] == first[0]  # the open epoch's block holds the same points
+    assert other[1:] != first[1:]  # the Rust tests check the blocks' noise itself
+
+
 def test_memory_bytes_does_not_depend_on_where_points_fell() -> None:
     base = blob_points(4000, 20)
     last = base.copy()

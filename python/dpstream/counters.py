@@ -61,10 +61,13 @@ Checkpoints: every counter has ``to_bytes()`` and ``from_bytes(data, *,
 rng=None, allow_seeded=False)`` (and works with :func:`dpstream.save` / :func:`dpstream.load`), a
 versioned, checksummed encoding made by the Rust core. The bytes hold the
 **exact** running sums, so they are as sensitive as the raw data: keep them
-private. No generator is stored (a counter draws from a generator, it does
-not own one); a loaded counter draws from ``rng``, or from a fresh OS-seeded
-generator when ``rng`` is ``None``. With the same generator state, a loaded
-counter continues exactly as the saved one would have. Every counter's bytes
+private. A :class:`Counter`'s bytes also hold its secret master key: the noise of
+step ``t`` comes from a key derived from it, ``t`` and a digest of the increments so
+far, so a checkpoint loaded any number of times and fed the same increments releases
+the same values (the noisy values formed after a load, which cover released steps,
+cannot be averaged); other increments give independent noise. A checkpoint supports
+one continuation. The sparse counters store no key: a loaded one draws from ``rng``,
+or from a fresh OS-seeded generator when ``rng`` is ``None``. Every counter's bytes
 also record whether its noise was seeded: loading such a checkpoint needs
 ``allow_seeded=True``, and the loaded counter stays marked NOT PRIVATE.
 """
@@ -313,10 +316,11 @@ class Counter(_NoisyStream):
     ) -> Counter:
         """Load a counter saved by :meth:`to_bytes` (or :func:`dpstream.save`).
 
-        The loaded counter draws its noise from ``rng``; with ``rng=None`` it
-        gets its own fresh OS-seeded generator (private). Given the generator
-        state the saved counter would have used next, it continues exactly:
-        the same releases as without the save.
+        The loaded counter keys its noise with the checkpoint's master key (see
+        the module docs): fed the same increments, every load gives the same
+        releases as the saved counter would have, whatever ``rng`` is. ``rng``
+        (``None``: a fresh OS-seeded generator) is used only by a counter saved
+        before its first step or by an older dpstream, to draw its master key.
 
         The bytes record whether the saved counter's noise was seeded. Such a
         checkpoint is **not private** (its noise so far can be recomputed from

@@ -699,8 +699,10 @@ def update_online(
     Raises:
         ValueError, TypeError: a point outside ``[0,1]^d``, NaN, a wrong shape or dtype
             (found on a worker, raised on the client naming the partition): nothing is
-            fed. ``"epochs"`` with a ``dask.distributed`` client: the partitions are
-            fed only after all were counted, so a refusal changes nothing.
+            fed. Every method is all or nothing, a failure while fetching included:
+            ``"epochs"`` feeds the partitions one by one and takes them all back if a
+            later one fails (:meth:`OnlineSynthesizer._update_counts_all`);
+            ``"privhp"`` adds one merged summary. A retry counts each point once.
     """
     if synth.method == "paper":
         raise ValueError(
@@ -717,5 +719,8 @@ def update_online(
     dask = _dask()
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
-    for cells, more, counts in gather(tasks):
-        synth.update_counts(cells, _counts_of(cells, more, counts))
+    # All or nothing: a failure while fetching a later partition (or a refused one)
+    # takes back the partitions already fed, so that a retry counts each point once.
+    synth._update_counts_all(
+        (cells, _counts_of(cells, more, counts)) for cells, more, counts in gather(tasks)
+    )

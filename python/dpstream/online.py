@@ -69,6 +69,7 @@ loss in nats (every event's probability changes by a factor at most ``e^ε``);
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import NoReturn
 
@@ -137,12 +138,16 @@ class OnlineSynthesizer:
     The object cannot be copied or pickled (a copy would repeat the same noise);
     save it with :func:`dpstream.save` / :meth:`to_bytes` instead. ``"paper"``: a
     loaded synthesizer whose noise came from the operating system gets a fresh OS
-    key (its checkpoint never stores a private key). ``"epochs"``: the checkpoint
-    holds the noise keys of the finished blocks, so every load of it restores the
-    same noisy counts (loading twice cannot average the noise away); the open
-    epoch's block gets its key when it closes. A seeded synthesizer resumes its
-    generator exactly, so save, load and continue gives the outputs of an
-    uninterrupted run.
+    key (its checkpoint never stores a private key), so its continuations are not
+    tied to each other. ``"epochs"`` and :meth:`for_memory`: the checkpoint holds a
+    secret master key; every block formed after a load (the open epoch's, every
+    merged block) takes a key derived from it, the block's epochs and a digest of
+    its points. Loading a checkpoint any number of times and feeding the same data
+    gives the same releases, byte for byte (nothing to average); other data gives
+    independent noise. A checkpoint supports one continuation: each continuation
+    on other data spends the budget of the points it shares with the others again.
+    A seeded synthesizer resumes its generator exactly, so save, load and continue
+    gives the outputs of an uninterrupted run.
     """
 
     __slots__ = ("_epsilon", "_inner", "_method", "_released")
@@ -313,9 +318,19 @@ class OnlineSynthesizer:
 
     @property
     def epsilon_spent(self) -> Fraction:
-        """ε spent: ε from the first :meth:`release` on (all releases of the stream, at
-        any times, are covered by it together), 0 before."""
-        return self.epsilon if self._released else Fraction(0)
+        """ε spent: from the first :meth:`release` on, what the worst-case point costs
+        over all releases of the stream, at any times, together; 0 before. Computed from
+        the mechanism's split, the one function its noise scales come from:
+        ``"epochs"``, the largest sum of ``point_split`` (a point of super-block ``k`` in
+        ``k + 1`` blocks of ``ε/(k+1)``) over the super-blocks reached; ``"privhp"``,
+        ``L`` blocks of ``2·ε/(2L)``; both are ε. ``"paper"``: ε (its schedule
+        ``ε_{j,r}`` sums to less than ε/2 at every level, Proposition 4.1)."""
+        if not self._released:
+            return Fraction(0)
+        inner = self._inner
+        if isinstance(inner, (_core.EpochSynthesizer, _core.ContinualPrivHP)):
+            return Fraction(*inner.epsilon_ledger())
+        return self.epsilon
 
     @property
     def epsilon_remaining(self) -> Fraction:
@@ -379,6 +394,24 @@ class OnlineSynthesizer:
                 f"cells and counts must have the same length, got {c.size} and {n.size}"
             )
         self._inner.update_counts(c, n)  # type: ignore[union-attr]
+
+    def _update_counts_all(self, parts: Iterable[tuple[object, object]]) -> None:
+        """``"epochs"`` only: :meth:`update_counts` of every ``(cells, counts)`` pair of
+        ``parts``, all or nothing: if a pair is refused or ``parts`` raises (a failed
+        fetch from a cluster), every pair fed so far is taken back and the state is
+        the state before the call, byte for byte; a retry then counts each point once."""
+        inner = self._inner
+        if not isinstance(inner, _core.EpochSynthesizer):
+            raise ValueError(
+                f"update_counts is for method='epochs'; this synthesizer is {self._method!r}"
+            )
+        mark = inner.mark()
+        try:
+            for cells, counts in parts:
+                self.update_counts(cells, counts)
+        except BaseException:
+            inner.rollback(mark)
+            raise
 
     def summary_template(self) -> PrivHP:
         """``"privhp"`` only: an empty PrivHP summary with this synthesizer's shared

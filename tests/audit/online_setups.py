@@ -427,3 +427,178 @@ def tail_events(upper: int, lower: int) -> dict[str, Callable[[np.ndarray], np.n
         f"D >= {upper}": lambda d: np.nan_to_num(d, nan=-np.inf) >= upper,
         f"D <= {lower}": lambda d: np.nan_to_num(d, nan=np.inf) <= lower,
     }
+
+
+# ---------------------------------------------------------------------------------------
+# The default method with the replaced point in a merged block (issue 41)
+# ---------------------------------------------------------------------------------------
+
+MERGED_EPSILON = Fraction(8)
+MERGED_POINTS = 12  # points of the replaced point's epoch: block depth 6 (k = 1)
+MERGED_DEPTH = 6
+MERGED_LAST = 31  # the release after epoch 31 merges epochs 16–31 into one block
+# A and B: siblings at level 6 in P = cell([0] * 5), as for the two-epoch audit.
+MERGED_A = cell([0] * 6)
+MERGED_B = cell([0] * 5 + [1])
+MERGED_Q = cell([0] * 4 + [1])  # the sibling of P at level 5
+
+
+def merged_block_scale(epsilon: Fraction, k: int, depth: int) -> Fraction:
+    """``2·depth·(k+1)/ε``: the noise scale of a block of super-block ``k`` measuring
+    ``depth`` levels, derived here from the documented split (a point of super-block
+    ``k`` is in ``k + 1`` blocks of ``ε/(k+1)``), not read from the library."""
+    return Fraction(2 * depth * (k + 1)) / epsilon
+
+
+def merged_streams(epoch: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Streams of 31 epochs, d = 2: one point per epoch at the centre of ``Q``, the
+    sibling of ``P`` (so that every level above ``P`` holds every point and the tree
+    grows down to ``P``), except epoch ``epoch``: 12 points, 6 at the centre of ``A``, 5
+    at the centre of ``B``, and the replaced point (``A`` in stream ``a``, ``B`` in
+    ``b``). Returns the streams and the epoch sizes."""
+    sizes = [MERGED_POINTS if e == epoch else 1 for e in range(1, MERGED_LAST + 1)]
+    rows = []
+    for e in range(1, MERGED_LAST + 1):
+        if e == epoch:
+            rows += [centre(MERGED_A)] * 6 + [centre(MERGED_B)] * 5 + [centre(MERGED_A)]
+        else:
+            rows.append(centre(MERGED_Q))
+    a = np.array(rows)
+    b = a.copy()
+    at = sum(sizes[: epoch - 1]) + MERGED_POINTS - 1  # the last point of the epoch
+    b[at] = centre(MERGED_B)
+    return a, b, sizes
+
+
+def merged_runs(
+    points: np.ndarray, sizes: list[int], reads: dict[int, int], rng: Rng, size: int
+) -> np.ndarray:
+    """``size`` runs of the default synthesizer at ε = 8: a release after each of the 31
+    epochs; at epoch ``e`` in ``reads``, ``reads[e]`` releases (the later ones without
+    new points). The statistic: the sum of ``D = count(A) − count(B)`` over those
+    releases (NaN if one did not grow down to ``A`` and ``B``)."""
+    ends = np.cumsum(sizes)
+    out = np.zeros(size)
+    for i in range(size):
+        s = OnlineSynthesizer(MERGED_EPSILON, 2, rng=rng)
+        inner: Any = s._inner  # the core object: the 29 other releases, without overhead
+        start = 0
+        for e, end in enumerate(ends, start=1):
+            inner.update(points[start:end])
+            start = end
+            if e not in reads:
+                inner.release_tree()
+                continue
+            for _ in range(reads[e]):
+                cells = s.cells()
+                out[i] += released_count(*cells, MERGED_A) - released_count(*cells, MERGED_B)
+    return out
+
+
+def merged_two_blocks_setup() -> Setup:
+    """The replaced point in two released blocks (d = 2, ε = 8): epoch 20 (super-block
+    ``k = 1``) holds it, and the release after epoch 31 merges epochs 16–31.
+
+    * Block ``[20, 20]``: 12 points, depth 6 (``2^6·6·4 = 1536 ≤ 16·12·8 = 1536 <
+      2^7·7·4``), read by the release after epoch 20. Block ``[16, 31]``: 27 points,
+      depth 6 (``16·27·8 = 3456 < 3584``), read by the release after epoch 31. The
+      blocks of super-block 0 (one point each) measure 4 levels, the single blocks of
+      epochs 16–31 other than 20 three: neither reaches level 6.
+    * Statistic: ``D`` of the release after epoch 20 plus ``D`` of the release after
+      epoch 31.
+
+    Analytical loss: in each of the two blocks the point changes the level-6 counts of
+    ``A`` and ``B`` by ±1 (they share every ancestor; no block measures deeper), at
+    scale ``λ = 2·6·2/8 = 3``: ``2/λ = 2/3`` each, ``4/3`` together (basic composition;
+    the two blocks' noise is independent). No other release reads a block with the
+    point at level 6 (epoch 20's block is dropped at the merge).
+    """
+    a, b, sizes = merged_streams(20)
+    scale = merged_block_scale(MERGED_EPSILON, 1, MERGED_DEPTH)
+
+    def mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+        return merged_runs(points, sizes, {20: 1, MERGED_LAST: 1}, rng, size)
+
+    return Setup(
+        "online epochs: point in 2 blocks (epoch 20, merge at 31)",
+        MERGED_EPSILON,
+        2 * (2 / scale),
+        (a, b),
+        mechanism,
+        (28, -20),
+    )
+
+
+MERGED_REPEATS = 4  # releases after epoch 31 (the last three without new points)
+
+
+def merged_repeated_setup(
+    repeats: int = MERGED_REPEATS, tails: tuple[int, int] = (24, -24)
+) -> Setup:
+    """The replaced point in a merged block only, released 4 times (d = 2, ε = 8): epoch
+    31 holds it; its close merges epochs 16–31 into block ``[16, 31]`` (27 points, depth
+    6, scale 3) before any release reads block ``[31, 31]``. Four releases follow
+    (three without new points: the same blocks). Statistic: the sum of their ``D``.
+
+    Analytical loss: the releases read one noisy measurement of the point's block, the
+    same one four times (its noise is a fixed function of the block's key): ``2/λ =
+    2/3``. A point in ``k + 2`` blocks (the merged block measured twice) loses ``4/3``;
+    noise redrawn at each release, ``4 · 2/3``.
+    """
+    a, b, sizes = merged_streams(MERGED_LAST)
+    scale = merged_block_scale(MERGED_EPSILON, 1, MERGED_DEPTH)
+
+    def mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+        return merged_runs(points, sizes, {MERGED_LAST: repeats}, rng, size)
+
+    return Setup(
+        f"online epochs: merged block read {repeats} times (epoch 31)",
+        MERGED_EPSILON,
+        2 / scale,
+        (a, b),
+        mechanism,
+        tails,
+    )
+
+
+def privhp_two_blocks_setup() -> Setup:
+    """``for_memory`` with the replaced point in two released blocks: as
+    :func:`privhp_setup` (ε = 32, R = 2, depth 8, ``A`` and ``B`` at level 8) but with 17
+    points in epoch 1, the replaced one among them (step 9), and 4 in epoch 2. Release 1
+    releases block ``α_0`` (epoch 1) into ``g_0``; release 2 merges epochs 1–2 into
+    ``α_1``, released into ``g_1``. Statistic: ``D`` of release 1 plus ``D`` of release 2.
+
+    Analytical loss: in each of the two blocks the point changes the level-8 count-min
+    buckets of ``A`` and ``B`` by ±1, at scale ``1/σ_8``: ``2σ_8`` per block, ``4σ_8 =
+    8 − 4√2 ≈ 2.343`` together (``σ_8`` derived by hand, :func:`privhp_sigma_deepest`).
+    """
+    sizes = (17, 4)
+    a = np.array(
+        [
+            centre(PRIVHP_A) if i % 2 else centre(PRIVHP_B)
+            for i in [*range(sizes[0]), *range(sizes[1])]
+        ]
+    )
+    b = a.copy()
+    a[8], b[8] = centre(PRIVHP_A), centre(PRIVHP_B)
+
+    def mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
+        out = np.empty(size)
+        for i in range(size):
+            s = privhp_synthesizer(rng)
+            total = 0.0
+            for lo, hi in ((0, sizes[0]), (sizes[0], sizes[0] + sizes[1])):
+                s.update(points[lo:hi])
+                cells = s.cells()
+                total += released_count(*cells, PRIVHP_A) - released_count(*cells, PRIVHP_B)
+            out[i] = total
+        return out
+
+    return Setup(
+        "online privhp (for_memory): point in 2 released blocks",
+        PRIVHP_EPSILON,
+        Fraction(4 * privhp_sigma_deepest()),
+        (a, b),
+        mechanism,
+        (8, -8),
+    )

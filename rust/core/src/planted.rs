@@ -16,6 +16,11 @@
 //! `2ε`. The audits in
 //! `tests/audit/test_audit_planted.py` (run by `make test-planted` on a
 //! separate build) check that such a bug is flagged.
+//!
+//! [`set_epochs_bug`] plants a bug in how the default synthesizer composes
+//! its blocks, with the right split: a point in `k + 2` blocks
+//! ([`EpochsBug::ExtraBlock`]) or noise redrawn at each release
+//! ([`EpochsBug::RedrawEachRelease`]). It applies to the calling thread.
 
 use crate::error::Result;
 use crate::rational::Rational;
@@ -62,6 +67,48 @@ pub(crate) fn spend(eps: Rational) -> Result<Rational> {
     }
 }
 
+/// A planted bug in how the default online synthesizer composes its blocks
+/// (feature `planted-bugs` only; [`EpochsBug::None`] otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EpochsBug {
+    /// No bug.
+    None,
+    /// Every merged block (more than one epoch) is measured twice, with
+    /// independent noise: a point of a merged block enters `k + 2` noisy
+    /// blocks, each at `ε/(k+1)`.
+    ExtraBlock,
+    /// Every release draws new noise for every block (the key is mixed with
+    /// the release's index): repeated releases average the noise away.
+    RedrawEachRelease,
+}
+
+#[cfg(feature = "planted-bugs")]
+thread_local! {
+    /// The planted block bug of this thread (the synthesizers read it on the
+    /// thread that releases; a thread-local keeps parallel tests apart).
+    static EPOCHS_BUG: std::cell::Cell<EpochsBug> = const { std::cell::Cell::new(EpochsBug::None) };
+}
+
+/// Plant a block bug in the default online synthesizer, on the calling
+/// thread ([`EpochsBug::None`] removes it).
+#[cfg(feature = "planted-bugs")]
+pub fn set_epochs_bug(bug: EpochsBug) {
+    EPOCHS_BUG.with(|b| b.set(bug));
+}
+
+/// The planted block bug of the calling thread (always
+/// [`EpochsBug::None`] without the feature).
+pub fn epochs_bug() -> EpochsBug {
+    #[cfg(feature = "planted-bugs")]
+    {
+        EPOCHS_BUG.with(|b| b.get())
+    }
+    #[cfg(not(feature = "planted-bugs"))]
+    {
+        EpochsBug::None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +121,7 @@ mod tests {
         assert_eq!(epsilon_factor(), 1);
         let eps = Rational::new(3u32, 7u32).unwrap();
         assert_eq!(spend(eps.clone()).unwrap(), eps);
+        assert_eq!(epochs_bug(), EpochsBug::None);
     }
 
     #[test]

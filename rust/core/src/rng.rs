@@ -208,6 +208,149 @@ impl Rng {
     }
 }
 
+/// Domain tags of [`derive_key`] inputs (one per kind of derived key).
+pub(crate) mod tag {
+    /// The evaluation points of a [`super::KeyedDigest`].
+    pub const DIGEST: u64 = 1;
+    /// A block of the default online synthesizer.
+    pub const EPOCH_BLOCK: u64 = 2;
+    /// A released block of continual PrivHP (`for_memory`).
+    pub const CONTINUAL_BLOCK: u64 = 3;
+    /// The noise of one step of a continual counter.
+    pub const COUNTER_STEP: u64 = 4;
+    /// The sampling generator of a loaded checkpoint.
+    pub const LOADED_SAMPLER: u64 = 5;
+    /// A master key for a version-1 checkpoint, from its saved block keys.
+    pub const LEGACY_MASTER: u64 = 6;
+}
+
+/// A 256-bit key derived from a secret `master` key and public or digested
+/// `words`: a pseudorandom function of `words` (the cascade construction with
+/// ChaCha12 as the PRF: each word selects the ChaCha stream whose first 32
+/// bytes key the next step). The input is made prefix-free by its length, so
+/// distinct `words` give independent-looking keys, and equal `words` the same
+/// key: the noise keyed by it is then a fixed function of the master key, the
+/// position and the digested contents.
+pub(crate) fn derive_key(master: &[u8; 32], words: &[u64]) -> [u8; 32] {
+    let mut key = chacha12_first_bytes(master, words.len() as u64);
+    for &w in words {
+        key = chacha12_first_bytes(&key, w);
+    }
+    key
+}
+
+/// The first 32 bytes of ChaCha12 stream `stream` under `key` (block 0): what
+/// `ChaCha12Rng` seeded with `key`, set to `stream`, outputs first (a test
+/// checks it), with one block computed instead of the generator's four.
+fn chacha12_first_bytes(key: &[u8; 32], stream: u64) -> [u8; 32] {
+    #[inline(always)]
+    fn qr(x: &mut [u32; 16], a: usize, b: usize, c: usize, d: usize) {
+        x[a] = x[a].wrapping_add(x[b]);
+        x[d] = (x[d] ^ x[a]).rotate_left(16);
+        x[c] = x[c].wrapping_add(x[d]);
+        x[b] = (x[b] ^ x[c]).rotate_left(12);
+        x[a] = x[a].wrapping_add(x[b]);
+        x[d] = (x[d] ^ x[a]).rotate_left(8);
+        x[c] = x[c].wrapping_add(x[d]);
+        x[b] = (x[b] ^ x[c]).rotate_left(7);
+    }
+    let mut state = [0u32; 16];
+    state[..4].copy_from_slice(&[0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574]);
+    for (i, chunk) in key.chunks_exact(4).enumerate() {
+        state[4 + i] = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+    }
+    // Words 12-13: the 64-bit block counter (0); words 14-15: the stream.
+    state[14] = stream as u32;
+    state[15] = (stream >> 32) as u32;
+    let mut x = state;
+    for _ in 0..6 {
+        qr(&mut x, 0, 4, 8, 12);
+        qr(&mut x, 1, 5, 9, 13);
+        qr(&mut x, 2, 6, 10, 14);
+        qr(&mut x, 3, 7, 11, 15);
+        qr(&mut x, 0, 5, 10, 15);
+        qr(&mut x, 1, 6, 11, 12);
+        qr(&mut x, 2, 7, 8, 13);
+        qr(&mut x, 3, 4, 9, 14);
+    }
+    let mut out = [0u8; 32];
+    for i in 0..8 {
+        out[4 * i..4 * i + 4].copy_from_slice(&x[i].wrapping_add(state[i]).to_le_bytes());
+    }
+    out
+}
+
+/// The Mersenne prime `2^61 − 1` of [`KeyedDigest`].
+const DIGEST_PRIME: u64 = (1 << 61) - 1;
+
+fn mul_mod(a: u64, b: u64) -> u64 {
+    let z = u128::from(a) * u128::from(b);
+    let s = (z as u64 & DIGEST_PRIME) + (z >> 61) as u64;
+    if s >= DIGEST_PRIME {
+        s - DIGEST_PRIME
+    } else {
+        s
+    }
+}
+
+/// A keyed digest of a sequence of 64-bit words: two polynomial hashes modulo
+/// `2^61 − 1` at secret points derived from a master key (a universal hash:
+/// two different sequences of at most `n` words collide with probability at
+/// most `(2n/2^61)^2` over the key, whatever their contents). Its value is
+/// fed to [`derive_key`], never released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeyedDigest {
+    points: [u64; 2],
+    state: [u64; 2],
+}
+
+impl KeyedDigest {
+    /// An empty digest under `master` (the leading coefficient 1 makes
+    /// sequences of different lengths different polynomials).
+    pub(crate) fn new(master: &[u8; 32]) -> Self {
+        Self::resume(master, [1, 1])
+    }
+
+    /// A digest under `master` that continues from a saved [`Self::state`].
+    pub(crate) fn resume(master: &[u8; 32], state: [u64; 2]) -> Self {
+        let k = derive_key(master, &[tag::DIGEST]);
+        let point = |i: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&k[8 * i..8 * i + 8]);
+            (u64::from_le_bytes(b) % (DIGEST_PRIME - 2)) + 2
+        };
+        Self {
+            points: [point(0), point(1)],
+            state: [state[0] % DIGEST_PRIME, state[1] % DIGEST_PRIME],
+        }
+    }
+
+    /// Append one word (as two 32-bit coefficients).
+    #[inline]
+    pub(crate) fn word(&mut self, w: u64) {
+        for c in [w & 0xffff_ffff, w >> 32] {
+            for i in 0..2 {
+                self.state[i] = mul_mod(self.state[i], self.points[i]) + c;
+                if self.state[i] >= DIGEST_PRIME {
+                    self.state[i] -= DIGEST_PRIME;
+                }
+            }
+        }
+    }
+
+    /// Append words.
+    pub(crate) fn words(&mut self, ws: &[u64]) {
+        for &w in ws {
+            self.word(w);
+        }
+    }
+
+    /// The digest so far (also the state that [`Self::resume`] continues).
+    pub(crate) fn state(&self) -> [u64; 2] {
+        self.state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +407,53 @@ mod tests {
         let ones = (0..64_000).filter(|_| r.bit()).count();
         // Binomial(64000, 1/2): sd = 126.5; 6 sd is a false-alarm rate of ~2e-9.
         assert!((ones as i64 - 32_000).abs() < 760, "ones = {ones}");
+    }
+
+    #[test]
+    fn the_one_block_prf_is_chacha12() {
+        let mut seed = Rng::seed_from_u64(5);
+        for stream in [0u64, 1, 7, u64::MAX, 1 << 40] {
+            let key = seed.draw_key();
+            let mut reference = ChaCha12Rng::from_seed(key);
+            reference.set_stream(stream);
+            let mut want = [0u8; 32];
+            reference.fill_bytes(&mut want);
+            assert_eq!(chacha12_first_bytes(&key, stream), want);
+        }
+    }
+
+    #[test]
+    fn derived_keys_depend_on_every_word_and_the_length() {
+        let m = [7u8; 32];
+        let a = derive_key(&m, &[1, 2, 3]);
+        assert_eq!(a, derive_key(&m, &[1, 2, 3]));
+        assert_ne!(a, derive_key(&m, &[1, 2, 4]));
+        assert_ne!(a, derive_key(&m, &[1, 2]));
+        assert_ne!(a, derive_key(&m, &[1, 2, 3, 0]));
+        assert_ne!(a, derive_key(&[8u8; 32], &[1, 2, 3]));
+    }
+
+    #[test]
+    fn keyed_digests_separate_contents_and_lengths() {
+        let m = [3u8; 32];
+        let digest = |ws: &[u64]| {
+            let mut d = KeyedDigest::new(&m);
+            d.words(ws);
+            d.state()
+        };
+        assert_eq!(digest(&[5, 6]), digest(&[5, 6]));
+        assert_ne!(digest(&[5, 6]), digest(&[6, 5]));
+        assert_ne!(digest(&[0, 5]), digest(&[5]));
+        assert_ne!(digest(&[u64::MAX]), digest(&[u64::MAX - 1]));
+        // Resuming from a state continues the same digest.
+        let mut d = KeyedDigest::new(&m);
+        d.word(5);
+        let mut e = KeyedDigest::resume(&m, d.state());
+        e.word(6);
+        assert_eq!(e.state(), digest(&[5, 6]));
+        // Another master key: another digest.
+        let mut f = KeyedDigest::new(&[4u8; 32]);
+        f.words(&[5, 6]);
+        assert_ne!(f.state(), digest(&[5, 6]));
     }
 }

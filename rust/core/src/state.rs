@@ -23,9 +23,11 @@
 //! | kind | version | change |
 //! |---|---|---|
 //! | `Counter` | 2 | a flags byte: whether the noise came from a seeded generator |
+//! | `Counter` | 3 | the secret master key and digest that key the noise of later steps |
 //! | `Sketch` | 2 | flags (released, seeded noise) and the ε ledger (budget, spent) |
 //! | `SparseCounter`, `InhomogeneousSparseCounter` | 2 | a flags byte: whether the noise came from a seeded generator |
 //! | `TreeGenerator` | 2 | a flags byte: whether the release's noise came from a seeded generator |
+//! | `EpochSynthesizer`, `ContinualPrivHP` | 2 | the secret master key that the noise keys of later blocks derive from |
 
 use crate::error::{Error, Result};
 use crate::rational::Rational;
@@ -89,11 +91,13 @@ impl Kind {
     /// read by the kind's own decoder ([`decode_versioned`]).
     pub fn version(self) -> u16 {
         match self {
+            Self::Counter => 3,
             Self::Sketch
-            | Self::Counter
             | Self::SparseCounter
             | Self::InhomogeneousSparseCounter
-            | Self::TreeGenerator => 2,
+            | Self::TreeGenerator
+            | Self::EpochSynthesizer
+            | Self::ContinualPrivHP => 2,
             _ => FORMAT_VERSION,
         }
     }
@@ -347,6 +351,10 @@ impl<'a> Reader<'a> {
         }
         Ok(n as usize)
     }
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
     /// Fail unless the whole payload was read.
     pub fn finish(self) -> Result<()> {
         if self.pos != self.data.len() {
@@ -519,9 +527,12 @@ mod tests {
             Kind::SparseCounter,
             Kind::InhomogeneousSparseCounter,
             Kind::TreeGenerator,
+            Kind::EpochSynthesizer,
+            Kind::ContinualPrivHP,
         ] {
             let now = encode(kind, &payload);
-            assert_eq!(decode_versioned(&now, kind).unwrap(), (2, &payload[..]));
+            let v = if kind == Kind::Counter { 3 } else { 2 };
+            assert_eq!(decode_versioned(&now, kind).unwrap(), (v, &payload[..]));
             assert_eq!(decode(&now, kind).unwrap(), &payload[..]);
             let old = encode_version(kind, 1, &payload);
             assert_eq!(peek_kind(&old).unwrap(), kind);

@@ -50,6 +50,13 @@ impl PyContinualPrivHP {
         let e = &self.inner.config().epsilon;
         fraction(e)
     }
+    /// `(numerator, denominator)` of the ledger `2·L·ε_b`.
+    fn epsilon_ledger(&self) -> PyResult<(BigUint, BigUint)> {
+        self.inner
+            .epsilon_ledger()
+            .map(|e| fraction(&e))
+            .map_err(to_py_err)
+    }
     #[getter]
     fn dim(&self) -> usize {
         self.inner.dim()

@@ -38,6 +38,20 @@ impl PyEpochSynthesizer {
         let e = self.inner.epsilon();
         fraction(e)
     }
+    /// `(numerator, denominator)` of the ε of each block a point of
+    /// super-block `k` enters (`k + 1` shares).
+    fn epsilon_split(&self, k: u32) -> PyResult<Vec<(BigUint, BigUint)>> {
+        let split =
+            dpstream_core::synth::point_split(self.inner.epsilon(), k).map_err(to_py_err)?;
+        Ok(split.iter().map(fraction).collect())
+    }
+    /// `(numerator, denominator)` of the ledger: the largest ε a point costs.
+    fn epsilon_ledger(&self) -> PyResult<(BigUint, BigUint)> {
+        self.inner
+            .epsilon_ledger()
+            .map(|e| fraction(&e))
+            .map_err(to_py_err)
+    }
     #[getter]
     fn dim(&self) -> usize {
         self.inner.dim()
@@ -89,6 +103,16 @@ impl PyEpochSynthesizer {
         let inner = &mut self.inner;
         py.detach(|| inner.update_counts(paths, counts))
             .map_err(to_py_err)
+    }
+
+    /// A mark of the open epoch (epochs, open points, time) for `rollback`.
+    fn mark(&self) -> (u64, u64, u64) {
+        self.inner.mark()
+    }
+
+    /// Undo every update since `mark` (the same open epoch).
+    fn rollback(&mut self, mark: (u64, u64, u64)) -> PyResult<()> {
+        self.inner.rollback_to(mark).map_err(to_py_err)
     }
 
     /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.

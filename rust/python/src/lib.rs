@@ -182,6 +182,30 @@ fn state_kind(data: &[u8]) -> PyResult<&'static str> {
         .map_err(to_py_err)
 }
 
+/// The noise keys of a counter's steps 1..=T (`increments`: T rows of `dim`
+/// values) under `master` (32 bytes): for reference implementations in tests
+/// (seeded counters draw their master key as the first 32 bytes of their
+/// generator).
+#[pyfunction]
+fn _counter_step_keys(master: &[u8], increments: Vec<i64>, dim: usize) -> PyResult<Vec<Vec<u8>>> {
+    let master: [u8; 32] = master
+        .try_into()
+        .map_err(|_| pyo3::exceptions::PyValueError::new_err("master must be 32 bytes"))?;
+    if dim == 0 || increments.len() % dim != 0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "increments must hold whole rows of dim values",
+        ));
+    }
+    let mut digest = [1u64, 1];
+    Ok(increments
+        .chunks_exact(dim)
+        .enumerate()
+        .map(|(i, x)| {
+            dpstream_core::counters::step_key(&master, &mut digest, i as u64 + 1, x).to_vec()
+        })
+        .collect())
+}
+
 /// Test-only (feature `planted-bugs`): multiply the ε the online synthesizers
 /// spend by `factor` (1 removes the bug). Absent from release builds.
 #[cfg(feature = "planted-bugs")]
@@ -190,12 +214,37 @@ fn _planted_set_epsilon_factor(factor: u32) -> PyResult<()> {
     dpstream_core::planted::set_epsilon_factor(factor).map_err(to_py_err)
 }
 
+/// Test-only (feature `planted-bugs`): plant a block bug in the default online
+/// synthesizer on the calling thread: "none", "extra-block" (a point of a
+/// merged block in k + 2 noisy blocks) or "redraw" (noise redrawn at each
+/// release). Absent from release builds.
+#[cfg(feature = "planted-bugs")]
+#[pyfunction]
+fn _planted_set_epochs_bug(bug: &str) -> PyResult<()> {
+    use dpstream_core::planted::{set_epochs_bug, EpochsBug};
+    let bug = match bug {
+        "none" => EpochsBug::None,
+        "extra-block" => EpochsBug::ExtraBlock,
+        "redraw" => EpochsBug::RedrawEachRelease,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "unknown planted bug {other:?}: 'none', 'extra-block' or 'redraw'"
+            )))
+        }
+    };
+    set_epochs_bug(bug);
+    Ok(())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Rng>()?;
     m.add_function(wrap_pyfunction!(state_kind, m)?)?;
+    m.add_function(wrap_pyfunction!(_counter_step_keys, m)?)?;
     #[cfg(feature = "planted-bugs")]
     m.add_function(wrap_pyfunction!(_planted_set_epsilon_factor, m)?)?;
+    #[cfg(feature = "planted-bugs")]
+    m.add_function(wrap_pyfunction!(_planted_set_epochs_bug, m)?)?;
     noise::register(m)?;
     counters::register(m)?;
     partition::register(m)?;

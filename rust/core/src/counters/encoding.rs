@@ -7,10 +7,13 @@
 //!   the noise of the current release (and, for the sparse counters, the
 //!   exact segment counts and noisy thresholds). Anyone who reads it learns
 //!   the raw sums: protect it like the raw data, never publish it.
-//! * **No generator**: a counter does not own its generator (every step
-//!   takes the caller's [`crate::Rng`]), so nothing about keys is stored. A
-//!   decoded counter stepped with the same generator state gives exactly the
-//!   releases the original would have given.
+//! * **Master key** (version 3): a counter does not own its generator, but
+//!   its step noise is keyed by a secret master key (drawn from the caller's
+//!   [`crate::Rng`] at the first step), the time and a keyed digest of the
+//!   increments; the key and the digest are stored. A decoded counter fed
+//!   the same increments gives exactly the releases the original would have
+//!   given, however many times the bytes are loaded. A version-1 or -2
+//!   encoding (no key) draws a new master key at its next step.
 //! * **Seeded flag**: the caller, who knows its generator, says whether the
 //!   noise came from a seeded one (reproducible, **not private**); the flag
 //!   is stored and decoded with the counter, so a loaded counter stays
@@ -25,8 +28,9 @@
 //!   it allocates only after checking that the payload holds the values
 //!   ([`Reader::count`]).
 //!
-//! Payload of a [`Counter`], version 2 (all integers little-endian;
-//! version 1 is the same without the flags byte):
+//! Payload of a [`Counter`], version 3 (all integers little-endian;
+//! version 2 is the same without the last row, version 1 also without the
+//! flags byte):
 //!
 //! | field | encoding |
 //! |---|---|
@@ -39,6 +43,7 @@
 //! | block | noise of the finished block sums, `dim` × `i64` (the schedule follows from time) |
 //! | binary tree | p-sums: items, `u64` count and `i64` noise values |
 //! | hybrid | logarithmic noise `dim` × `i64`, then the current epoch's p-sums |
+//! | master key | `u8` 0 (no step yet), or 1, the 32-byte key and the digest state (2 × `u64`) |
 
 use super::vector::add_into;
 use super::{Counter, CounterKind, Process};
@@ -96,6 +101,17 @@ impl Counter {
             Process::Tree(p) => p.write_state(&mut w),
             Process::Hybrid(p) => p.write_state(&mut w),
         }
+        match &self.master {
+            None => w.u8(0),
+            Some(m) => {
+                w.u8(1);
+                for b in m {
+                    w.u8(*b);
+                }
+                w.u64(self.digest[0]);
+                w.u64(self.digest[1]);
+            }
+        }
         state::encode(Kind::Counter, &w.finish())
     }
 
@@ -141,6 +157,20 @@ impl Counter {
             Process::Block(p) => p.read_state(&mut r, time, noise)?,
             Process::Tree(p) => p.read_state(&mut r, time, noise)?,
             Process::Hybrid(p) => p.read_state(&mut r, time, noise)?,
+        }
+        if version >= 3 {
+            match r.u8()? {
+                0 => {}
+                1 => {
+                    let mut m = [0u8; 32];
+                    for b in m.iter_mut() {
+                        *b = r.u8()?;
+                    }
+                    c.master = Some(m);
+                    c.digest = [r.u64()?, r.u64()?];
+                }
+                _ => return Err(bad("the master key flag")),
+            }
         }
         r.finish()?;
         c.time = time;
@@ -392,16 +422,24 @@ mod tests {
             for _ in 0..21 {
                 step(&mut c, &mut rng);
             }
-            let v2 = c.to_bytes(true);
-            let payload = &state::decode(&v2, Kind::Counter).unwrap()[1..];
-            let v1 = state::encode_version(Kind::Counter, 1, payload);
-            let (mut d, seeded) = Counter::from_bytes(&v1).unwrap();
-            assert!(!seeded);
-            assert_eq!(d.to_bytes(true), v2);
-            let mut rng2 = rng.clone();
-            step(&mut c, &mut rng);
-            step(&mut d, &mut rng2);
-            assert_eq!(d.release(), c.release(), "{kind:?}");
+            let v3 = c.to_bytes(true);
+            let payload = state::decode(&v3, Kind::Counter).unwrap();
+            // Version 2: no master key (the last 1 + 32 + 16 bytes); version 1:
+            // no flags byte either.
+            let v2_payload = &payload[..payload.len() - 49];
+            let v1 = state::encode_version(Kind::Counter, 1, &v2_payload[1..]);
+            let v2 = state::encode_version(Kind::Counter, 2, v2_payload);
+            for (old, seeded_flag) in [(v1, false), (v2, true)] {
+                let (mut d, seeded) = Counter::from_bytes(&old).unwrap();
+                assert_eq!(seeded, seeded_flag);
+                assert_eq!(d.release(), c.release(), "{kind:?}");
+                // Without a saved key the next step draws a new master key.
+                let mut rng2 = rng.clone();
+                step(&mut d, &mut rng2);
+                assert_eq!(d.time(), c.time() + 1);
+                let (e, _) = Counter::from_bytes(&d.to_bytes(true)).unwrap();
+                assert_eq!(e.to_bytes(true), d.to_bytes(true));
+            }
         }
     }
 

@@ -214,6 +214,12 @@ pub struct Counter {
     release: Vec<i64>,
     scratch: Scratch,
     process: Process,
+    /// Secret master key, drawn from the caller's generator at the first
+    /// step: the noise of step `t` is drawn from a generator keyed by it, `t`
+    /// and a keyed digest of every increment so far ([`Counter::step`]).
+    master: Option<[u8; 32]>,
+    /// The keyed digest of the increments so far (its state).
+    digest: [u64; 2],
 }
 
 impl std::fmt::Debug for Counter {
@@ -265,6 +271,8 @@ impl Counter {
                 release: buf()?,
             },
             process,
+            master: None,
+            digest: [1, 1],
         })
     }
 
@@ -328,6 +336,16 @@ impl Counter {
 
     /// Feed the increment of the next time step and update the release.
     ///
+    /// The step's noise (the noisy value it closes: a step value, block sum,
+    /// p-sum or power-of-two increment) is drawn from a generator keyed by
+    /// the counter's secret master key (drawn from `rng` at the first step),
+    /// the time `t` and a keyed digest of every increment up to `t`. A
+    /// counter loaded from a checkpoint any number of times and fed the same
+    /// increments releases the same values (its later values cannot be
+    /// averaged); other increments give independent noise. For one
+    /// continuation the values are distinct inputs of a pseudorandom
+    /// function, i.e. independent draws.
+    ///
     /// All-or-nothing: on error (wrong length, horizon reached, a running sum
     /// beyond the `i64` range) the counter and `rng` are unchanged.
     pub fn step(&mut self, rng: &mut Rng, increment: &[i64]) -> Result<()> {
@@ -350,9 +368,16 @@ impl Counter {
         let process = self.process.get_mut();
         process.prepare(t)?;
         let saved = rng.clone();
+        let master = match self.master {
+            Some(m) => m,
+            None => rng.draw_key(),
+        };
+        let mut digest = self.digest;
+        let key = step_key(&master, &mut digest, t, increment);
+        let mut step_rng = Rng::keyed_stream(key, 0, rng.is_seeded());
         let staged = process
             .sampler(t)
-            .and_then(|d| d.fill(rng, &mut s.z))
+            .and_then(|d| d.fill(&mut step_rng, &mut s.z))
             .and_then(|()| process.stage(t, &s.z, &self.noise, &mut s.noise))
             .and_then(|()| add_into(&s.sum, &s.noise, &mut s.release, "noisy running sum"));
         if let Err(e) = staged {
@@ -360,6 +385,8 @@ impl Counter {
             return Err(e);
         }
         process.commit(t, &s.z, &s.noise);
+        self.master = Some(master);
+        self.digest = digest;
         std::mem::swap(&mut self.sum, &mut s.sum);
         std::mem::swap(&mut self.noise, &mut s.noise);
         std::mem::swap(&mut self.release, &mut s.release);
@@ -412,6 +439,24 @@ impl Counter {
         }
         Ok(())
     }
+}
+
+/// The key of the noise of step `t` of a [`Counter`] whose master key is
+/// `master`, after the increments whose keyed digest is `digest` (`[1, 1]`
+/// before the first step): the digest is advanced by `increment`, and the key
+/// derived from the master key, `t` and the new digest. The step's noise is
+/// drawn from stream 0 of this key (a seeded generator with this key as its
+/// seed draws the same values). Exposed for reference implementations.
+pub fn step_key(master: &[u8; 32], digest: &mut [u64; 2], t: u64, increment: &[i64]) -> [u8; 32] {
+    let mut d = crate::rng::KeyedDigest::resume(master, *digest);
+    for &v in increment {
+        d.word(v as u64);
+    }
+    *digest = d.state();
+    crate::rng::derive_key(
+        master,
+        &[crate::rng::tag::COUNTER_STEP, t, digest[0], digest[1]],
+    )
 }
 
 #[cfg(test)]

@@ -44,7 +44,28 @@ fn decomposition(tau: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// The textbook releases of `kind` on `xs`, with noise drawn from `rng`.
+/// The generator of each step's noise: keyed by a master key drawn from
+/// `rng`, the step and the keyed digest of the increments so far.
+fn step_rngs(rng: &mut Rng, xs: &[Vec<i64>]) -> Vec<Rng> {
+    let master = rng.draw_key();
+    let mut digest = crate::rng::KeyedDigest::new(&master);
+    let mut out = vec![];
+    for (i, x) in xs.iter().enumerate() {
+        for &v in x {
+            digest.word(v as u64);
+        }
+        let [d0, d1] = digest.state();
+        let key = crate::rng::derive_key(
+            &master,
+            &[crate::rng::tag::COUNTER_STEP, i as u64 + 1, d0, d1],
+        );
+        out.push(Rng::keyed_stream(key, 0, true));
+    }
+    out
+}
+
+/// The textbook releases of `kind` on `xs`, with the noise of step `t` drawn
+/// from [`step_rngs`]`[t − 1]`.
 fn reference(
     kind: CounterKind,
     epsilon: &Rational,
@@ -53,13 +74,14 @@ fn reference(
 ) -> Vec<Vec<i64>> {
     let dim = xs[0].len();
     let scale = |num: u64| Rational::new(num, 1u32).unwrap().div(epsilon).unwrap();
+    let mut rngs = step_rngs(rng, xs);
     let mut out = vec![];
     match kind {
         CounterKind::Simple => {
             // Simple II: g(t) = Σ_s (x_s + Lap(1/ε)).
             let mut g = vec![0; dim];
-            for x in xs {
-                g = add(&g, &add(x, &draw(rng, &scale(1), dim)));
+            for (i, x) in xs.iter().enumerate() {
+                g = add(&g, &add(x, &draw(&mut rngs[i], &scale(1), dim)));
                 out.push(g.clone());
             }
         }
@@ -84,7 +106,10 @@ fn reference(
                 true_in = add(&true_in, x);
                 let g;
                 if delta % b == 0 {
-                    last_block = add(&last_block, &add(&true_in, &draw(rng, &scale(2), dim)));
+                    last_block = add(
+                        &last_block,
+                        &add(&true_in, &draw(&mut rngs[t as usize - 1], &scale(2), dim)),
+                    );
                     true_in = vec![0; dim];
                     synth_in = vec![0; dim];
                     g = last_block.clone();
@@ -94,7 +119,10 @@ fn reference(
                         part = b * b;
                     }
                 } else {
-                    synth_in = add(&synth_in, &add(x, &draw(rng, &scale(2), dim)));
+                    synth_in = add(
+                        &synth_in,
+                        &add(x, &draw(&mut rngs[t as usize - 1], &scale(2), dim)),
+                    );
                     g = add(&last_block, &synth_in);
                 }
                 out.push(g);
@@ -109,7 +137,10 @@ fn reference(
             for t in 1..=xs.len() as u64 {
                 let i = t.trailing_zeros();
                 let a = t - (1 << i);
-                let noisy = add(&interval_sum(xs, a, t), &draw(rng, &scale(levels), dim));
+                let noisy = add(
+                    &interval_sum(xs, a, t),
+                    &draw(&mut rngs[t as usize - 1], &scale(levels), dim),
+                );
                 psums.insert((a, t), noisy);
                 out.push(
                     decomposition(t)
@@ -123,7 +154,10 @@ fn reference(
             let mut psums: HashMap<(u64, u64), Vec<i64>> = HashMap::new();
             for t in 1..=xs.len() as u64 {
                 if t.is_power_of_two() {
-                    let noisy = add(&interval_sum(xs, t / 2, t), &draw(rng, &scale(2), dim));
+                    let noisy = add(
+                        &interval_sum(xs, t / 2, t),
+                        &draw(&mut rngs[t as usize - 1], &scale(2), dim),
+                    );
                     log_total = add(&log_total, &noisy);
                     out.push(log_total.clone());
                 } else {
@@ -133,7 +167,7 @@ fn reference(
                     let a = tau - (1 << tau.trailing_zeros());
                     let noisy = add(
                         &interval_sum(xs, base + a, base + tau),
-                        &draw(rng, &scale(2 * k), dim),
+                        &draw(&mut rngs[t as usize - 1], &scale(2 * k), dim),
                     );
                     psums.insert((base + a, base + tau), noisy);
                     let tree = decomposition(tau)
@@ -192,12 +226,17 @@ fn releases_match_the_brute_force_reference() {
 }
 
 #[test]
-fn the_noise_does_not_depend_on_the_data() {
-    // Same seed, different streams: release − exact sum is identical.
+fn the_noise_is_a_function_of_the_key_and_the_data_so_far() {
+    // Same seed: the same stream gives the same noise (release − exact sum); a
+    // stream that differs from step 101 on gives the same noise up to step 100
+    // and other noise after (the noise values are keyed by the data so far).
     for kind in all_kinds(200) {
         let mut errors = vec![];
-        for seed in [1, 2] {
-            let xs = stream(200, 2, seed);
+        for seed in [1, 1, 2] {
+            let mut xs = stream(200, 2, 1);
+            if seed == 2 {
+                xs[100][0] += 1;
+            }
             let mut c = Counter::new(kind, &eps(1, 1), 2).unwrap();
             let mut rng = Rng::seed_from_u64(9);
             let mut sum = vec![0i64; 2];
@@ -210,6 +249,9 @@ fn the_noise_does_not_depend_on_the_data() {
             errors.push(err);
         }
         assert_eq!(errors[0], errors[1], "{kind:?}");
+        assert_eq!(errors[0][..100], errors[2][..100], "{kind:?}");
+        let same = (100..200).filter(|&i| errors[0][i] == errors[2][i]).count();
+        assert!(same < 60, "{kind:?}: {same} of 100 equal after the change");
     }
 }
 
@@ -427,4 +469,57 @@ fn hybrid_reaches_late_epochs() {
     c.time = u64::MAX;
     let err = c.step(&mut rng, &[1]).unwrap_err().to_string();
     assert!(err.contains("largest time step"), "{err}");
+}
+
+#[test]
+fn checkpoint_loads_give_one_release_for_the_same_data() {
+    // A counter saved at t = 37, loaded 200 times, each copy stepped with a
+    // fresh OS-seeded generator on the same 27 later increments: the p-sums
+    // (block sums, ...) formed after the load, which cover released steps,
+    // carry the same noise in every copy, so averaging the copies gains
+    // nothing. Other increments give other noise.
+    for kind in [
+        CounterKind::BinaryTree { horizon: 64 },
+        CounterKind::Block { horizon: 64 },
+        CounterKind::Hybrid,
+    ] {
+        let xs = stream(64, 2, 3);
+        let mut c = Counter::new(kind, &eps(1, 1), 2).unwrap();
+        // Seeded master key: the test is deterministic (the loads still step
+        // with fresh OS-seeded generators).
+        let mut rng = Rng::seed_from_u64(77);
+        for x in &xs[..37] {
+            c.step(&mut rng, x).unwrap();
+        }
+        let bytes = c.to_bytes(false);
+        let run = |xs: &[Vec<i64>]| {
+            let (mut d, _) = Counter::from_bytes(&bytes).unwrap();
+            let mut fresh = Rng::from_os().unwrap();
+            xs[37..]
+                .iter()
+                .map(|x| {
+                    d.step(&mut fresh, x).unwrap();
+                    d.release().to_vec()
+                })
+                .collect::<Vec<_>>()
+        };
+        let first = run(&xs);
+        let mut distinct = std::collections::HashSet::new();
+        for _ in 0..200 {
+            distinct.insert(run(&xs));
+        }
+        assert_eq!(distinct.len(), 1, "{kind:?}");
+        assert!(distinct.contains(&first));
+        // One changed increment at step 40 changes the noise of the releases
+        // from step 40 on, not only their sums: the difference of the two
+        // continuations is rarely the exact difference of the data.
+        let mut other = xs.clone();
+        other[39][0] += 1;
+        let got = run(&other);
+        assert_eq!(got[..2], first[..2]);
+        let exact = (2..27)
+            .filter(|&i| got[i][0] - first[i][0] == 1 && got[i][1] == first[i][1])
+            .count();
+        assert!(exact < 10, "{kind:?}: {exact} of 25 differences are exact");
+    }
 }

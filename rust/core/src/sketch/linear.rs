@@ -393,9 +393,10 @@ impl LinearSketch {
         for (i, cell) in self.cells.iter_mut().enumerate() {
             let noisy = laplace.sample(rng).and_then(|z| {
                 cell.checked_add(z).ok_or_else(|| {
+                    // The cell's exact count is private: the message names the cell only.
                     Error::Overflow(format!(
-                        "noise would take a sketch cell outside the int64 range (cell {i} is \
-                         {cell}); nothing was changed"
+                        "noise would take sketch cell {i} outside the int64 range; nothing was \
+                         changed"
                     ))
                 })
             });
@@ -862,6 +863,8 @@ mod tests {
         let eps = Rational::new(1u32, 100u32).unwrap(); // scale 1100
         let err = s.add_noise(&mut rng, &eps).unwrap_err();
         assert!(matches!(err, Error::Overflow(_)), "{err}");
+        // The message names the cell, never its exact (private) count.
+        assert!(!err.to_string().contains(&i64::MAX.to_string()), "{err}");
         assert_eq!(s, before);
         assert_eq!(rng.next_u64(), twin.next_u64(), "generator restored");
         // ε = 0 and a scale above 2^56 are refused before anything happens.

@@ -115,6 +115,9 @@ pub struct ContinualPrivHP {
     levels: u32,
     cfg: PrivHPConfig,
     rng: Rng,
+    /// Secret master key: each released block's noise comes from a key
+    /// derived from it, the block's position and a digest of its summary.
+    master: [u8; 32],
     time: u64,
     epochs: u64,
     /// Exact summary of the open epoch.
@@ -197,6 +200,7 @@ impl ContinualPrivHP {
     ) -> Result<Self> {
         let cfg = Self::config_for(epsilon, dim, memory_bytes, expected_n, max_releases)?;
         let current = PrivHP::new(cfg.clone(), &mut rng)?;
+        let master = rng.draw_key();
         let levels = continual_levels(max_releases);
         let mut alphas = Vec::with_capacity(levels as usize);
         for _ in 0..levels {
@@ -211,12 +215,21 @@ impl ContinualPrivHP {
             levels,
             cfg,
             rng,
+            master,
             time: 0,
             epochs: 0,
             current,
             alphas,
             gens: vec![None; levels as usize],
         })
+    }
+
+    /// The ledger: what a point costs over the `L` blocks it can reach, each
+    /// released by PrivHP at [`continual_block_epsilon`] (twice that under
+    /// replacement): `2·L·ε_b`, ε itself for a correct split.
+    pub fn epsilon_ledger(&self) -> Result<Rational> {
+        let eps_b = continual_block_epsilon(&self.epsilon, self.levels)?;
+        Ok(eps_b.mul(&Rational::new(2 * u64::from(self.levels), 1u32)?))
     }
 
     /// ε of the whole stream of releases.
@@ -329,7 +342,21 @@ impl ContinualPrivHP {
         for alpha in &self.alphas[..j] {
             merged.merge(alpha)?;
         }
-        let generator = merged.clone().into_release(&mut self.rng)?;
+        // The block's noise: a generator keyed by the master key, the block's
+        // epochs and a digest of its exact summary (the same on every load of a
+        // checkpoint fed the same points, independent for other points).
+        let len = 1u64 << j;
+        let mut digest = crate::rng::KeyedDigest::new(&self.master);
+        merged.digest_into(&mut digest);
+        let [d0, d1] = digest.state();
+        let key = crate::rng::derive_key(
+            &self.master,
+            &[crate::rng::tag::CONTINUAL_BLOCK, e + 1 - len, len, d0, d1],
+        );
+        let mut block_rng = Rng::keyed_stream(key, 0, self.rng.is_seeded());
+        #[cfg(test)]
+        tests::trace_release(e + 1 - len, len, key, merged.sigmas());
+        let generator = merged.clone().into_release(&mut block_rng)?;
         for i in 0..j {
             self.alphas[i].clear()?;
             self.gens[i] = None;
@@ -430,8 +457,13 @@ impl ContinualPrivHP {
     /// Encode the state for a checkpoint. **Sensitive**: it holds the exact
     /// counts of every summary (protect it like the raw data), and the
     /// released generators of the live blocks, so that every load restores the
-    /// same noisy generators. An OS-seeded object's own generator key is not
-    /// written (a loaded copy draws a fresh one for later noise).
+    /// same noisy generators, and the master key from which the noise of every
+    /// later block is derived (with the block's epochs and a digest of its
+    /// summary): loading a checkpoint any number of times and feeding the same
+    /// points gives the same releases, byte for byte (a loaded OS-seeded copy
+    /// samples from a generator derived from the master key and the public
+    /// position; its own key is never written); other points give independent
+    /// noise. A checkpoint supports one continuation.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut w = Writer::new();
         state::write_rational(&mut w, &self.epsilon);
@@ -442,6 +474,9 @@ impl ContinualPrivHP {
         w.u64(self.time);
         w.u64(self.epochs);
         state::write_rng(&mut w, &self.rng);
+        for byte in self.master {
+            w.u8(byte);
+        }
         let blob = |w: &mut Writer, bytes: &[u8]| {
             w.u64(bytes.len() as u64);
             for &b in bytes {
@@ -464,9 +499,11 @@ impl ContinualPrivHP {
 
     /// Decode [`Self::to_bytes`] output; a clear error on truncated,
     /// corrupted or foreign data, or on a state that breaks an invariant.
+    /// A version-1 checkpoint (before the master key; it holds no secret
+    /// key) loads with a fresh master key.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::ContinualPrivHP)?;
-        decode(payload).map_err(|e| {
+        let (version, payload) = state::decode_versioned(bytes, Kind::ContinualPrivHP)?;
+        decode(payload, version).map_err(|e| {
             let msg = e.to_string();
             if msg.starts_with("invalid dpstream state") {
                 invalid!("{msg}")
@@ -477,7 +514,7 @@ impl ContinualPrivHP {
     }
 }
 
-fn decode(payload: &[u8]) -> Result<ContinualPrivHP> {
+fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
     let mut r = Reader::new(payload);
     let epsilon = state::read_rational(&mut r)?;
     let dim = usize::try_from(r.u64()?).map_err(|_| invalid!("dim out of range"))?;
@@ -491,7 +528,22 @@ fn decode(payload: &[u8]) -> Result<ContinualPrivHP> {
     if epochs > max_releases || epochs > time {
         return Err(invalid!("{epochs} epochs out of range"));
     }
-    let rng = state::read_rng(&mut r)?;
+    let mut rng = state::read_rng(&mut r)?;
+    let master = if version >= 2 {
+        let mut m = [0u8; 32];
+        for b in m.iter_mut() {
+            *b = r.u8()?;
+        }
+        m
+    } else {
+        rng.draw_key()
+    };
+    if !rng.is_seeded() {
+        // The OS-seeded generator's key is never saved: a loaded copy samples
+        // from one derived from the master key and the public position.
+        let key = crate::rng::derive_key(&master, &[crate::rng::tag::LOADED_SAMPLER, time, epochs]);
+        rng = Rng::keyed_stream(key, 0, false);
+    }
     let blob = |r: &mut Reader<'_>| -> Result<Vec<u8>> {
         let n = r.count(1)?;
         (0..n).map(|_| r.u8()).collect()
@@ -543,6 +595,7 @@ fn decode(payload: &[u8]) -> Result<ContinualPrivHP> {
         levels,
         cfg,
         rng,
+        master,
         time,
         epochs,
         current,

@@ -251,6 +251,78 @@ fn checkpoints_resume_exactly_and_restore_the_same_generators() {
 }
 
 #[test]
+fn checkpoint_loads_give_one_release_for_the_same_data() {
+    // A checkpoint after 3 releases with an open epoch, loaded 200 times; each
+    // copy is fed the same batches up to epoch 8, whose close merges epochs
+    // 1..=8 into one released block: one release, byte for byte. Other data
+    // after the checkpoint: the merged block has other points, hence other
+    // noise (its generator differs), while the blocks released before the
+    // checkpoint stay the same.
+    let mut rng = Rng::seed_from_u64(21);
+    let batches: Vec<Vec<f64>> = (0..8).map(|_| corner_points(&mut rng, 300)).collect();
+    let mut os =
+        ContinualPrivHP::new(&eps(1, 1), 2, 1 << 20, 10_000, 8, Rng::from_os().unwrap()).unwrap();
+    for b in &batches[..3] {
+        os.update(b).unwrap();
+        os.release(None).unwrap();
+    }
+    os.update(&batches[3]).unwrap();
+    let bytes = os.to_bytes().unwrap();
+    let run = |shift: f64| {
+        let mut c = ContinualPrivHP::from_bytes(&bytes).unwrap();
+        let mut outs = vec![c.release(Some(40)).unwrap()];
+        for b in &batches[4..] {
+            let b: Vec<f64> = b.iter().map(|x| (x + shift).min(1.0)).collect();
+            c.update(&b).unwrap();
+            outs.push(c.release(None).unwrap());
+        }
+        assert_eq!(c.epochs(), 8);
+        let bits: Vec<Vec<u64>> = outs
+            .iter()
+            .map(|o| o.iter().map(|x| x.to_bits()).collect())
+            .collect();
+        (bits, c.gens.clone())
+    };
+    let first = run(0.0);
+    let mut distinct = std::collections::HashSet::new();
+    for _ in 0..200 {
+        let r = run(0.0);
+        assert_eq!(r.1, first.1);
+        distinct.insert(r.0);
+    }
+    assert_eq!(distinct.len(), 1);
+    assert!(distinct.contains(&first.0));
+    let other = run(0.5);
+    assert!(first.1[3].is_some() && other.1[3].is_some());
+    assert_ne!(first.1[3], other.1[3]);
+}
+
+#[test]
+fn a_version_1_checkpoint_still_loads() {
+    let mut rng = Rng::seed_from_u64(22);
+    let mut s = synth(8, 23);
+    s.update(&corner_points(&mut rng, 200)).unwrap();
+    s.release(None).unwrap();
+    let bytes = s.to_bytes().unwrap();
+    // Version 1: no master key after the (seeded) generator state.
+    let payload = state::decode(&bytes, Kind::ContinualPrivHP).unwrap();
+    let mut r = Reader::new(payload);
+    state::read_rational(&mut r).unwrap();
+    for _ in 0..6 {
+        r.u64().unwrap();
+    }
+    state::read_rng(&mut r).unwrap();
+    let head = payload.len() - r.remaining();
+    let mut v1 = payload[..head].to_vec();
+    v1.extend_from_slice(&payload[head + 32..]);
+    let old = state::encode_version(Kind::ContinualPrivHP, 1, &v1);
+    let mut back = ContinualPrivHP::from_bytes(&old).unwrap();
+    assert_eq!(back.gens, s.gens);
+    back.update(&corner_points(&mut rng, 200)).unwrap();
+    assert_eq!(back.release(None).unwrap().len(), 2 * 400);
+}
+
+#[test]
 fn corrupt_checkpoints_are_refused() {
     let mut s =
         ContinualPrivHP::new(&eps(1, 1), 1, 64 << 10, 1000, 4, Rng::seed_from_u64(14)).unwrap();
@@ -361,4 +433,66 @@ fn foreign_or_released_summaries_change_nothing() {
     assert_eq!(a.template().unwrap().points_seen(), 0);
     a.merge_summary(&a.template().unwrap()).unwrap();
     assert_eq!(a.to_bytes().unwrap(), before);
+}
+
+/// One released block: its epochs, key and the level budgets its PrivHP used.
+type Released = (u64, u64, [u8; 32], Vec<Rational>);
+
+thread_local! {
+    static RELEASES: std::cell::RefCell<Option<Vec<Released>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Called by every block release (test builds only): recorded while tracing.
+pub(super) fn trace_release(first: u64, len: u64, key: [u8; 32], sigmas: &[Rational]) {
+    RELEASES.with(|t| {
+        if let Some(v) = t.borrow_mut().as_mut() {
+            v.push((first, len, key, sigmas.to_vec()));
+        }
+    });
+}
+
+#[test]
+fn every_epoch_costs_at_most_epsilon_counted_from_the_releases() {
+    // R = 300 epochs of one point, a release after each (L = 9 levels). For a
+    // replaced point at each epoch, sum over the distinct released blocks that
+    // hold it of what replacement costs there (2·Σ σ_l: one count-min bucket
+    // +1, another −1 per level, at scale 1/σ_l), from the budgets the releases
+    // used, not from the split's formula: at most ε (a point is in at most L
+    // released blocks); within 2^-30 of ε for an epoch in L of them (epoch 1).
+    let e = eps(1, 1);
+    let mut s = ContinualPrivHP::new(&e, 1, 1 << 20, 1000, 300, Rng::seed_from_u64(31)).unwrap();
+    assert_eq!(s.levels(), 9);
+    RELEASES.with(|t| *t.borrow_mut() = Some(Vec::new()));
+    let mut rng = Rng::seed_from_u64(32);
+    for _ in 0..300 {
+        s.update(&uniform_points(&mut rng, 1, 1)).unwrap();
+        s.release(Some(1)).unwrap();
+    }
+    let releases = RELEASES.with(|t| t.borrow_mut().take()).unwrap();
+    assert_eq!(releases.len(), 300);
+    let two = Rational::new(2u32, 1u32).unwrap();
+    let slack = e.mul(&Rational::new(1u32, 1u64 << 30).unwrap());
+    for epoch in 1..=300u64 {
+        let mut seen: Vec<[u8; 32]> = Vec::new();
+        let mut parts = Vec::new();
+        for (first, len, key, sigmas) in &releases {
+            if *first <= epoch && epoch < first + len && !seen.contains(key) {
+                seen.push(*key);
+                parts.push(two.mul(&Rational::sum(sigmas)));
+            }
+        }
+        let total = Rational::sum(&parts);
+        assert!(total <= e, "epoch {epoch}: {total} > {e}");
+        assert!(parts.len() <= 9, "epoch {epoch}: {} blocks", parts.len());
+        // The release closing epoch e' forms the block of its last 2^tz(e') epochs:
+        // it holds e iff e' − 2^tz(e') < e ≤ e'.
+        let holding = (epoch..=300)
+            .filter(|&x| x - (1u64 << x.trailing_zeros()) < epoch)
+            .count();
+        assert_eq!(parts.len(), holding, "epoch {epoch}");
+        if holding == 9 {
+            assert!(total.add(&slack) >= e, "epoch {epoch}: {total}");
+        }
+    }
 }

@@ -23,7 +23,11 @@
 //!   of the public `n_b`, `k` and ε. Noise is drawn lazily: the noise of cell
 //!   `θ` at level `l` in block `b` is the first draw of ChaCha12 stream
 //!   `2^l + θ` under the block's 256-bit key, so it is fixed when the block is
-//!   formed, whether or not it is ever looked at.
+//!   formed, whether or not it is ever looked at. The key is derived from the
+//!   object's secret master key, the block's first epoch and length and a
+//!   keyed digest of its points (`block_key`): distinct blocks get
+//!   independent keys, and a checkpoint loaded again and fed the same points
+//!   forms the same blocks with the same keys (nothing to average).
 //! * **Release** at epoch `e` (after closing it): the live blocks partition
 //!   epochs `1..=e` (the `b − 1` roots of each finished super-block and the
 //!   base-`b` decomposition of the current one). The pooled measurement of a cell at
@@ -119,6 +123,14 @@ pub fn block_epsilon(epsilon: &Rational, k: u32) -> Result<Rational> {
     crate::planted::spend(epsilon.div(&Rational::new(k + 1, 1u32)?)?)
 }
 
+/// The split of ε for a point of super-block `k`: the ε of each of the `k + 1`
+/// blocks it enters ([`block_epsilon`] each). The docs' split and the ledger
+/// ([`EpochSynthesizer::epsilon_ledger`]) both come from here.
+pub fn point_split(epsilon: &Rational, k: u32) -> Result<Vec<Rational>> {
+    let per = block_epsilon(epsilon, k)?;
+    Ok(vec![per; k as usize + 1])
+}
+
 /// Noise scale of a block of super-block `k` measuring `depth ≥ 1` levels:
 /// `2·depth / block_epsilon` (ℓ1-sensitivity `2·depth` under replacement).
 pub fn block_scale(epsilon: &Rational, k: u32, depth: u32) -> Result<Rational> {
@@ -200,14 +212,52 @@ impl Block {
     }
 
     /// The noise of cell `theta` at `level` (`1..=depth`): a fixed function of the key.
+    #[cfg(test)]
     fn noise(&self, level: u32, theta: u64, seeded: bool) -> Result<i64> {
+        self.noise_read(level, theta, seeded, self.key)
+    }
+
+    /// The noise of a cell under `key` (the block's, or a planted bug's).
+    fn noise_read(&self, level: u32, theta: u64, seeded: bool, key: [u8; 32]) -> Result<i64> {
         let lap = self
             .laplace
             .as_ref()
             .ok_or_else(|| invalid!("block measures no level"))?;
+        #[cfg(test)]
+        tests::trace_read(self, key, lap.scale());
         let stream = (1u64 << level) | theta;
-        lap.sample(&mut Rng::keyed_stream(self.key, stream, seeded))
+        lap.sample(&mut Rng::keyed_stream(key, stream, seeded))
     }
+
+    /// The keys of the noisy measurements of this block that release number
+    /// `release` reads: the block's own key, unless a bug is planted
+    /// (feature `planted-bugs`: a second, independent measurement of a merged
+    /// block, or a key mixed with the release's index).
+    fn measurement_keys(&self, release: u64) -> Vec<[u8; 32]> {
+        use crate::planted::EpochsBug;
+        match crate::planted::epochs_bug() {
+            EpochsBug::None => vec![self.key],
+            EpochsBug::ExtraBlock if self.len > 1 => {
+                vec![self.key, crate::rng::derive_key(&self.key, &[u64::MAX])]
+            }
+            EpochsBug::ExtraBlock => vec![self.key],
+            EpochsBug::RedrawEachRelease => {
+                vec![crate::rng::derive_key(&self.key, &[release])]
+            }
+        }
+    }
+}
+
+/// What every step of [`EpochSynthesizer::grow`] reads.
+struct GrowContext<'a> {
+    /// Per level: the scale factor `t / (points of the measuring blocks)`.
+    scale: &'a [f64],
+    /// Per level: the pooled variance.
+    var: &'a [f64],
+    /// Per block: the keys of its measurements this release reads.
+    keys: &'a [Vec<[u8; 32]>],
+    max_depth: u32,
+    seeded: bool,
 }
 
 /// One cell of a release tree while it is fitted.
@@ -231,6 +281,9 @@ pub struct EpochSynthesizer {
     epsilon: Rational,
     dim: usize,
     rng: Rng,
+    /// Secret master key: every block's noise key is derived from it, the
+    /// block's position and a digest of its points (`block_key`).
+    master: [u8; 32],
     time: u64,
     /// Epochs closed so far.
     epochs: u64,
@@ -238,6 +291,8 @@ pub struct EpochSynthesizer {
     pending: Vec<u64>,
     /// Live blocks by first epoch: they partition epochs `1..=epochs`.
     blocks: Vec<Block>,
+    /// Releases fitted by this object (a planted bug's input only).
+    releases: u64,
 }
 
 impl std::fmt::Debug for EpochSynthesizer {
@@ -271,14 +326,18 @@ impl EpochSynthesizer {
         }
         // The noise scale of the deepest, latest block must be representable.
         block_scale(epsilon, 62, MAX_EPOCH_DEPTH)?;
+        let mut rng = rng;
+        let master = rng.draw_key();
         Ok(Self {
             epsilon: epsilon.clone(),
             dim,
             rng,
+            master,
             time: 0,
             epochs: 0,
             pending: Vec::new(),
             blocks: Vec::new(),
+            releases: 0,
         })
     }
 
@@ -290,6 +349,13 @@ impl EpochSynthesizer {
     /// Dimension of the points.
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// Releases fitted so far by this object (not saved; only a planted bug
+    /// reads it).
+    fn next_release(&mut self) -> u64 {
+        self.releases += 1;
+        self.releases
     }
 
     /// Points seen (public).
@@ -311,6 +377,20 @@ impl EpochSynthesizer {
     /// blocks and of the block the open epoch would form (public).
     pub fn depth(&self) -> u32 {
         self.blocks.iter().map(|b| b.depth).max().unwrap_or(0)
+    }
+
+    /// The ledger: the largest ε a point of the stream so far costs, the sum
+    /// of [`point_split`] over the super-blocks its epochs (and the open one)
+    /// reach; ε itself for a correct split.
+    pub fn epsilon_ledger(&self) -> Result<Rational> {
+        let mut worst = Rational::new(0u32, 1u32)?;
+        for k in 0..=super_block(self.epochs + 1) {
+            let total = Rational::sum(&point_split(&self.epsilon, k)?);
+            if total > worst {
+                worst = total;
+            }
+        }
+        Ok(worst)
     }
 
     /// Whether the generator is seeded (reproducible, **not private**).
@@ -400,6 +480,34 @@ impl EpochSynthesizer {
         Ok(())
     }
 
+    /// A mark of the open epoch for [`Self::rollback_to`]: the epochs closed,
+    /// the points of the open epoch and the time.
+    pub fn mark(&self) -> (u64, u64, u64) {
+        (self.epochs, self.pending.len() as u64, self.time)
+    }
+
+    /// Undo every update since `mark` (taken in the same open epoch): the
+    /// state is then the state when the mark was taken, byte for byte. For
+    /// feeds of several calls that must be all or nothing (a cluster's
+    /// partitions). Refused, with nothing changed, for a mark of another epoch
+    /// or one that does not match the updates since.
+    pub fn rollback_to(&mut self, mark: (u64, u64, u64)) -> Result<()> {
+        let (epochs, pending, time) = mark;
+        let now = self.pending.len() as u64;
+        if epochs != self.epochs
+            || pending > now
+            || time > self.time
+            || self.time - time != now - pending
+        {
+            return Err(invalid!(
+                "the mark does not belong to this synthesizer's open epoch"
+            ));
+        }
+        self.pending.truncate(pending as usize);
+        self.time = time;
+        Ok(())
+    }
+
     /// Close the open epoch if it has points: form its block and merge.
     fn close_epoch(&mut self) -> Result<()> {
         if self.pending.is_empty() {
@@ -408,7 +516,7 @@ impl EpochSynthesizer {
         let mut paths = std::mem::take(&mut self.pending);
         paths.sort_unstable();
         let epoch = self.epochs + 1;
-        let key = self.rng.draw_key();
+        let key = block_key(&self.master, epoch, 1, &paths);
         self.blocks
             .push(Block::new(&self.epsilon, epoch, 1, key, paths)?);
         self.epochs = epoch;
@@ -431,7 +539,7 @@ impl EpochSynthesizer {
             }
             let parts: Vec<Block> = self.blocks.drain(self.blocks.len() - b..).collect();
             let merged = merge_all(&parts)?;
-            let key = self.rng.draw_key();
+            let key = block_key(&self.master, first, len * BRANCHING, &merged);
             self.blocks.push(Block::new(
                 &self.epsilon,
                 first,
@@ -447,7 +555,8 @@ impl EpochSynthesizer {
     /// counts are non-negative, consistent and sum to `t`.
     pub fn release_tree(&mut self) -> Result<TreeGenerator> {
         self.close_epoch()?;
-        let nodes = self.fit()?;
+        let release = self.next_release();
+        let nodes = self.fit(release)?;
         let counts = round_leaves(&nodes, self.time);
         let arena = nodes
             .iter()
@@ -493,7 +602,12 @@ impl EpochSynthesizer {
     }
 
     /// The pooled measurement of the children of a cell, per block ranges.
-    fn fit(&self) -> Result<Vec<FitNode>> {
+    fn fit(&self, release: u64) -> Result<Vec<FitNode>> {
+        let keys: Vec<Vec<[u8; 32]>> = self
+            .blocks
+            .iter()
+            .map(|b| b.measurement_keys(release))
+            .collect();
         let t = self.time as f64;
         let seeded = self.rng.is_seeded();
         let max_depth = self.depth();
@@ -502,9 +616,9 @@ impl EpochSynthesizer {
         let mut var = vec![0.0f64; max_depth as usize + 1];
         for l in 1..=max_depth {
             let (mut pts, mut v) = (0u64, 0.0f64);
-            for b in self.blocks.iter().filter(|b| b.depth >= l) {
-                pts += b.paths.len() as u64;
-                v += b.variance();
+            for (b, k) in self.blocks.iter().zip(&keys).filter(|(b, _)| b.depth >= l) {
+                pts += k.len() as u64 * b.paths.len() as u64;
+                v += k.len() as f64 * b.variance();
             }
             let s = t / pts as f64;
             scale[l as usize] = s;
@@ -522,24 +636,28 @@ impl EpochSynthesizer {
         };
         let mut nodes = vec![root];
         let ranges: Vec<(usize, usize)> = self.blocks.iter().map(|b| (0, b.paths.len())).collect();
-        self.grow(&mut nodes, 0, &ranges, &scale, &var, max_depth, seeded)?;
+        let ctx = GrowContext {
+            scale: &scale,
+            var: &var,
+            keys: &keys,
+            max_depth,
+            seeded,
+        };
+        self.grow(&mut nodes, 0, &ranges, &ctx)?;
         least_squares(&mut nodes, t);
         Ok(nodes)
     }
 
     /// Split node `i` (its blocks' path ranges `ranges`) if it carries enough
     /// mass, then recurse into the children.
-    #[allow(clippy::too_many_arguments)]
     fn grow(
         &self,
         nodes: &mut Vec<FitNode>,
         i: usize,
         ranges: &[(usize, usize)],
-        scale: &[f64],
-        var: &[f64],
-        max_depth: u32,
-        seeded: bool,
+        ctx: &GrowContext<'_>,
     ) -> Result<()> {
+        let (scale, var, max_depth, seeded) = (ctx.scale, ctx.var, ctx.max_depth, ctx.seeded);
         let (level, theta, y) = (nodes[i].level, nodes[i].theta, nodes[i].y);
         if level >= max_depth || y < EXPAND_SDS * var[level as usize + 1].sqrt() {
             return Ok(());
@@ -554,13 +672,15 @@ impl EpochSynthesizer {
         let mut left_ranges = Vec::with_capacity(ranges.len());
         let mut right_ranges = Vec::with_capacity(ranges.len());
         let (mut y0, mut y1) = (0i64, 0i64);
-        for (b, &(lo, hi)) in self.blocks.iter().zip(ranges) {
+        for ((b, &(lo, hi)), keys) in self.blocks.iter().zip(ranges).zip(ctx.keys) {
             let mid = lo + b.paths[lo..hi].partition_point(|&p| p < split);
             left_ranges.push((lo, mid));
             right_ranges.push((mid, hi));
             if b.depth >= cl {
-                y0 += (mid - lo) as i64 + b.noise(cl, 2 * theta, seeded)?;
-                y1 += (hi - mid) as i64 + b.noise(cl, 2 * theta + 1, seeded)?;
+                for &key in keys {
+                    y0 += (mid - lo) as i64 + b.noise_read(cl, 2 * theta, seeded, key)?;
+                    y1 += (hi - mid) as i64 + b.noise_read(cl, 2 * theta + 1, seeded, key)?;
+                }
             }
         }
         let s = scale[cl as usize];
@@ -578,23 +698,20 @@ impl EpochSynthesizer {
             });
         }
         nodes[i].left = left as u32;
-        self.grow(nodes, left, &left_ranges, scale, var, max_depth, seeded)?;
-        self.grow(
-            nodes,
-            left + 1,
-            &right_ranges,
-            scale,
-            var,
-            max_depth,
-            seeded,
-        )
+        self.grow(nodes, left, &left_ranges, ctx)?;
+        self.grow(nodes, left + 1, &right_ranges, ctx)
     }
 
     /// Encode the state for a checkpoint. **Sensitive**: it holds the exact
-    /// point paths and the blocks' noise keys (protect it like the raw data).
-    /// An OS-seeded synthesizer's own generator key is not written (a loaded
-    /// copy draws a fresh one for later blocks); the blocks' keys are, so a
-    /// checkpoint restores the same noisy counts every time it is loaded.
+    /// point paths, the master key and the blocks' noise keys (protect it
+    /// like the raw data). Every block formed after a load takes its key from
+    /// the master key, its position and a digest of its points
+    /// (`block_key`), so loading a checkpoint any number of times and
+    /// feeding the same points gives the same releases, byte for byte (a
+    /// loaded OS-seeded copy samples from a generator derived from the master
+    /// key and the public position); other points give independent noise. A
+    /// checkpoint supports one continuation: each continuation on other data
+    /// is a separate use of the budget.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut w = Writer::new();
         state::write_rational(&mut w, &self.epsilon);
@@ -602,6 +719,9 @@ impl EpochSynthesizer {
         w.u64(self.time);
         w.u64(self.epochs);
         state::write_rng(&mut w, &self.rng);
+        for byte in self.master {
+            w.u8(byte);
+        }
         // The open epoch is a multiset (sorted when it closes): written sorted, so
         // that equal multisets fed in any order or as counts encode equally.
         let mut pending = self.pending.clone();
@@ -627,8 +747,11 @@ impl EpochSynthesizer {
 
     /// Decode [`Self::to_bytes`] output; a clear error on truncated,
     /// corrupted or foreign data, or on a state that breaks an invariant.
+    /// A version-1 checkpoint (before the master key) loads with a master key
+    /// derived from its first block's saved key (so its continuations are
+    /// tied in the same way), or a fresh one if no epoch had closed.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::EpochSynthesizer)?;
+        let (version, payload) = state::decode_versioned(bytes, Kind::EpochSynthesizer)?;
         let bad = |what: &str| invalid!("invalid dpstream state: {what}");
         let mut r = Reader::new(payload);
         let epsilon = state::read_rational(&mut r)?;
@@ -638,8 +761,17 @@ impl EpochSynthesizer {
         if time > MAX_TIME || epochs > time {
             return Err(bad("time or epochs out of range"));
         }
-        let rng = state::read_rng(&mut r)?;
-        let mut s = Self::new(&epsilon, dim, rng)?;
+        let mut rng = state::read_rng(&mut r)?;
+        let mut s = Self::new(&epsilon, dim, Rng::seed_from_u64(0))?;
+        let saved_master = if version >= 2 {
+            let mut m = [0u8; 32];
+            for b in m.iter_mut() {
+                *b = r.u8()?;
+            }
+            Some(m)
+        } else {
+            None
+        };
         let read_paths = |r: &mut Reader<'_>| -> Result<Vec<u64>> {
             let n = r.count(8)?;
             let mut v = Vec::with_capacity(n);
@@ -685,10 +817,47 @@ impl EpochSynthesizer {
             return Err(bad("blocks do not cover the epochs and points"));
         }
         r.finish()?;
+        s.master = match (saved_master, s.blocks.first()) {
+            (Some(m), _) => m,
+            (None, Some(b)) => crate::rng::derive_key(&b.key, &[crate::rng::tag::LEGACY_MASTER]),
+            (None, None) => rng.draw_key(),
+        };
+        s.rng = rng;
+        if !s.rng.is_seeded() {
+            // The OS-seeded generator's key is never saved: a loaded copy samples
+            // from one derived from the master key and the public position, so that
+            // every load of this checkpoint releases the same points.
+            let key =
+                crate::rng::derive_key(&s.master, &[crate::rng::tag::LOADED_SAMPLER, time, epochs]);
+            s.rng = Rng::keyed_stream(key, 0, false);
+        }
         s.time = time;
         s.epochs = epochs;
         Ok(s)
     }
+}
+
+/// The noise key of the block of epochs `first .. first + len` holding the
+/// sorted `paths`: derived from the master key, the block's position and a
+/// keyed digest of its points. The same block (same epochs, same points)
+/// gets the same key however often a checkpoint is loaded; a block with
+/// other points gets an independent key.
+fn block_key(master: &[u8; 32], first: u64, len: u64, paths: &[u64]) -> [u8; 32] {
+    let mut digest = crate::rng::KeyedDigest::new(master);
+    digest.words(paths);
+    let [d0, d1] = digest.state();
+    crate::rng::derive_key(
+        master,
+        &[
+            crate::rng::tag::EPOCH_BLOCK,
+            first,
+            len,
+            u64::from(super_block(first)),
+            paths.len() as u64,
+            d0,
+            d1,
+        ],
+    )
 }
 
 /// The sorted union of the blocks' sorted paths.

@@ -27,7 +27,7 @@ pub use continual::{
     continual_block_epsilon, continual_levels, ContinualPrivHP, MAX_CONTINUAL_RELEASES,
 };
 pub use epochs::{
-    block_depth, block_epsilon, block_scale, super_block, EpochSynthesizer, BRANCHING,
+    block_depth, block_epsilon, block_scale, point_split, super_block, EpochSynthesizer, BRANCHING,
     DEPTH_FACTOR, EXPAND_SDS, MAX_EPOCH_DEPTH,
 };
 pub use online::{OnlineSynthesizer, MAX_ONLINE_BYTES, MAX_ONLINE_DEPTH};

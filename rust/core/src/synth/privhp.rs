@@ -549,6 +549,22 @@ impl PrivHP {
         Ok(state::encode(Kind::PrivHP, &w.finish()))
     }
 
+    /// Feed the exact contents (points, tree counts, sketch cells) to a keyed
+    /// digest, without allocating: the contents part of a derived noise key.
+    pub(crate) fn digest_into(&self, digest: &mut crate::rng::KeyedDigest) {
+        digest.word(self.points);
+        digest.word(self.tree.len() as u64);
+        for &c in &self.tree {
+            digest.word(c as u64);
+        }
+        for sketch in &self.sketches {
+            digest.word(sketch.cells().len() as u64);
+            for &c in sketch.cells() {
+                digest.word(c as u64);
+            }
+        }
+    }
+
     /// Decode [`PrivHP::to_bytes`] output into an unreleased summary that
     /// continues exactly where the encoded one stopped (same parameters, hash
     /// keys and counts; it can be updated, merged and released).
