@@ -12,8 +12,9 @@ constant below. The ε split of each mechanism is computed in one place and retu
 
 * :func:`independent` / :func:`independent_releases` — a streaming baseline: noisy 1-way
   histograms per batch, summed, columns sampled independently.
-* :func:`mst` — MST (McKenna, Miklau, Sheldon 2021) made pure ε-DP (a copy of the one in
-  ``bench_tabular_compare.py``); "MST re-run at ε/R" calls it on the rows so far at ε/R.
+* :func:`mst` — MST (McKenna, Miklau, Sheldon 2021) made pure ε-DP (1-way marginals, the
+  tree's selection and its marginals at ε/3 each); "MST re-run at ε/R" calls it on the rows
+  so far at ε/R.
 * :func:`aim` — an AIM-style select–measure–fit release (McKenna et al. 2022), pure ε-DP.
 """
 
@@ -112,7 +113,7 @@ def mst(codes: np.ndarray, sizes: Sequence[int], eps: float, rng: Rng) -> np.nda
     """An MST release of ``codes`` (pure ε-DP for one record added or removed; the number
     of rows is released through the one-way marginals' noisy totals).
 
-    Copied from ``bench_tabular_compare.py`` (with the split exact, :func:`mst_budget`):
+    MST made pure ε-DP (with the split exact, :func:`mst_budget`):
     every one-way marginal with discrete Laplace noise (ε/3, ℓ1-sensitivity d), a spanning
     tree of 2-way marginals chosen edge by edge by permute-and-flip on their ℓ1 distance
     from the one-way model (ε/3 over the d − 1 edges; a score moves by ≤ 1), the tree's
