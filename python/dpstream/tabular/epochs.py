@@ -4,9 +4,10 @@ A record is in exactly one batch, so measurements of different batches compose i
 parallel (each batch may spend the whole ε on its own rows). The mechanism is built on
 that alone:
 
-* **Every batch, every column.** Each batch's 1-way marginals of all ``d`` columns are
-  measured when it arrives (the *fresh* share of ε). No column is ever unmeasured, and no
-  batch's counts are scaled up to the table.
+* **Every batch, every column.** Each batch's 1-way marginals of all ``d`` columns, its
+  row count and the last closed epoch's tree marginals are measured when it arrives (the
+  *fresh* shares of ε). No column is ever unmeasured, and no batch's counts are scaled up
+  to the table.
 * **Epochs.** Consecutive batches form epochs at public times: the open epoch closes
   after the step at which the released table reaches ``growth`` times its size when the
   epoch opened (the first epoch is the first batch). At its close, an epoch is released as
@@ -19,25 +20,32 @@ that alone:
   noise of a closed epoch's sums independent of its number of batches.
 * **Release.** The synthetic table is the mixture of one graphical model per closed epoch
   (fitted to its sums, which cover exactly its rows) and one for the open epoch (its fresh
-  1-way sums, with the last closed epoch's tree marginals as a prior), each sampled to its
-  own released size. A table whose distribution drifts is followed epoch by epoch.
+  sums, with the last closed epoch's tree marginals as a prior whose variance is that
+  epoch's noise plus the drift the fresh sums show), each sampled to its own released
+  size. A table whose distribution drifts is followed epoch by epoch.
 
 **Privacy** (add/remove one record, ``Δ = 1``; with ``public_sizes``, one record's values
 replaced, ``Δ = 2``, the batch sizes public and exact). A marginal given budget ``ε_m``
-gets exact discrete Laplace noise of scale ``Δ/ε_m`` per cell (one record moves one cell
-of a marginal by 1; 2 cells by 1 under replacement). Each batch spends, on its own rows:
-``fresh·ε`` when it arrives (over its ``d`` 1-way marginals, split by :func:`weights`)
-and, when its epoch closes, ``settle·ε`` (the epoch's 1-way marginals, by weights),
-``select·ε`` (``c − 1`` permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the
-columns the candidate pairs touch; a score is the ℓ1 distance of a pair's exact merged
-2-way marginal from the product of released 1-way marginals scaled to a released size,
-rounded to a public grid: it moves by at most ``Δ``) and ``tree·ε`` (the tree's
-marginals, by the weights of their merged cells). ``fresh + settle + select + tree = 1``
-(:func:`split`, one place); every batch's spend, summed from the scales actually used, is
-kept in :attr:`EpochMechanism.ledger` and the tests check it. Public: the domain, the
-policy, the time, the epoch boundaries (functions of released sizes), the merges and trees
-(functions of released values and outputs of permute-and-flip), and every noisy sum. The
-sizes, fits and sampling are post-processing of those.
+gets exact discrete Laplace noise of scale ``Δ/ε_m`` per cell: one record moves one cell
+of a marginal by 1 (under replacement, two cells by 1), and the row count by 1 (not
+measured under replacement, where it is public). Each batch spends, on its own rows, when
+it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by :func:`weights`),
+``size·ε`` on its row count, and ``fresh_tree·ε`` over the last closed epoch's tree
+marginals on that epoch's merged cells (by weights; the first epoch, which has none, gives
+this share to its own tree); and when its epoch closes: ``settle·ε`` (the epoch's 1-way
+marginals, by weights), ``select·ε`` (``c − 1`` permute-and-flip rounds of
+``select·ε/(c − 1)``, ``c`` the columns the candidate pairs touch; a score is the ℓ1
+distance of a pair's exact merged 2-way marginal from the product of released 1-way
+marginals scaled to a released size, rounded to a public grid: it moves by at most ``Δ``)
+and ``tree·ε`` (the tree's marginals, by the weights of their merged cells). The shares
+sum to 1 (:func:`split`, one place; :data:`SPLIT`). The epoch boundaries depend on
+released values, but every record is in one batch and one epoch whatever they are, so its
+total loss is at most ε in every run (adaptive composition with a fixed per-record bound).
+Every batch's spend, summed from the noise scales actually used, is kept in
+:attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
+epoch. Public: the domain, the policy, the time, the epoch boundaries (functions of
+released sizes), the merges and trees (functions of released values and outputs of
+permute-and-flip), and every noisy sum. The sizes, fits and sampling are post-processing.
 """
 
 from __future__ import annotations
@@ -78,8 +86,9 @@ PRIOR_WIDTH = 4.0
 
 @dataclass(frozen=True)
 class Split:
-    """Shares of ε that each batch spends on its own rows (they sum to 1): ``fresh``
-    on arrival (its 1-way marginals), and at its epoch's close ``settle`` (the epoch's
+    """Shares of ε that each batch spends on its own rows (they sum to 1): on arrival
+    ``fresh`` (its 1-way marginals), ``fresh_tree`` (the last closed epoch's tree
+    marginals) and ``size`` (its row count); at its epoch's close ``settle`` (the epoch's
     1-way marginals), ``select`` (the tree's selection) and ``tree`` (its marginals)."""
 
     fresh: Fraction
@@ -90,8 +99,8 @@ class Split:
     size: Fraction = Fraction(0)
 
 
-#: The default split (MST's equal thirds between 1-way marginals, selection and the tree's
-#: marginals would give the selection far more than an epoch's rows need).
+#: The default split, chosen on the tuning tables (``research/tabular_default.md``): most of
+#: ε to the closed epochs' trees, a quarter to the open epoch's fresh tree.
 SPLIT = Split(
     fresh=Fraction(1, 10),
     settle=Fraction(1, 8),
