@@ -68,7 +68,7 @@ planted-build: $(DEPS)
 # on 3 seeds (about 8 minutes); the planted redraw bug on two more seeds (docs/audits.md).
 audit-long: $(EXT) $(DEPS) planted-build
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m long tests/audit/test_audit_long.py \
-		tests/audit/test_audit_merged.py
+		tests/audit/test_audit_merged.py tests/audit/test_audit_tabular_default.py
 	DPSTREAM_PLANTED_BUILD=1 PYTHONPATH=$(PLANTED_PKG) $(BIN)/python -m pytest -q -p no:cacheprovider \
 		-m long tests/audit/test_audit_planted.py
 
