@@ -163,7 +163,7 @@ def _encode_epochs(s: TabularStream) -> bytes:
     head, arrays = s._epochs.state()
     header = {
         "format": 3,
-        "domain": {n: list(s._domain.categories(n) or []) or s._domain.size(n) for n in s._domain},
+        "domain": s._domain.to_dict(),
         "config": s._config,
         "sample_rng": s._sample_rng.bit_generator.state,
         "epochs": head,

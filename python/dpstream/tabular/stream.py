@@ -251,7 +251,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
-        check_int(max_model_cells, "max_model_cells", 1)
+        # A workload whose own marginal exceeds the bound is refused (the trees' nodes are
+        # pairs inside the workloads, so every model stays within it).
+        limit = check_int(max_model_cells, "max_model_cells", 1)
+        CellLimit(self._domain, self._workloads, "pgm", limit)
         self._sampling = sampling
         self._estimator = "pgm"
         self._iters = check_int(iters, "iters", 1)
