@@ -94,13 +94,13 @@ def test_bad_input_changes_nothing() -> None:
     x = drifting(600, 4)
     stream = run(x, 2)
     before = stream.to_bytes()
-    with pytest.raises(ValueError, match="insertions only.*Paper"):
+    with pytest.raises(ValueError, match=r"insertions only.*Paper"):
         stream.step(x[:10], deletions=x[:5])
     with pytest.raises(ValueError):
         stream.step(np.full((3, 4), 9))
     assert stream.to_bytes() == before
     for option, value in (("counter", "block"), ("horizon", 5), ("estimator", "mw")):
-        with pytest.raises(ValueError, match=f"{option}=.*Paper"):
+        with pytest.raises(ValueError, match=rf"{option}=.*Paper"):
             TabularStream(DOMAIN, 1, **{option: value})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="growth"):
         Adaptive(growth=1.0)
