@@ -90,22 +90,23 @@ lint: $(EXT) $(DEPS)
 
 # The side-by-side benchmarks, about 30 minutes on 2 cores (estimates from each script's last
 # run): noise < 1 min, PrivHP 3, online side by side 6 (22 settings; 18 took 4.7 min),
-# distributed 1, high-dimensional tabular 3.5, tabular side by side on Adult 12-15. Summaries
-# go to benches/RESULTS.md; streams, per-setting tables and figures to the git-ignored
-# benches/out/.
+# distributed 1, high-dimensional tabular 3.5, tabular stream on nine real tables at ε = 1
+# 14 (the README's table). Summaries go to benches/RESULTS.md; streams, per-setting tables
+# and figures to the git-ignored benches/out/.
 bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_noise.py
 	$(BIN)/python benches/bench_privhp.py
 	$(BIN)/python benches/bench_online_compare.py
 	$(BIN)/python benches/bench_distributed.py
 	$(BIN)/python benches/bench_highdim.py
-	$(BIN)/python benches/bench_tabular.py --bench
+	$(BIN)/python benches/bench_tabular_suite.py --eps 1 --results
 
 # The long reproductions (hours on 2 cores): He et al.'s online utility curves (~20 min), the
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
-# benches/out/tabular_streams and reused).
+# benches/out/tabular_streams and reused), and the real-table suite at every ε (~45 min).
 reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
+	$(BIN)/python benches/bench_tabular_suite.py --results
 	$(BIN)/python benches/bench_online.py
 	$(BIN)/python benches/bench_online_compare.py --full
 	$(BIN)/python benches/bench_tabular.py --full
