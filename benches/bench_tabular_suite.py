@@ -320,7 +320,7 @@ def targets(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     for r in rows:
         key = (r["table"], r["order"], int(r["R"]), float(r["eps"]))
         groups.setdefault(key, {}).setdefault(r["method"], []).append(r)
-    big = {n for n in _tables.TABLES if len(_tables.view(n)[0]) >= 20_000}
+    big = {r["table"] for r in rows if int(r["rows"]) >= 20_000}
     table = [
         "| table | order | R | ε | default | indep | MST ε/R | AIM ε/R | floor | default / best "
         "| worst release after 10% | worst column (indep's) | s/step |",

@@ -182,3 +182,19 @@ def test_settings_skip_the_calendar_order_without_a_time_column() -> None:
     assert ("adult", "calendar", 0, 1.0, 0) not in got
     assert ("nass", "calendar", 0, 1.0, 0) in got
     assert len(got) == 2 * 2 * 2 * 3 + 3  # 2 tables x 2 orders x 2 R x 3 seeds, + calendar
+
+
+def test_targets_are_checked_from_a_runs_csv(tmp_path: Path) -> None:
+    done = run_bench(
+        "bench_tabular_suite.py", "--quick", "--tables", "adult", "--max-rows", "2000",
+        "--processes", "1", "--aim-R", "", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (path,) = tmp_path.glob("runs-suite-*.csv")
+    check, table = bench_tabular_suite.targets(bench_tabular_suite._read(path))
+    assert check[0].startswith("- Final mean 2-way TV ≤ min(independent, MST ε/R) in ")
+    assert " of 1 " in check[0]  # one setting: adult, natural, R = 5, ε = 1
+    assert table[2].startswith("| adult | natural | 5 | 1 | ")
+    again = run_bench("bench_tabular_suite.py", "--from-csv", str(path))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[0] == check[0]
