@@ -39,8 +39,9 @@ Rerun from the repository root (per-run CSV to ``--out``, default
     .venv/bin/python benches/bench_tabular_suite.py --eps 1 --results   # RESULTS.md section
     .venv/bin/python benches/bench_tabular_suite.py --from-csv RUN.csv --results
 
-``--results`` writes the section "Tabular stream: real tables" of ``benches/RESULTS.md``:
-the targets of issue 39 checked on the run, and the per-setting table.
+``--results`` writes the section "Tabular stream: real tables" of ``benches/RESULTS.md`` (a
+run at other ε than 1 alone: a section of its own, named for its ε): the targets of issue
+39 checked on the run, and the per-setting table.
 """
 
 from __future__ import annotations
@@ -377,8 +378,12 @@ def targets(rows: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
 def write_results(rows: list[dict[str, Any]], command: str) -> None:
     check, table = targets(rows)
     seeds = sorted({int(r["seed"]) for r in rows})
+    eps = sorted({float(r["eps"]) for r in rows})
+    title = "## Tabular stream: real tables"
+    if eps != [1.0]:
+        title += " (ε = " + ", ".join(f"{e:g}" for e in eps) + ")"
     lines = [
-        "## Tabular stream: real tables",
+        title,
         "",
         *_report.diag_run_lines(".venv/bin/python benches/" + command),
         "",
@@ -400,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_csv is not None:
         rows = _read(args.from_csv)
         eps = ",".join(sorted({f"{float(r['eps']):g}" for r in rows}))
-        command = f"bench_tabular_suite.py --eps {eps} --results (summarised from its CSV)"
+        rs = ",".join(sorted({r["R"] for r in rows if r["order"] != "calendar"}, key=int))
+        command = f"bench_tabular_suite.py --eps {eps} --R {rs} --results (from its CSV)"
         print("\n".join(targets(rows)[0]))
         if args.results:
             write_results(rows, command)
