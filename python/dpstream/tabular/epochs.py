@@ -267,15 +267,22 @@ class EpochMechanism:
         self.open_model: GraphicalModel | None = None
         # fresh sums of the last closed epoch's tree marginals (full domain; public)
         self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
-        self.tree_sums = [np.zeros(len(c)) for c in self._open_cells()]
+        self.tree_sums = [np.zeros(c) for c in self._open_cells()]
         self.tree_var = [0.0] * len(self.open_tree)
 
-    def _open_cells(self) -> list[range]:
-        """The cells of each fresh tree marginal (the last closed epoch's merges)."""
+    def _open_cells(self) -> list[int]:
+        """The cells of each fresh tree marginal (on the last closed epoch's merges)."""
         if not self.epochs:
             return []
         ms = self.epochs[-1].msizes
-        return [range(ms[i] * ms[j]) for i, j in self.epochs[-1].tree]
+        return [ms[i] * ms[j] for i, j in self.epochs[-1].tree]
+
+    def _laplace(self, exact: npt.ArrayLike, eps: Fraction) -> tuple[FloatArray, float, Fraction]:
+        """``exact`` plus discrete Laplace noise of scale ``Δ/eps`` per cell; the noise's
+        variance per cell, and the ε it spends (``Δ/scale``, for the ledger)."""
+        scale = Fraction(self.delta) / eps
+        noisy = exact + discrete_laplace(scale, np.size(exact), rng=self.rng)
+        return noisy, laplace_variance(scale), self.delta / scale
 
     # ------------------------------------------------------------------ public values
 
@@ -306,27 +313,24 @@ class EpochMechanism:
         spent = Fraction(0)
         cells = list(self.sizes)
         for j, eps in enumerate(shared(self.budget.fresh, cells)):
-            scale = Fraction(self.delta) / eps
-            self.ones[j] = self.ones[j] + ones[j] + discrete_laplace(scale, cells[j], rng=self.rng)
-            self.ones_var[j] += laplace_variance(scale)
-            spent += self.delta / scale
+            noisy, var, cost = self._laplace(ones[j], eps)
+            self.ones[j] = self.ones[j] + noisy
+            self.ones_var[j] += var
+            spent += cost
         if self.budget.fresh_tree > 0 and self.open_tree:
             maps = self.epochs[-1].maps
-            cells = [len(c) for c in self._open_cells()]
-            for k, eps in enumerate(shared(self.budget.fresh_tree, cells)):
-                scale = Fraction(self.delta) / eps
+            for k, eps in enumerate(shared(self.budget.fresh_tree, self._open_cells())):
                 i, j = c = self.open_tree[k]
                 exact = merge_pair(pairs[c], (self.sizes[i], self.sizes[j]), (maps[i], maps[j]))
-                self.tree_sums[k] = (
-                    self.tree_sums[k] + exact + discrete_laplace(scale, cells[k], rng=self.rng)
-                )
-                self.tree_var[k] += laplace_variance(scale)
-                spent += self.delta / scale
+                noisy, var, cost = self._laplace(exact, eps)
+                self.tree_sums[k] = self.tree_sums[k] + noisy
+                self.tree_var[k] += var
+                spent += cost
         if self.budget.size > 0 and not self.public_sizes:
-            scale = Fraction(self.delta) / self.budget.size
-            self.count = self.count + int(rows) + discrete_laplace(scale, 1, rng=self.rng)
-            self.count_var += laplace_variance(scale)
-            spent += self.delta / scale
+            noisy, var, cost = self._laplace(np.array([int(rows)]), self.budget.size)
+            self.count = self.count + noisy
+            self.count_var += var
+            spent += cost
         for j in range(len(self.sizes)):
             self.exact_ones[j] = self.exact_ones[j] + ones[j]
         for c in self.candidates:
@@ -346,13 +350,11 @@ class EpochMechanism:
         spent = Fraction(0)
         ones, ones_var = list(self.ones), list(self.ones_var)
         for j, eps in enumerate(shared(self.budget.settle, list(self.sizes))):
-            scale = Fraction(self.delta) / eps
-            noisy = self.exact_ones[j] + discrete_laplace(scale, self.sizes[j], rng=self.rng)
-            var = laplace_variance(scale)
+            noisy, var, cost = self._laplace(self.exact_ones[j], eps)
             a, b = 1.0 / ones_var[j], 1.0 / var  # inverse-variance mean (post-processing)
             ones[j] = (a * ones[j] + b * noisy) / (a + b)
             ones_var[j] = 1.0 / (a + b)
-            spent += self.delta / scale
+            spent += cost
         maps = [compress(ones[j], ones_var[j]) for j in range(d)]
         counted = ([self.count], [self.count_var]) if self.count_var > 0 else ([], [])
         size = (
@@ -371,10 +373,10 @@ class EpochMechanism:
             exact = merge_pair(
                 self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
             )
-            scale = Fraction(self.delta) / eps
-            sums.append(exact + discrete_laplace(scale, exact.size, rng=self.rng))
-            variances.append(laplace_variance(scale))
-            spent += self.delta / scale
+            noisy, var, cost = self._laplace(exact, eps)
+            sums.append(noisy)
+            variances.append(var)
+            spent += cost
         if not self.public_sizes and sums:
             size = max(
                 _total([*ones, *sums, *counted[0]], [*ones_var, *variances, *counted[1]]), 0.0
@@ -477,16 +479,6 @@ class EpochMechanism:
         warm = self.open_model
         iters = self.iters if warm is None else OPEN_ITERS
         self.open_model = estimate_pgm(last.msizes, meas, size, iters=iters, warm_start=warm)
-
-    @staticmethod
-    def _within(m: IntArray, ones: FloatArray) -> FloatArray:
-        """Each category's share of its merged code (1 for a category alone)."""
-        w = np.clip(ones, 0, None).astype(np.float64)
-        tot = np.zeros(int(m.max()) + 1)
-        np.add.at(tot, m, w)
-        count = np.bincount(m)
-        out = np.where(tot[m] > 0, w / np.where(tot[m] > 0, tot[m], 1.0), 1.0 / count[m])
-        return out
 
     def sample(self, rng: np.random.Generator, method: str = "round") -> IntArray:
         """The synthetic table (post-processing): each closed epoch's rows, drawn once from
