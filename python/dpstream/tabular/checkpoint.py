@@ -176,23 +176,12 @@ def _encode_epochs(s: TabularStream) -> bytes:
     return _savez(arrays)
 
 
-def _decode_epochs(
-    cls: type[TabularStream], header: Mapping[str, Any], arrays: dict[str, Any],
-    allow_seeded: bool,
-) -> TabularStream:  # fmt: skip
-    domain = Domain(header["domain"])
-    cfg = dict(header["config"])
-    cfg["policy"] = from_dict(cfg["policy"])
-    if isinstance(cfg["workloads"], list):
-        cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
-    rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
-    if rng_state is not None and not allow_seeded:
-        from dpstream.persistence import _seeded_refusal
-
-        raise ValueError(_seeded_refusal("TabularStream"))
-    s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
-    assert s._epochs is not None
-    s._rng = Rng._from_checkpoint_state(rng_state)
+def _restore_epochs(
+    s: TabularStream, header: Mapping[str, Any], arrays: dict[str, Any]
+) -> TabularStream:
+    """Format 3: the default policy's state into ``s``, a fresh stream of its options."""
+    if s._epochs is None:
+        raise ValueError("corrupt TabularStream state: format 3 without the default policy")
     s._epochs.rng = s._rng
     s._epochs.load_state(dict(header["epochs"]), arrays)
     s._sample_rng.bit_generator.state = header["sample_rng"]
@@ -275,9 +264,11 @@ def _options(header: Mapping[str, Any]) -> tuple[dict[str, Any], RemovedPolicy |
                 UserWarning,
                 stacklevel=4,
             )
-    else:
+    elif header["format"] == 2:
         removed = removed_policy(cfg["policy"])
         cfg["policy"] = Paper() if removed is not None else from_dict(cfg["policy"])
+    else:  # format 3: the default policy of today
+        cfg["policy"] = from_dict(cfg["policy"])
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
     return cfg, removed
@@ -295,9 +286,7 @@ def decode(
         header = json.loads(arrays["header"].tobytes())
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
         raise ValueError(f"corrupt TabularStream state: {e}") from None
-    if header.get("format") == 3:
-        return _decode_epochs(cls, header, arrays, allow_seeded)
-    if header.get("format") not in (1, _FORMAT):
+    if header.get("format") not in (1, _FORMAT, 3):
         raise ValueError(f"unsupported TabularStream state format {header.get('format')!r}")
     domain = Domain(header["domain"])
     cfg, removed = _options(header)
@@ -309,6 +298,8 @@ def decode(
     s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
     # The constructor drew the sampling seed: restore the generator after it.
     s._rng = Rng._from_checkpoint_state(rng_state)
+    if header["format"] == 3:
+        return _restore_epochs(s, header, arrays)
     s._t, s._size = int(header["t"]), int(header["size"])
     s._exact_size = int(header.get("exact_size", s._size))  # old states: exact sizes
     s._insert_only = bool(header.get("insert_only", True))

@@ -277,7 +277,9 @@ class EpochMechanism:
         ms = self.epochs[-1].msizes
         return [ms[i] * ms[j] for i, j in self.epochs[-1].tree]
 
-    def _laplace(self, exact: npt.ArrayLike, eps: Fraction) -> tuple[FloatArray, float, Fraction]:
+    def _laplace(
+        self, exact: npt.NDArray[Any], eps: Fraction
+    ) -> tuple[npt.NDArray[Any], float, Fraction]:
         """``exact`` plus discrete Laplace noise of scale ``Δ/eps`` per cell; the noise's
         variance per cell, and the ε it spends (``Δ/scale``, for the ledger)."""
         scale = Fraction(self.delta) / eps
