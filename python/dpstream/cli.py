@@ -51,6 +51,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from dpstream.inputs import (
+    check_points,
+    check_table,
+    clipped_note,
+    in_command_words,
+    read_input,
+    where,
+)
+from dpstream.schedule import is_integer_axis, parquet_outside, periods, split
+
 __all__ = ["RELATIONS", "main"]
 
 
@@ -487,7 +497,6 @@ def _run_options(opts: dict[str, Any], eps: Fraction) -> dict[str, Any]:
 
 def _calendar(opts: dict[str, Any], integer: bool) -> list[Any]:
     """The public periods of ``--time-column`` runs (:mod:`dpstream.schedule`)."""
-    from dpstream.schedule import periods
 
     return periods(
         integer=integer,
@@ -511,8 +520,6 @@ def _batches(
     calendar defines the batches: rows before it are refused (``--drop-outside``:
     counted and left out), rows after it wait for a later run (counted in a note).
     """
-    from dpstream.inputs import where
-    from dpstream.schedule import is_integer_axis, split
 
     time_col = opts.get("time_column")
     if time_col is not None:
@@ -664,7 +671,6 @@ def _check_lazy_calendar(
 ) -> None:
     """Rows outside the calendar of a partitioned input, from the Parquet statistics
     (no partition is read, no counts): as :func:`_outside` says."""
-    from dpstream.schedule import parquet_outside
 
     found = parquet_outside(path, str(opts["time_column"]), low, high)
     if found is not None:
@@ -722,7 +728,6 @@ def _read_input(
     opts: dict[str, Any], needed: list[str], text: dict[str, tuple[str, ...]] | None = None
 ) -> Any:
     """The input file with ``--sep`` and ``--encoding`` (:func:`dpstream.inputs.read_input`)."""
-    from dpstream.inputs import read_input
 
     return read_input(
         Path(opts["input"]), needed, opts.get("time_column"), opts.get("sep"),
@@ -734,7 +739,6 @@ def _clipped(
     opts: dict[str, Any], command: str, clipped: dict[str, int], rows: int, what: str
 ) -> None:
     """Values outside the public bounds: a warning, or with ``--strict`` an error."""
-    from dpstream.inputs import clipped_note
 
     strict = bool(opts.get("strict"))
     note = clipped_note(Path(opts["input"]), clipped, rows, what, strict)
@@ -882,8 +886,6 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         )
     frame = None
     if not _partitioned(opts):
-        from dpstream.inputs import check_points
-
         frame = _read_input(opts, columns)
         clipped = check_points(frame, columns, bounds, Path(opts["input"]))
         _clipped(opts, "points", clipped, len(frame), "--bounds")
@@ -1088,7 +1090,6 @@ def _plot_points(table: Any, real: Any, synth: Any, release: Path, directory: Pa
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
-    from dpstream.inputs import in_command_words
     from dpstream.runs import run_stream
     from dpstream.tabular import Domain, TabularStream
     from dpstream.tabular.policy import to_dict
@@ -1110,8 +1111,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     coded = domain.coded()
     frame, file_codes = None, None
     if not _partitioned(opts):
-        from dpstream.inputs import check_table
-
         text = {c: domain.column(c).categories or () for c in names}
         frame = _read_input(opts, names, {c: t for c, t in text.items() if t})
         file_codes, clipped = check_table(frame, domain, Path(opts["input"]))

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from dpstream.io import read_table
+
 __all__ = [
     "InputError",
     "check_columns",
@@ -63,8 +65,6 @@ def read_input(
 ) -> Any:
     """The input file (CSV or Parquet) with the columns a run needs (and its time column)
     checked: a missing one is named with the columns the file has."""
-    from dpstream.io import read_table
-
     sep = separator(sep)
     frame = read_table(path, sep=sep, encoding=encoding, text=text)
     check_columns(frame, path, needed, sep)
