@@ -85,6 +85,7 @@ import numpy.typing as npt
 from dpstream import _core
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
+from dpstream.persistence import register
 
 __all__ = [
     "KINDS",
@@ -422,6 +423,11 @@ class Counter(_NoisyStream):
         )
 
 
+# A counter loaded by dpstream.load draws from a fresh OS-seeded generator; use
+# from_bytes(data, rng=...) to give it one.
+register(Counter.from_bytes, "Counter")
+
+
 def _data(data: object) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"data must be bytes, got {type(data).__name__}")
@@ -574,6 +580,9 @@ class SparseCounter(_ScalarStream):
         )
 
 
+register(SparseCounter.from_bytes, "SparseCounter")
+
+
 class InhomogeneousSparseCounter(_ScalarStream):
     """Inhomogeneous sparse counting (Algorithm 3 of He, Vershynin, Zhu); no horizon.
 
@@ -719,3 +728,6 @@ class InhomogeneousSparseCounter(_ScalarStream):
             f"InhomogeneousSparseCounter(time_epsilon={self.time_epsilon}, "
             f"start_level={self.start_level}, time={self.time})"
         )
+
+
+register(InhomogeneousSparseCounter.from_bytes, "InhomogeneousSparseCounter")
