@@ -173,7 +173,7 @@ class BatchMarginals:
     Give it to :meth:`TabularStream.step` in place of the batch (with
     ``deletions=None``): the step is then the step of the records it was counted
     from. Build it with :meth:`of` (records on this machine) or
-    :func:`dpstream.distributed.batch_marginals` (a Dask collection).
+    :func:`dpstream.tabular.dask.batch_marginals` (a Dask collection).
 
     Attributes:
         sizes: the domain's column sizes it was counted for (public).
