@@ -23,7 +23,6 @@ from dpstream.cli.table import decode_rng
 from dpstream.tabular import Domain
 
 DATA = Path(__file__).resolve().parents[1] / "python" / "dpstream" / "data"
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "bad-input.md"
 
 
 def snapshot(root: Path) -> dict[Path, bytes | None]:
@@ -233,15 +232,6 @@ def test_refusals_are_one_line_naming_the_place_and_change_nothing(
     for excerpt in (case.message, *case.place):
         assert excerpt in lines[0], (excerpt, lines[0])
     assert snapshot(tmp_path) == before
-
-
-def test_the_refusals_are_in_the_docs() -> None:
-    rows = set()
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 4 and cells[3] == "nothing written, --out unchanged":
-            rows.add((cells[0], cells[1], cells[2]))
-    assert rows == {(c.command, c.input, f"`{c.message}`") for c in REFUSALS}
 
 
 def test_the_same_cases_as_a_subprocess_give_no_traceback(files: Path, tmp_path: Path) -> None:
