@@ -105,6 +105,8 @@ bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
 # benches/out/tabular_streams and reused), and the real-table suite at every ε (~45 min).
+# They are studies: their reports go to research/ (online_paper.md, online_sweeps.md,
+# tabular_paper.md, tabular_suite.md), not to benches/RESULTS.md.
 reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_tabular_suite.py --results
 	$(BIN)/python benches/bench_online.py

@@ -48,7 +48,9 @@ sys.path.insert(0, str(HERE))
 
 from _report import diag_run_lines, publish  # noqa: E402
 
-SECTION_TITLE = "## High-dimensional tabular streams (issue 31)"
+SECTION_TITLE = "## High-dimensional tabular stream"
+#: The subsections written to the details file in benches/out, not to RESULTS.md.
+DETAILS = ("### Seconds per step", "### The feasibility rule")
 COLUMNS = (14, 30, 50, 100)
 QUICK_COLUMNS = (6, 8)
 BATCH = 1_000
@@ -387,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         results, agreements, command.rstrip(), time.perf_counter() - start, before,
         args.before_commit,
     )  # fmt: skip
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "bench_highdim")
     ratios = [
         f"{r['columns']}: {float(r['median_seconds']) / float(results[0]['median_seconds']):.1f}×"
         for r in results

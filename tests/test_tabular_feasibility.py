@@ -215,7 +215,7 @@ def test_a_given_tree_must_be_a_junction_tree_of_the_cliques() -> None:
 def test_every_pair_of_a_small_domain_gets_the_same_answer_as_before_mostly() -> None:
     """On random models of 8 columns, the insertion bound and the greedy rebuild agree
     on whether a pair fits for most pairs, and where they differ it is mostly the bound
-    refusing (the safe side). (The exact share is reported in benches/RESULTS.md.)"""
+    refusing (the safe side). (The exact share is reported by benches/bench_highdim.py.)"""
     rng = random.Random(5)
     same = refuse = accept = 0
     for _ in range(30):

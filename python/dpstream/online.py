@@ -59,7 +59,8 @@ measures exact histograms of aligned blocks of epochs instead of sparse counters
 with thresholds, it fits the tree by least squares instead of Algorithm 4's
 proportional consistency, and it never spreads a parent's mass over children whose
 counts are below the noise (they are pruned: the parent stays a leaf). The accuracy
-figures are in ``benches/RESULTS.md`` (``benches/bench_online.py``).
+figures are in ``benches/RESULTS.md`` (``benches/bench_online_compare.py``), the
+comparison with the paper's rates in ``research/online_paper.md``.
 
 Units: points are coordinates in the unit cube ``[0,1]^d`` (unitless); time
 ``t`` counts points (one point per time step); ε is a bound on the privacy

@@ -2,7 +2,7 @@
 directories): the batches of a run as lazy Dask collections, never loaded whole.
 
 A run over a partitioned input cuts its batches exactly as over a pandas frame
-(:func:`dpstream.cli._batches`): by the public calendar periods of ``--time-column``
+(:mod:`dpstream.cli.batching`): by the public calendar periods of ``--time-column``
 (each period read with a **filter pushed down to the Parquet reader**, so row groups
 outside it are skipped) or by ``--batch-size`` rows in input order (partition slices;
 the partitions' lengths come from the Parquet footers, so cutting the batches reads no
