@@ -38,6 +38,39 @@ VARIANTS = {
             size=Fraction(1, 40),
         ),
     ),
+    "half-one-way": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(1, 4),
+            settle=Fraction(1, 4),
+            select=Fraction(1, 10),
+            tree=Fraction(1, 4),
+            fresh_tree=Fraction(1, 8),
+            size=Fraction(1, 40),
+        ),
+    ),
+    "fresh-half": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(1, 2),
+            settle=Fraction(0),
+            select=Fraction(1, 8),
+            tree=Fraction(1, 4),
+            fresh_tree=Fraction(1, 10),
+            size=Fraction(1, 40),
+        ),
+    ),
+    "fresh-3/8": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(3, 8),
+            settle=Fraction(0),
+            select=Fraction(1, 8),
+            tree=Fraction(3, 8),
+            fresh_tree=Fraction(1, 10),
+            size=Fraction(1, 40),
+        ),
+    ),
 }
 
 
@@ -63,7 +96,7 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
-    methods = [*sys.argv[1].split(","), "mst", "independent"] if len(sys.argv) > 1 else [
+    methods = [*sys.argv[1].split(","), *(["mst", "independent"] if "--no-alternatives" not in sys.argv else [])] if len(sys.argv) > 1 else [
         *VARIANTS, "mst", "independent"]  # fmt: skip
     tables = [n for n, t in _tables.TABLES.items() if t.tuning]
     jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), (0, 1), methods))
