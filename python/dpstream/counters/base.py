@@ -40,7 +40,7 @@ def check_count(value: object, name: str, minimum: int) -> int:
     return int(value)
 
 
-def int64_array(value: object, name: str) -> npt.NDArray[np.int64]:
+def integer_array(value: object, name: str) -> npt.NDArray[np.int64]:
     """``value`` as a C-contiguous int64 array of integers, or a clear error."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be integers, got bool")
@@ -182,7 +182,7 @@ def check_value(value: object, name: str = "value") -> int:
 
 
 def check_values(values: object) -> npt.NDArray[np.int64]:
-    arr = int64_array(values, "values")
+    arr = integer_array(values, "values")
     if arr.ndim != 1:
         raise ValueError(f"values must have shape (T,), got {arr.shape}")
     if arr.size and int(arr.min()) < 0:

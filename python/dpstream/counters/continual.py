@@ -21,7 +21,7 @@ from dpstream.counters.base import (
     Share,
     check_count,
     checked_bytes,
-    int64_array,
+    integer_array,
 )
 
 KindName = Literal["simple", "block", "unbounded-block", "binary-tree", "hybrid"]
@@ -172,7 +172,7 @@ class Counter(NoisyStream):
             if not I64_MIN <= value <= I64_MAX:
                 raise ValueError("increment exceed the int64 range")
             return self._inner.step(np.array([value], dtype=np.int64))
-        arr = int64_array(increment, "increment")
+        arr = integer_array(increment, "increment")
         if arr.shape != (dim,):
             raise ValueError(f"increment must have shape ({dim},), got {arr.shape}")
         return self._inner.step(arr)
@@ -186,7 +186,7 @@ class Counter(NoisyStream):
         All-or-nothing: if any step is refused, or ``T`` steps would pass the
         horizon, nothing is counted and the generator is unchanged.
         """
-        arr = int64_array(increments, "increments")
+        arr = integer_array(increments, "increments")
         flat = arr.ndim == 1 and self.dim == 1
         if flat:
             arr = arr.reshape(-1, 1)

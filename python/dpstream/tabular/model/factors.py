@@ -15,22 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.tabular.estimation import (
-    Clique,
-    FloatArray,
-    clique_shape,
-)
+from dpstream.tabular.estimation import Clique, FloatArray, clique_shape
 
 try:  # the kernels numpy.einsum runs on a contraction path (numpy ≥ 2.4)
     _einsumfunc: Any = importlib.import_module("numpy._core.einsumfunc")
 except ImportError:  # pragma: no cover - numpy 1.x
     _einsumfunc = None
-
-
 #: ``None`` on older numpy, where ``np.einsum`` plans each call.
 _bmm_einsum: Any = getattr(_einsumfunc, "bmm_einsum", None)
-
-
 _c_einsum: Any = getattr(_einsumfunc, "c_einsum", None)
 
 

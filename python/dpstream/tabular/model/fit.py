@@ -134,8 +134,6 @@ def estimate_pgm(
 
 #: Step-size factors of the line search (after an accepted / a rejected step).
 _GROW = 1.1
-
-
 _SHRINK = 0.5
 
 

@@ -10,11 +10,7 @@ import functools
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
-from dpstream.tabular.estimation import (
-    Clique,
-    check_sizes,
-    clique_cells,
-)
+from dpstream.tabular.estimation import Clique, check_sizes, clique_cells
 from dpstream.tabular.model.junction_tree import (
     JunctionTree,
     checked_clique,

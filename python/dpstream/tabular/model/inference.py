@@ -14,11 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dpstream.tabular.estimation import (
-    Clique,
-    FloatArray,
-    clique_shape,
-)
+from dpstream.tabular.estimation import Clique, FloatArray, clique_shape
 from dpstream.tabular.model.factors import axes_not_in, expand, marginalize, product
 from dpstream.tabular.model.junction_tree import JunctionTree, tree_index
 
@@ -26,8 +22,6 @@ from dpstream.tabular.model.junction_tree import JunctionTree, tree_index
 #: product of factors in [0, 1], so an underflow costs at most ~1e-307 per cell; a sum
 #: of ≤ 1e7 cells at least _TINY keeps its relative error below 1e-50.
 _TINY = 1e-250
-
-
 #: Largest total range of the potentials of one node exponentiated factor by factor:
 #: no cell of the product is then below exp(-_SPAN) ≈ 1e-261 (no underflow).
 _SPAN = 600.0
