@@ -122,7 +122,7 @@ def _get_model(
     arrays: Mapping[str, npt.NDArray[Any]], prefix: str, info: Mapping[str, Any], domain: Domain
 ) -> MarginalModel | None:
     if info["model"] == "pgm":
-        from dpstream.tabular.pgm import GraphicalModel
+        from dpstream.tabular.model import GraphicalModel
 
         k = 0
         potentials: dict[Sequence[int], npt.ArrayLike] = {}

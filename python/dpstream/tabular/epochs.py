@@ -61,7 +61,7 @@ import numpy.typing as npt
 from dpstream._rng import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
 from dpstream.tabular.estimation import Measurement
-from dpstream.tabular.pgm import GraphicalModel, estimate_pgm
+from dpstream.tabular.model import GraphicalModel, estimate_pgm
 
 __all__ = ["Epoch", "EpochMechanism", "Split", "pair_candidates", "split", "weights"]
 
