@@ -45,8 +45,8 @@ from audit.online_setups import (
     released_count,
 )
 from dpstream import OnlineSynthesizer, Rng
-from dpstream.audit import _rng as audit_rng  # the audit's per-batch generators
 from dpstream.audit import clopper_pearson
+from dpstream.audit.runner import run_rng as audit_rng  # the audit's per-batch generators
 
 ALPHA = 1e-6
 TAILS = (3, -3)  # the audit's

@@ -35,8 +35,8 @@ from dpstream.counters import Counter
 from dpstream.persistence import seeded_refusal
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
+from dpstream.tabular.model import GraphicalModel
 from dpstream.tabular.mw import DenseModel
-from dpstream.tabular.pgm import GraphicalModel
 from dpstream.tabular.policy import (
     Baseline,
     Paper,

@@ -19,12 +19,12 @@ from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
+from dpstream.tabular.model import GraphicalModel, estimate_pgm, junction_tree_size, model_tree
 from dpstream.tabular.mw import estimate_mw
-from dpstream.tabular.pgm import GraphicalModel, estimate_pgm, junction_tree_size, model_tree
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
-    from dpstream.tabular.pgm import ModelTree
+    from dpstream.tabular.model import ModelTree
 
 __all__ = ["CellLimit", "EstimatorName", "Structure", "check_int", "make_fit"]
 
@@ -91,7 +91,7 @@ class CellLimit:
         """``"pgm"``: the cliques the next fit will have (``model``'s and this step's
         selections ``order``), and the junction tree it starts from: ``model``'s (one node
         per column before the first) with the selections inserted in order, as the fit
-        will insert them (:class:`~dpstream.tabular.pgm.ModelTree`). Public structure."""
+        will insert them (:class:`~dpstream.tabular.model.ModelTree`). Public structure."""
         if not self._active:
             return None
         base = model.junction_tree if isinstance(model, GraphicalModel) else None
