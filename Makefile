@@ -119,7 +119,8 @@ develop: $(EXT) $(DEPS)
 docs: $(EXT) $(DEPS)
 	$(BIN)/python -m pip install -q "pdoc>=14"
 	$(BIN)/python -m pdoc dpstream dpstream.online dpstream.privhp dpstream.tabular \
-		dpstream.distributed dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
+		dpstream.distributed dpstream.privhp_dask dpstream.online_dask dpstream.tabular.dask \
+		dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -79,8 +79,11 @@ import numpy.typing as npt
 
 from dpstream import _core
 from dpstream._arrays import int_param, points_array
+from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
+from dpstream.online_dask import update_online
+from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
 
 __all__ = ["MAX_DIM", "METHODS", "OnlineSynthesizer"]
@@ -361,13 +364,11 @@ class OnlineSynthesizer:
         output: ``update(a); update(b)`` equals ``update(concat(a, b))``.
 
         A Dask array ``(n, d)`` or DataFrame with ``d`` columns is counted on the
-        cluster (:func:`dpstream.distributed.update_online`; ``"epochs"`` and
+        cluster (:func:`dpstream.online_dask.update_online`; ``"epochs"`` and
         ``"privhp"``): the same state as this call on the computed points.
         ``"paper"`` refuses it.
         """
-        if hasattr(points, "__dask_graph__"):  # a Dask collection: counted on the cluster
-            from dpstream.distributed import update_online
-
+        if is_collection(points):  # counted on the cluster
             update_online(self, points)
             return
         self._inner.update(points_array(points, self.dim))
@@ -380,7 +381,7 @@ class OnlineSynthesizer:
         steps. The state afterwards is the state :meth:`update` gives on those points,
         byte for byte (:meth:`to_bytes`, every later release, seeded or not): the open
         epoch is a multiset. This is how a cluster's exact counts reach the client
-        (:func:`dpstream.distributed.update_online`). Cells may repeat; counts are
+        (:func:`dpstream.online_dask.update_online`). Cells may repeat; counts are
         non-negative integers. All-or-nothing. The counts are exact: as private as the
         points.
         """
@@ -417,7 +418,7 @@ class OnlineSynthesizer:
     def summary_template(self) -> PrivHP:
         """``"privhp"`` only: an empty PrivHP summary with this synthesizer's shared
         configuration and hash keys (public: drawn independently of the data), to count
-        points elsewhere (:func:`dpstream.distributed.summarize` on a cluster's workers)
+        points elsewhere (:func:`dpstream.privhp_dask.summarize` on a cluster's workers)
         for :meth:`merge_summary`."""
         inner = self._inner
         if not isinstance(inner, _core.ContinualPrivHP):
@@ -528,9 +529,7 @@ class OnlineSynthesizer:
         else:
             inner = _core.OnlineSynthesizer.from_bytes(raw)
         if inner.seeded and not allow_seeded:
-            from dpstream.persistence import _seeded_refusal
-
-            raise ValueError(_seeded_refusal("OnlineSynthesizer"))
+            raise ValueError(seeded_refusal("OnlineSynthesizer"))
         return cls._wrap(inner)
 
     def _refuse_copy(self, *_: object) -> NoReturn:
@@ -554,3 +553,7 @@ class OnlineSynthesizer:
         if self.seeded:
             text += "  # seeded: reproducible, NOT PRIVATE"
         return text
+
+
+# method="paper", the default method="epochs" and method="privhp" (for_memory).
+register(OnlineSynthesizer.from_bytes, "OnlineSynthesizer", "EpochSynthesizer", "ContinualPrivHP")

@@ -23,6 +23,7 @@ from dpstream.counters.base import (
     checked_bytes,
     integer_array,
 )
+from dpstream.persistence import register
 
 KindName = Literal["simple", "block", "unbounded-block", "binary-tree", "hybrid"]
 #: The counter kinds, in the order of the table of :mod:`dpstream.counters`.
@@ -201,3 +202,8 @@ class Counter(NoisyStream):
             f"Counter({self.kind!r}, epsilon={self.epsilon}, dim={self.dim}{horizon}, "
             f"time={self.time})"
         )
+
+
+# A counter loaded by dpstream.load draws from a fresh OS-seeded generator; use
+# from_bytes(data, rng=...) to give it one.
+register(Counter.from_bytes, "Counter")

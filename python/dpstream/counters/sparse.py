@@ -14,6 +14,7 @@ from dpstream import _core
 from dpstream._params import RealLike, core_rng, exact_fraction
 from dpstream._rng import Rng
 from dpstream.counters.base import ScalarStream, Share, check_count, checked_bytes
+from dpstream.persistence import register
 
 
 def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
@@ -141,6 +142,9 @@ class SparseCounter(ScalarStream):
             f"SparseCounter(epsilon={self.epsilon}, horizon={self.horizon}, "
             f"threshold={self.threshold}, time={self.time})"
         )
+
+
+register(SparseCounter.from_bytes, "SparseCounter")
 
 
 class InhomogeneousSparseCounter(ScalarStream):
@@ -288,3 +292,6 @@ class InhomogeneousSparseCounter(ScalarStream):
             f"InhomogeneousSparseCounter(time_epsilon={self.time_epsilon}, "
             f"start_level={self.start_level}, time={self.time})"
         )
+
+
+register(InhomogeneousSparseCounter.from_bytes, "InhomogeneousSparseCounter")

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
+from dpstream.tabular.model import GraphicalModel, estimate_pgm, junction_tree_size, model_tree
+from dpstream.tabular.mw import estimate_mw
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
@@ -91,8 +94,6 @@ class CellLimit:
         will insert them (:class:`~dpstream.tabular.model.ModelTree`). Public structure."""
         if not self._active:
             return None
-        from dpstream.tabular.model import GraphicalModel, model_tree
-
         base = model.junction_tree if isinstance(model, GraphicalModel) else None
         tree = model_tree(self._domain.sizes, base)
         for i in order:
@@ -119,8 +120,6 @@ class CellLimit:
             return False
         key = (cliques, i)
         if key not in self._cache:
-            from dpstream.tabular.model import junction_tree_size
-
             size = junction_tree_size(self._domain.sizes, [*cliques, w])
             self._cache[key] = size <= self.limit
         return self._cache[key]
@@ -146,21 +145,17 @@ def release_stddev(counter: Counter) -> float:
 def make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:
     """The fit step ``(measurements, total, warm start) -> model`` (post-processing)."""
     if estimator == "pgm":
-        from dpstream.tabular.model import estimate_pgm
 
         def fit_pgm(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
             return estimate_pgm(sizes, ms, total, iters=iters, warm_start=warm, tol=FIT_TOL)
 
         return fit_pgm
     if estimator == "mw":
-        from dpstream.tabular.mw import estimate_mw
 
         def fit_mw(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
             return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)
 
         return fit_mw
-    from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
-
     load_mbi()  # an ImportError saying how to install mbi, before any record is read
 
     def fit_mbi(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
