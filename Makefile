@@ -29,11 +29,12 @@ demo: $(EXT)
 # Two tiers (pytest markers in pyproject.toml; conftest.py marks tests/audit/ `audit` and
 # tests/test_bench_*.py `bench`, individually slow tests carry `slow`):
 #  make test   the fast tier, <= 8 minutes from a fresh clone on 2 cores, build included:
-#              cargo test for the core, then the unit and fast statistical tests (at least
-#              one unit test of each mechanism and capability).
+#              cargo test for the core, then the unit and fast statistical tests (a unit
+#              test of each mechanism and capability; pytest about 3 minutes under load).
 #  make check  everything (<= 30 minutes, what CI runs): cargo test, every pytest test but
 #              the `long` ones (the fast tier plus `slow`, the privacy audits and the tests
-#              that run bench scripts), the mbi cross-check and the planted-bug audits.
+#              that run bench scripts: pytest about 9 to 16 minutes), the mbi cross-check
+#              and the planted-bug audits.
 FAST := not (long or slow or audit or bench)
 
 test: test-rust test-python
