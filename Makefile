@@ -20,19 +20,40 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi test-planted planted-build audit-long lint bench reproduce develop docs clean
+.PHONY: demo test check test-rust test-python test-python-all examples test-mbi test-planted \
+	planted-build audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/dpstream demo --out demo-output
 
-test: test-rust test-python test-mbi test-planted
+# Two tiers (pytest markers in pyproject.toml; conftest.py marks tests/audit/ `audit` and
+# tests/test_bench_*.py `bench`, individually slow tests carry `slow`):
+#  make test   the fast tier, <= 8 minutes from a fresh clone on 2 cores, build included:
+#              cargo test for the core, then the unit and fast statistical tests (a unit
+#              test of each mechanism and capability; pytest about 3 minutes under load).
+#  make check  everything (<= 30 minutes, what CI runs): cargo test, every pytest test but
+#              the `long` ones (the fast tier plus `slow`, the privacy audits and the tests
+#              that run bench scripts: pytest about 9 to 16 minutes), the mbi cross-check
+#              and the planted-bug audits.
+FAST := not (long or slow or audit or bench)
+
+test: test-rust test-python
+
+check: test-rust test-python-all test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
 
-test-python: $(EXT) $(DEPS)
-	cargo build --release -q -p dpstream-core --example privhp_edge
-	$(BIN)/python -m pytest -q
+# The Rust examples the edge tests run (tests never build Rust; a missing one fails here).
+EXAMPLES := privhp_edge continual_edge
+examples:
+	cargo build --release -q -p dpstream-core $(addprefix --example ,$(EXAMPLES))
+
+test-python: $(EXT) $(DEPS) examples
+	DPSTREAM_REQUIRE_EXAMPLES=1 $(BIN)/python -m pytest -q -m "$(FAST)"
+
+test-python-all: $(EXT) $(DEPS) examples
+	DPSTREAM_REQUIRE_EXAMPLES=1 $(BIN)/python -m pytest -q
 
 # The extension built into python/dpstream by .venv's maturin is abi3: the mbi venv imports
 # it from the source tree. The tests fail (not skip) here if mbi cannot be imported.
@@ -63,7 +84,7 @@ planted-build: $(DEPS)
 	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
 
 # Long privacy audits (pytest marker `long`, deselected by the default pytest options, so
-# not part of `make test`): method="paper" with the replaced step deciding two Algorithm-2
+# not part of `make test` nor `make check`): method="paper" with the replaced step deciding two Algorithm-2
 # threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU); the merged-block audits
 # on 3 seeds (about 8 minutes); the planted redraw bug on two more seeds (docs/audits.md).
 audit-long: $(EXT) $(DEPS) planted-build

@@ -129,6 +129,7 @@ def test_config_file_with_flags_overriding(points_csv: Path, tmp_path: Path) -> 
     assert result.returncode == 2 and "unknown option 'colour'" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["before-checkpoint", "after-checkpoint", "after-write"])
 def test_a_killed_run_resumes_without_loss_or_double_spending(
     points_csv: Path, tmp_path: Path, fault: str
@@ -268,6 +269,7 @@ def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
     assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0
 
 
+@pytest.mark.slow
 def test_demo_runs_both_commands(tmp_path: Path) -> None:
     result = run("demo", "--out", str(tmp_path / "d"), "--quiet")
     assert result.returncode == 0, result.stderr
@@ -283,6 +285,7 @@ def test_demo_runs_both_commands(tmp_path: Path) -> None:
     assert run("demo", "--out", str(tmp_path / "d"), "--quiet").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_killed_table_run_resumes_exactly(tmp_path: Path) -> None:
     pd.read_csv(ADULT / "adult.csv", nrows=800).to_csv(tmp_path / "a.csv", index=False)
 

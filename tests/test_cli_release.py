@@ -94,6 +94,7 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
 # ---------------------------------------------------------------------------- release dirs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["points online", "points privhp", "table"])
 def test_a_release_directory_holds_only_releases(
     command: str, pts: Path, adult: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

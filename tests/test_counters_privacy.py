@@ -166,6 +166,7 @@ def test_counter_is_epsilon_dp(kind: str, epsilon: Fraction) -> None:
     assert result.bound >= 0.85 * float(epsilon), f"audit lost its resolution: {result}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(SETUPS))
 def test_audit_flags_noise_at_half_the_scale(kind: str) -> None:
     # A broken counter that claims ε but adds the noise of a 2ε counter.

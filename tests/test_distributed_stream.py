@@ -214,6 +214,7 @@ def test_bad_dask_points_are_refused_and_change_nothing(client, method: str) -> 
     assert s.to_bytes() == before
 
 
+@pytest.mark.slow
 def test_worker_processes(tmp_path) -> None:
     """Real worker processes: encodings, counts and summaries cross process boundaries."""
     x = points(20_000, 6)

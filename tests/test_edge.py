@@ -3,7 +3,6 @@ fixed memory, an ε-DP generator written to a file that Python loads."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -11,31 +10,16 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from conftest import example_binary
 from dpstream import PrivHP, Rng, TreeGenerator
 
-REPO = Path(__file__).resolve().parent.parent
-BINARY = REPO / "target" / "release" / "examples" / "privhp_edge"
 N_POINTS = 5000
-CARGO_BUILD = ["cargo", "build", "--release", "-q", "-p", "dpstream-core"]
-CARGO_BUILD += ["--example", "privhp_edge"]
 ARGS = ["--epsilon", "1", "--dim", "2", "--memory-bytes", "200000", "--expected-n", "5000"]
 
 
 @pytest.fixture(scope="module")
 def edge_binary() -> Path:
-    if shutil.which("cargo") is None and not BINARY.exists():
-        pytest.skip("cargo is not installed and the example is not built")
-    if shutil.which("cargo") is not None:
-        build = subprocess.run(
-            CARGO_BUILD,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert build.returncode == 0, f"cargo build failed:\n{build.stderr[-4000:]}"
-    assert BINARY.exists(), f"{BINARY} was not built"
-    return BINARY
+    return example_binary("privhp_edge")
 
 
 @pytest.fixture(scope="module")

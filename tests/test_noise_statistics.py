@@ -184,6 +184,7 @@ def test_gaussian_chi_square(sigma: float) -> None:
     assert bins >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [1, 1e3])
 @pytest.mark.parametrize("factor", [0.95, 1.05])
 def test_gaussian_chi_square_detects_a_wrong_sigma(sigma: float, factor: float) -> None:

@@ -361,6 +361,7 @@ def test_releases_are_random_and_post_processing() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(
     cuts=st.lists(st.integers(0, 700), max_size=6),
@@ -580,6 +581,7 @@ def test_accuracy_on_uniform_data() -> None:
     assert w < 0.1, f"W1(data, synthetic) = {w:.4f}"
 
 
+@pytest.mark.slow
 def test_clustered_data_is_recovered_far_better_than_by_a_uniform_sample() -> None:
     x = streams.clustered(20_000, 2, n_clusters=4, spread=0.03, seed=7)
     s = seeded(1, 2, 8)
@@ -662,6 +664,7 @@ def test_leaf_counts_are_epsilon_dp() -> None:
     assert bound <= 1, f"privacy audit: log-ratio lower bound {bound:.4f} > ε"
 
 
+@pytest.mark.slow
 def test_leaf_counts_are_epsilon_dp_with_little_noise() -> None:
     # ε = 16: levels start at t = 1 (depth 4), 2 and 4; step 3 lies in level 5, closed by
     # t = 4. The noise is small enough here for the audit to see the changed point: the

@@ -194,6 +194,7 @@ def test_released_count_sketch_cell_is_epsilon_dp() -> None:
     assert result.bound >= 0.6 * epsilon, f"audit lost its resolution: {result}"
 
 
+@pytest.mark.slow
 def test_released_sketch_with_three_rows_is_epsilon_dp() -> None:
     """rows = 3: each row's cell of the key is (ε/3)-DP, and their sum (sensitivity 3,
     three independent Laplace(3/ε) draws) is ε-DP."""
@@ -219,6 +220,7 @@ def test_released_sketch_with_three_rows_is_epsilon_dp() -> None:
         )
 
 
+@pytest.mark.slow
 def test_audit_catches_a_sketch_at_twice_the_sensitivity() -> None:
     # Broken on purpose: release at ε but neighbours two occurrences apart, which is what
     # noise at half the scale would do to a true neighbour. The true loss is 2ε.
@@ -287,6 +289,7 @@ def privhp_statistics(
     ]
 
 
+@pytest.mark.slow
 def test_privhp_release_is_epsilon_dp(privhp_samples) -> None:
     tot_a, leaf_a = privhp_samples[0]
     tot_b, leaf_b = privhp_samples[1]
@@ -309,6 +312,7 @@ def test_privhp_release_is_epsilon_dp(privhp_samples) -> None:
     )
 
 
+@pytest.mark.slow
 def test_audit_catches_privhp_on_streams_four_points_apart(privhp_samples) -> None:
     # Not neighbours: X and X + 4·{x} may be up to 4ε apart. The same audit must see
     # more than ε, or it could not have caught a PrivHP that leaks like this.

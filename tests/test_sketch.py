@@ -191,6 +191,7 @@ def test_scalar_counts_and_defaults() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(sketch_runs())
 def test_merge_is_the_union(run) -> None:
     kind, rows, width, seed, batches, _ = run
