@@ -163,7 +163,7 @@ DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no
 
 def make_table() -> TabularStream:
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Paper(k=1), estimator="mw", iters=3, rng=Rng(seed=1)
+        DOMAIN, 1, workloads=1, policy=Paper(k=1), iters=3, rng=Rng(seed=1)
     )
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
@@ -185,8 +185,8 @@ def follow_table(t: TabularStream) -> object:
 def make_bounded_table() -> TabularStream:
     """A stream whose "block" counters (size counter included) have taken their horizon."""
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Paper(k=1), estimator="mw", iters=3, counter="block",
-        horizon=1, rng=Rng(seed=1),
+        DOMAIN, 1, workloads=1, policy=Paper(k=1, counter="block", horizon=1), iters=3,
+        rng=Rng(seed=1),
     )  # fmt: skip
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
@@ -617,10 +617,11 @@ CASES: list[Case] = [
          "Adaptive.growth must be a number, got str",
          lambda _: Adaptive(growth="2"),  # type: ignore[arg-type]
          after=NO_OBJECT),
-    Case("constructor", "the default policy with a counter option", ValueError,
-         "counter='block' applies to the Paper() and Baseline() policies; the default policy "
-         "Adaptive() measures each epoch once and fits its own graphical model",
-         lambda _: TabularStream(DOMAIN, 1, counter="block", horizon=4), after=NO_OBJECT),
+    Case("constructor", "Paper unknown counter", ValueError,
+         "Paper.counter must be one of ('simple', 'block', 'unbounded-block', 'binary-tree', "
+         "'hybrid'), got 'tree'",
+         lambda _: Paper(counter="tree"),  # type: ignore[arg-type]
+         after=NO_OBJECT),
     Case("constructor", "Paper k a float", TypeError, "Paper.k must be an int, got float",
          lambda _: Paper(k=3.0),  # type: ignore[arg-type]
          after=NO_OBJECT),

@@ -83,7 +83,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 
 __all__ = [
@@ -115,14 +115,6 @@ class Share(NamedTuple):
     family: str
     epsilon: Fraction
     sensitivity: int | None
-
-
-def _count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
-    return int(value)
 
 
 def _int64(value: object, name: str) -> npt.NDArray[np.int64]:
@@ -297,8 +289,8 @@ class Counter(_NoisyStream):
         if not isinstance(kind, str):
             raise TypeError(f"kind must be a string, got {type(kind).__name__}")
         eps = exact_fraction(epsilon, "epsilon")
-        d = _count(dim, "dim", 1)
-        h = None if horizon is None else _count(horizon, "horizon", 1)
+        d = int_param(dim, "dim", low=1, high=None)
+        h = None if horizon is None else int_param(horizon, "horizon", low=1, high=None)
         if h is not None and h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
         inner_rng = core_rng(rng)
@@ -465,9 +457,9 @@ def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
             ``j < 1``, or ``r < j`` when ``dim >= 2``.
     """
     eps = exact_fraction(epsilon, "epsilon")
-    d = _count(dim, "dim", 1)
-    jj = _count(j, "j", 1)
-    rr = _count(r, "r", 0)
+    d = int_param(dim, "dim", low=1, high=None)
+    jj = int_param(j, "j", low=1, high=None)
+    rr = int_param(r, "r", low=0, high=None)
     if max(d, jj, rr) >= 2**32:
         raise ValueError("dim, j and r must be below 2**32")
     n, den = _core.online_epsilon(eps.numerator, eps.denominator, d, jj, rr)
@@ -510,7 +502,7 @@ class SparseCounter(_ScalarStream):
 
     def __init__(self, epsilon: RealLike, horizon: int, *, rng: Rng | None = None) -> None:
         eps = exact_fraction(epsilon, "epsilon")
-        h = _count(horizon, "horizon", 1)
+        h = int_param(horizon, "horizon", low=1, high=None)
         if h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
         self._inner = _core.SparseCounter(eps.numerator, eps.denominator, h, core_rng(rng))
@@ -610,7 +602,7 @@ class InhomogeneousSparseCounter(_ScalarStream):
         _online: tuple[Fraction, int, int] | None = None,
     ) -> None:
         teps = exact_fraction(time_epsilon, "time_epsilon")
-        r0 = _count(start_level, "start_level", 0)
+        r0 = int_param(start_level, "start_level", low=0, high=None)
         if r0 >= 2**32:
             raise ValueError("start_level must be below 2**32")
         if _online is None:
@@ -672,8 +664,8 @@ class InhomogeneousSparseCounter(_ScalarStream):
         depth, r)``.
         """
         eps = exact_fraction(epsilon, "epsilon")
-        d = _count(dim, "dim", 1)
-        j = _count(depth, "depth", 1)
+        d = int_param(dim, "dim", low=1, high=None)
+        j = int_param(depth, "depth", low=1, high=None)
         if max(d, j) >= 2**32:
             raise ValueError("dim and depth must be below 2**32")
         return cls(eps, j if d >= 2 else 0, [], rng=rng, _online=(eps, d, j))
@@ -701,7 +693,7 @@ class InhomogeneousSparseCounter(_ScalarStream):
 
     def level_epsilon(self, level: int) -> Fraction:
         """``ε_r`` of a level ``r >= r_0`` (exact)."""
-        lv = _count(level, "level", 0)
+        lv = int_param(level, "level", low=0, high=None)
         if lv >= 2**32:
             raise ValueError("level must be below 2**32")
         n, d = self._inner.level_epsilon(lv)

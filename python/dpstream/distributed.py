@@ -154,7 +154,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from dpstream._arrays import int_param, points_array
+from dpstream._arrays import points_array
+from dpstream._params import int_param
 from dpstream.partition import encode as encode_points
 from dpstream.privhp import PrivHP
 from dpstream.tabular.domain import Domain

@@ -18,7 +18,7 @@ from dpstream.tabular.pgm import (
     estimate_pgm,
     junction_tree_size,
 )
-from dpstream.tabular.policy import Adaptive, Baseline, Paper
+from dpstream.tabular.policy_options import Adaptive, Baseline, Paper
 from dpstream.tabular.selection import Budget
 from dpstream.tabular.stream import TabularStream
 from dpstream.tabular.workloads import (
