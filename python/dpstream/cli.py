@@ -903,7 +903,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             run_options["max_releases"] = str(len(labelled))
             # Fixed memory: R, the public cap on releases, is the number of release periods.
             _require(opts, "memory", "expected_n")
-            synth = OnlineSynthesizer.for_memory(
+            synth: OnlineSynthesizer = OnlineSynthesizer.for_memory(
                 eps,
                 len(columns),
                 memory_bytes=int(opts["memory"]),

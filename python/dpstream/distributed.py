@@ -164,7 +164,7 @@ from dpstream.tabular.marginals import BatchMarginals, add_counts, count_columns
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
-    from dpstream.online import OnlineSynthesizer
+    from dpstream.online import EpochsSynthesizer, OnlineSynthesizer, PrivHPSynthesizer
 
 __all__ = [
     "add_record_counts",
@@ -712,16 +712,17 @@ def update_online(
             "OnlineSynthesizer.for_memory (method='privhp'), or compute the points first"
         )
     if synth.method == "privhp":
-        template = synth.summary_template()
+        privhp = cast("PrivHPSynthesizer", synth)
+        template = privhp.summary_template()
         graph = summary_graph(data, template, split_every=split_every, threads=threads)
         (summary,) = gather([graph])
-        synth.merge_summary(summary)
+        privhp.merge_summary(summary)
         return
     dask = _dask()
     cell_counts = dask.delayed(_cell_counts, pure=True)
     tasks = [cell_counts(p, synth.dim, i) for i, p in enumerate(_partitions(data, synth.dim))]
     # All or nothing: a failure while fetching a later partition (or a refused one)
     # takes back the partitions already fed, so that a retry counts each point once.
-    synth._update_counts_all(
+    cast("EpochsSynthesizer", synth)._update_counts_all(
         (cells, _counts_of(cells, more, counts)) for cells, more, counts in gather(tasks)
     )
