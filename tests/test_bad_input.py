@@ -933,7 +933,7 @@ def test_valid_states_load() -> None:
     for kind, data in STATES.items():
         decode: Any = DECODERS[kind]
         seeded_ok = {"allow_seeded": True} if kind in SEEDED_KINDS else {}
-        assert type(decode(data, **seeded_ok)).__name__ == kind
+        assert kind in {c.__name__ for c in type(decode(data, **seeded_ok)).__mro__}
     assert isinstance(TabularStream.from_bytes(TABLE_STATE, allow_seeded=True), TabularStream)
 
 
@@ -1025,7 +1025,7 @@ def test_seeded_and_spent_checkpoints_are_refused(case: LoadCase, tmp_path: Path
                 load()
             assert SEEDED_MESSAGE in str(refused.value)
         for loaded in (decode(data, allow_seeded=True), dpstream.load(path, allow_seeded=True)):
-            assert type(loaded).__name__ == case.family
+            assert case.family in {c.__name__ for c in type(loaded).__mro__}
             assert "NOT PRIVATE" in repr(loaded)
         return
     with warnings.catch_warnings():
