@@ -162,9 +162,7 @@ DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no
 
 
 def make_table() -> TabularStream:
-    t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Paper(k=1), iters=3, rng=Rng(seed=1)
-    )
+    t = TabularStream(DOMAIN, 1, workloads=1, policy=Paper(k=1), iters=3, rng=Rng(seed=1))
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
 

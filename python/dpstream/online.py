@@ -98,7 +98,6 @@ MAX_DIM = 4096
 METHODS = ("epochs", "paper")
 
 
-
 #: ``(lower, upper, counts)`` of :meth:`OnlineSynthesizer.cells`.
 _Cells = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]
 
@@ -128,10 +127,9 @@ class OnlineSynthesizer:
     the privacy model. **Release times must not depend on the data** (release on
     a calendar or every ``n`` points).
 
-    ``OnlineSynthesizer(epsilon, dim, method=...)`` returns the class of its method,
-    a subclass: :class:`EpochsSynthesizer` (``"epochs"``) or :class:`PaperSynthesizer`
-    (``"paper"``); :meth:`for_memory` returns a :class:`PrivHPSynthesizer`. What every
-    method has is here; what only one has is on its class.
+    ``OnlineSynthesizer(epsilon, dim, method=...)`` returns its method's subclass,
+    :class:`EpochsSynthesizer` or :class:`PaperSynthesizer`; :meth:`for_memory` a
+    :class:`PrivHPSynthesizer`. What only one method has is on its class.
 
     Args:
         epsilon: privacy budget ε of the whole stream of releases (nats), exact:
@@ -166,8 +164,7 @@ class OnlineSynthesizer:
 
     __slots__ = ("_epsilon", "_inner", "_released")
 
-    #: The method's name (``"epochs"``, ``"paper"`` or ``"privhp"``) and its core class.
-    _METHOD: ClassVar[str]
+    _METHOD: ClassVar[str]  # "epochs", "paper" or "privhp"
     _CORE: ClassVar[Any]
     _inner: Any
     _epsilon: Fraction
@@ -195,12 +192,9 @@ class OnlineSynthesizer:
             )
         variant = EpochsSynthesizer if method == "epochs" else PaperSynthesizer
         if not issubclass(variant, cls):
-            raise ValueError(f"{cls.__name__} is not method={method!r}")
+            raise ValueError(f"a {cls.__name__} comes from OnlineSynthesizer(...) or .for_memory")
         core = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
-        synth: OnlineSynthesizer = variant._wrap(
-            core(eps.numerator, eps.denominator, d, core_rng(rng))
-        )
-        return synth
+        return variant._wrap(core(eps.numerator, eps.denominator, d, core_rng(rng)))
 
     @classmethod
     def for_memory(
@@ -290,7 +284,7 @@ class OnlineSynthesizer:
 
     @property
     def depth(self) -> int:
-        """Depth of the partition (public): see the method's class."""
+        """Depth of the partition (public; what it is: the method's class)."""
         return int(self._inner.depth)
 
     @property
@@ -306,12 +300,10 @@ class OnlineSynthesizer:
     @property
     def epsilon_spent(self) -> Fraction:
         """ε spent: from the first :meth:`release` on, what the worst-case point costs
-        over all releases of the stream, at any times, together (ε); 0 before. How each
-        method computes it: its class."""
+        over all releases together (ε; how: the method's class); 0 before."""
         return self._spent() if self._released else Fraction(0)
 
-    def _spent(self) -> Fraction:
-        """ε spent once something is released (:attr:`epsilon_spent`)."""
+    def _spent(self) -> Fraction:  # once something is released
         return Fraction(*self._inner.epsilon_ledger())
 
     @property
@@ -398,9 +390,8 @@ class OnlineSynthesizer:
 
     @classmethod
     def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> OnlineSynthesizer:
-        """Decode :meth:`to_bytes` output (into the class of its method); ``ValueError`` on
-        corrupt or foreign data, or on another method's state when called on a method's
-        class.
+        """Decode :meth:`to_bytes` output into its method's class; ``ValueError`` on
+        corrupt or foreign data (or another method's state, called on a method's class).
 
         Checkpoints written before ``method="epochs"`` existed load as ``"paper"``.
         A checkpoint of a seeded synthesizer resumes its seeded generator, so
@@ -419,8 +410,7 @@ class OnlineSynthesizer:
             from dpstream.persistence import _seeded_refusal
 
             raise ValueError(_seeded_refusal("OnlineSynthesizer"))
-        wrapped: OnlineSynthesizer = variant._wrap(inner)
-        return wrapped
+        return variant._wrap(inner)
 
     def _refuse_copy(self, *_: object) -> NoReturn:
         # A copy would replay the same noise: two continuations from identical
