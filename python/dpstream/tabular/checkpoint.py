@@ -433,8 +433,9 @@ class Checkpointed:
         policies existed is migrated (:func:`policy_from_options`) to the policy that
         continues it exactly; one written before ``public_sizes`` existed loads as
         ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why. A
-        state whose options dpstream 0.2 removed (the earlier default policy) loads as a
-        stream that re-releases its last table and refuses to step, naming them."""
+        state whose options dpstream 0.2 removed (the earlier default policy, a fit that is
+        no option any more) loads as a stream that re-releases its last table and refuses
+        to step, naming them."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         try:

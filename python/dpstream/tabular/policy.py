@@ -75,13 +75,15 @@ def _show(name: str, value: Any) -> str:
 class RemovedPolicy:
     """The policy of a checkpoint written with options that dpstream 0.2 removed (the
     earlier default's: :data:`REMOVED_FIELDS`, or the keyword options of a state from
-    before policies that ran as it). A stream loaded with it re-releases its last table
-    (:meth:`~dpstream.tabular.TabularStream.synthetic_codes`, from the stored model and
-    size) and refuses :meth:`~dpstream.tabular.TabularStream.step` with :attr:`message`.
+    before policies that ran as it, or a fit that is no option any more:
+    ``estimator="mbi"``, ``"mw"`` outside :class:`Baseline`). A stream loaded with it
+    re-releases its last table (:meth:`~dpstream.tabular.TabularStream.synthetic_codes`,
+    from the stored model or rows and size) and refuses
+    :meth:`~dpstream.tabular.TabularStream.step` with :attr:`message`.
 
     Attributes:
         owner: what took the options: ``"Adaptive"`` (a policy) or ``"TabularStream"``
-            (the keyword options of a format-1 state).
+            (the keyword options of a format-1 or -2 state).
         options: the options as the checkpoint stored them.
     """
 

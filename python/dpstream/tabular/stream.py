@@ -94,13 +94,11 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         epsilon: ε of the whole stream (exact: see :mod:`dpstream._params`).
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
-        policy: how each step measures and fits (:mod:`dpstream.tabular.policy`):
-            :class:`~dpstream.tabular.policy.Adaptive` (default; insertions only),
-            :class:`~dpstream.tabular.policy.Paper` (Algorithm 3 as printed) or
-            :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2). Every policy has
+        policy: how each step measures and fits, with the options only it reads
+            (:mod:`dpstream.tabular.policy_options`): :class:`Adaptive` (default;
+            insertions only), :class:`Paper` (Algorithm 3 as printed; its counters) or
+            :class:`Baseline` (Algorithm 2; its size counter and fit). Every policy has
             the same guarantee.
-            Each policy holds the options only its mechanism reads (the counters and
-            horizon of ``Paper`` and ``Baseline``, the fit of ``Baseline``).
         iters: iterations (belief propagations) of each fit.
         max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
             candidate only if the model's junction tree with it stays within this many
