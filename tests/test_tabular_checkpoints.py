@@ -19,10 +19,14 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from dpstream.tabular import Baseline, Paper, TabularStream
+from dpstream.tabular import Baseline, Domain, Paper, TabularStream
 from dpstream.tabular.policy import RemovedPolicy
 
 DATA = Path(__file__).resolve().parent / "data"
+#: The fixtures' domain (see ``tests/data/README.md``).
+DOMAIN = Domain(
+    {"age": ["young", "mid", "old"], "sex": ["f", "m"], "job": 4, "income": ["low", "high"]}
+)
 
 
 def rows(n: int, seed: int) -> np.ndarray:
@@ -178,3 +182,15 @@ def test_the_stream_options_of_older_states_become_policy_fields() -> None:
     # The stored counters are checked against the policy's: they are "simple".
     with pytest.raises(ValueError, match="corrupt TabularStream state: size counter"):
         TabularStream.from_bytes(with_config(raw, counter="block", horizon=9), allow_seeded=True)
+
+
+def test_a_new_state_keeps_its_policy_fields() -> None:
+    policy = Paper(k=1, counter="block", horizon=3)
+    s = TabularStream(DOMAIN, 1, policy=policy, iters=10, rng=dpstream.Rng(seed=4))
+    s.step(RECORDS[:50])
+    back = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
+    assert back.policy == policy and back.t == 1
+    assert back.step(RECORDS[50:100]).equals(s.step(RECORDS[50:100]))
+    b = TabularStream(DOMAIN, 1, policy=Baseline(k=1, estimator="mw"), iters=5)
+    b.step(RECORDS[:50])
+    assert TabularStream.from_bytes(b.to_bytes()).policy == Baseline(k=1, estimator="mw")

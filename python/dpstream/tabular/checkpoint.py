@@ -272,8 +272,8 @@ def _options(header: Mapping[str, Any]) -> tuple[dict[str, Any], RemovedPolicy |
     return cfg, removed
 
 
-#: The stream options that became policy fields, and their defaults.
-_POLICY_OPTIONS = {"counter": "simple", "horizon": None, "estimator": "pgm"}
+#: The stream options that became policy fields.
+_POLICY_OPTIONS = ("counter", "horizon", "estimator")
 
 
 def _fold_options(cfg: dict[str, Any], removed: RemovedPolicy | None) -> RemovedPolicy | None:
@@ -281,14 +281,14 @@ def _fold_options(cfg: dict[str, Any], removed: RemovedPolicy | None) -> Removed
     ``horizon``, ``estimator``) into ``cfg["policy"]``; the :class:`RemovedPolicy` of a
     state whose fit is no longer an option (``estimator="mbi"``, or ``"mw"`` outside
     :class:`Baseline`), or ``removed`` as given."""
-    old = {name: cfg.pop(name, default) for name, default in _POLICY_OPTIONS.items()}
+    old = {name: cfg.pop(name) for name in _POLICY_OPTIONS if name in cfg}
     policy = cfg["policy"]
     if removed is not None or isinstance(policy, Adaptive):
         return removed  # Adaptive took the defaults only; a removed policy does not step
-    estimator = old.pop("estimator")
+    estimator = old.pop("estimator", None)  # absent from the states written since
     if isinstance(policy, Baseline) and estimator in ESTIMATORS:
         old["estimator"] = estimator
-    elif estimator != "pgm":
+    elif estimator not in (None, "pgm"):
         removed = RemovedPolicy("TabularStream", {"estimator": estimator})
     cfg["policy"] = replace(policy, **old)
     return removed
