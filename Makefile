@@ -105,6 +105,8 @@ bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
 # benches/out/tabular_streams and reused), and the real-table suite at every ε (~45 min).
+# They are studies: their reports go to research/ (online_paper.md, online_sweeps.md,
+# tabular_paper.md, tabular_suite.md), not to benches/RESULTS.md.
 reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_tabular_suite.py --results
 	$(BIN)/python benches/bench_online.py
@@ -117,7 +119,8 @@ develop: $(EXT) $(DEPS)
 docs: $(EXT) $(DEPS)
 	$(BIN)/python -m pip install -q "pdoc>=14"
 	$(BIN)/python -m pdoc dpstream dpstream.online dpstream.privhp dpstream.tabular \
-		dpstream.distributed dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
+		dpstream.distributed dpstream.privhp_dask dpstream.online_dask dpstream.tabular.dask \
+		dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

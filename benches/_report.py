@@ -16,12 +16,13 @@ OUT_DIR = REPO_DIR / "benches" / "out"
 
 RESULTS_HEADER = (
     "# dpstream benchmark results\n\n"
-    "Each section below is written by the benchmark script named in it; rerun the command given\n"
-    "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare. The sections hold the summary tables;\n"
-    "the scripts write the streams, the per-setting tables and the figures next to each other in\n"
-    "the git-ignored `benches/out/`. `make bench` reruns the side-by-side benchmarks (about 30\n"
-    "minutes on 2 cores), `make reproduce` the papers' experiments (hours).\n"
+    "One section per capability, each written by the benchmark script named in it; rerun the\n"
+    "command given there to refresh it. Absolute rates depend on the machine; the ratios,\n"
+    "measured against the peers in the same run, are the figures to compare. The sections hold\n"
+    "the summary tables; the scripts write the streams, the per-setting tables and the figures\n"
+    "to the git-ignored `benches/out/`. `make bench` reruns these benchmarks (about 30 minutes on\n"
+    "2 cores). The papers' reproductions and the sweeps (`make reproduce`, hours) write to\n"
+    "`research/`.\n"
 )
 
 
@@ -107,12 +108,13 @@ def write_section(section: str, title: str, results_path: Path) -> None:
 def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> tuple[str, str]:
     """The RESULTS.md summary of ``section`` and its full text for ``details_path``.
 
-    The full text is ``section`` itself. The summary drops the ``### `` subsections titled in
-    ``moved`` (long per-setting tables, figures) and every embedded figure (``![...](...)`` lines
-    and the caption lines that start with the figure's path in backquotes), and puts, where the
-    first moved subsection was, a ``### Per-setting tables`` (``... and figures``) subsection
-    naming the file that holds them. Figures and the details file are regenerated, never committed
-    (``benches/out/`` is git-ignored), so the summary names them without linking them.
+    The full text is ``section`` itself. The summary drops the ``### `` subsections whose
+    titles start with one of ``moved`` (per-setting tables, setup, notes) and every embedded
+    figure (``![...](...)`` lines and the caption lines that start with the figure's path in
+    backquotes), and puts, where the first moved subsection was, a ``### Details``
+    (``... and figures``) subsection naming the file that holds them. Figures and the details
+    file are regenerated, never committed (``benches/out/`` is git-ignored), so the summary
+    names them without linking them.
     """
     shown = (
         details_path.relative_to(REPO_DIR)
@@ -121,13 +123,17 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
     )
     lines = section.rstrip("\n").splitlines()
     figure_links = {ln[ln.rfind("(") + 1 : ln.rfind(")")] for ln in lines if ln.startswith("![")}
-    held = [t.removeprefix("### ") for t in moved if t in (ln.strip() for ln in lines)]
+
+    def is_moved(line: str) -> bool:
+        return line.startswith("### ") and line.strip().startswith(moved)
+
+    held = [ln.strip().removeprefix("### ") for ln in lines if is_moved(ln)]
     if figure_links:
         held.append(
             "the figures " + ", ".join(f"`{shown.parent / link}`" for link in sorted(figure_links))
         )
     pointer = [
-        "### Per-setting tables" + (" and figures" if figure_links else ""),
+        "### Details" + (" and figures" if figure_links else ""),
         "",
         f"Written by the same run next to its regenerated data, in `{shown}` (not committed): "
         + "; ".join(held)
@@ -138,7 +144,7 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
     skipping = placed = False
     for line in lines:
         if line.startswith("### ") or line.startswith("## "):
-            skipping = line.strip() in moved
+            skipping = is_moved(line)
             if skipping and not placed:
                 out += pointer
                 placed = True

@@ -13,7 +13,7 @@ and, as a secondary table, discrete Gaussian noise (dpstream and OpenDP's ``make
 Every case is timed once per round, rounds interleave the libraries (these machines are noisy, so
 a transient load hits all of them alike), and the best round counts. Before timing, each case's
 output is checked (mean near 0, standard deviation near the distribution's) so that a broken peer
-call is caught rather than timed. The results replace the "Noise throughput (issue 2)" section
+call is caught rather than timed. The results replace the "Noise" section
 of ``benches/RESULTS.md``.
 
 Run from the repository root::
@@ -46,7 +46,7 @@ from _report import cpu_model, git_revision, version, write_section
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-SECTION_TITLE = "## Noise throughput (issue 2)"
+SECTION_TITLE = "## Noise"
 INSTALL_HINT = (
     "run `make bench` (its bench-deps step runs `pip install opendp diffprivlib` into .venv), "
     "or `.venv/bin/python -m pip install opendp diffprivlib`"
@@ -487,7 +487,7 @@ def render(
         "",
         *throughput_table(cases, "laplace", skipped),
         "",
-        "### Ratios and issue 2's targets",
+        "### Ratios and targets",
         "",
     ]
     ratio_lines, summary = ratio_rows(cases)

@@ -55,8 +55,8 @@ half-width (Student t). Rerun from the repository root::
     .venv/bin/python benches/bench_online_compare.py --streams blobs,rings --dims 2 --eps 1 \
         --releases 10,100   # targeted: the sweep's methods, table printed, RESULTS.md untouched
 
-The summary goes to the section "Online synthetic points: side by side" of
-``benches/RESULTS.md``; per-setting tables, the raw CSV and the figure go to ``--out``
+The summary goes to the section "Online synthesizer" of ``benches/RESULTS.md`` (a sweep's to
+``research/online_sweeps.md``); per-setting tables, the raw CSV and the figure go to ``--out``
 (default ``benches/out/online_compare``, ignored by git).
 """
 
@@ -80,7 +80,9 @@ sys.path.insert(0, str(HERE))
 from _report import diag_run_lines, write_section  # noqa: E402
 from bench_online import dyadic_bound  # noqa: E402
 
-SECTION = "Online synthetic points: side by side"
+SECTION = "Online synthesizer"
+#: The sweeps (make reproduce) are studies: their sections go to research/, not RESULTS.md.
+SWEEPS_PATH = HERE.parent / "research" / "online_sweeps.md"
 GRID = {1: 4096, 2: 256, 3: 64}
 SIZES = ((0.02, 0.1), (0.1, 0.3), (0.3, 0.7))
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
@@ -753,6 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed_memory_throughput(200_000, 50_000, 1) if args.quick else fixed_memory_throughput()
     )
     fig = figure(rows, args.out)
+    (args.out / "online_w1.md").write_text(w1_table(rows) + "\n")
     mode = "--quick" if args.quick else "--full" if args.full else ""
     body = "\n".join(
         [
@@ -764,9 +767,7 @@ def main(argv: list[str] | None = None) -> int:
             table,
             "",
             "W1 of the final release (exact for d = 1; the dyadic upper bound for d >= 2), mean "
-            "over seeds:",
-            "",
-            w1_table(rows),
+            f"over seeds, per setting (regenerated, not in git): `{args.out / 'online_w1.md'}`.",
             "",
             f"Release times (the default and the paper, per release): {timing_table(rows)}.",
             "",
@@ -797,8 +798,8 @@ def _write_sweep(
     seeds: int,
     seconds: float,
 ) -> int:
-    """The sweep's section of RESULTS.md: the targets' table; the per-setting table stays in
-    ``--out`` (``online_compare_settings.md``)."""
+    """The sweep's section of research/online_sweeps.md: the targets' table; the per-setting
+    table stays in ``--out`` (``online_compare_settings.md``)."""
     mode = "--full" if args.full else "--sweep-r1000" if args.sweep_r1000 else "--sweep"
     body = "\n".join(
         [
@@ -816,7 +817,7 @@ def _write_sweep(
     if not args.no_write:
         title = f"## {SECTION}: sweep ({mode})"
         run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}")
-        write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
+        write_section("\n".join([title, "", *run, "", body]), title, SWEEPS_PATH)
     return 0
 
 

@@ -36,7 +36,7 @@ vectorised numpy implementation of the same update and against Apache DataSketch
 ``count_min_sketch`` performing the same sketch updates (12 sketched levels x 1 update per
 point, 3 hashes each).
 
-The results replace the "PrivHP utility and throughput (issue 3)" section of
+The results replace the "PrivHP" section of
 ``benches/RESULTS.md``. Run from the repository root::
 
     .venv/bin/python benches/bench_privhp.py           # full run, a few minutes
@@ -80,10 +80,12 @@ FIGURE_DIR = OUT_DIR / "figures"
 FIGURE_NAME = "privhp_tradeoff.png"
 #: The subsections written to the details file in benches/out, not to RESULTS.md.
 DETAILS = (
+    "### Utility: setup",
     "### Memory / utility trade-off (Corollary 1)",
     "### Utility: every configuration",
+    "### Notes",
 )
-SECTION_TITLE = "## PrivHP utility and throughput (issue 3)"
+SECTION_TITLE = "## PrivHP"
 
 # Issue 3's throughput targets for PrivHP.update.
 TARGET_RATE = 5_000_000.0  # points per second

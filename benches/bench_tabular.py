@@ -46,14 +46,14 @@ metric evaluation excluded); the issue's target is one full Adult-randomized-bs-
 ε = 1 in under 15 minutes on this 2-core machine.
 
 Grids (``--quick`` / ``--bench`` / default / ``--full``): see ``GRIDS`` below and the "Run"
-paragraph this script writes. The results replace the "Tabular stream on Adult (issue 5)"
-section of ``benches/RESULTS.md`` (``--bench``: the section "Tabular stream on Adult: side by
-side (make bench)"), which holds the summary tables; the per-setting tables (Tables 1–3, the
-time per stream) and the figures ``tabular_*.png`` are written next to the streams, in the
-git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The reproduction's final
-figures (every dataset, ε, method and counter: the mean over runs of the six metrics over the
-last 10 steps, with the git revisions that computed the streams) stay in git as
-``benches/tabular_final.csv``. Run from the repository root::
+paragraph this script writes. The results replace the "Tabular stream on Adult: the paper's
+tables" section of ``research/tabular_paper.md`` (``--bench``: the section "Tabular stream on
+Adult: side by side (make bench)"), which holds the summary tables; the per-setting tables
+(Tables 1–3, the time per stream) and the figures ``tabular_*.png`` are written next to the
+streams, in the git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The
+reproduction's final figures (every dataset, ε, method and counter: the mean over runs of the
+six metrics over the last 10 steps, with the git revisions that computed the streams) stay in
+git as ``research/tabular_final.csv``. Run from the repository root::
 
     .venv/bin/python benches/bench_tabular.py --bench   # make bench: ~12 min on 2 cores
     .venv/bin/python benches/bench_tabular.py           # default grid, ~2 h on 2 cores
@@ -113,11 +113,12 @@ from dpstream.tabular.policy import Adaptive, Baseline, Paper
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
+#: A reproduction of the paper's tables: its report is a study, in research/ (not RESULTS.md).
+RESULTS_PATH = REPO_DIR / "research" / "tabular_paper.md"
 FIGURE_DIR = OUT_DIR / "figures"
 # The Adult copy shipped with the package (identical to ../shared/data/adult).
 DATA_DIR = (REPO_DIR / "python" / "dpstream" / "data").resolve()
-SECTION_TITLE = "## Tabular stream on Adult (issue 5)"
+SECTION_TITLE = "## Tabular stream on Adult: the paper's tables"
 #: The section of the ``--bench`` grid (``make bench``): the reproduction's stays as it is.
 BENCH_SECTION_TITLE = "## Tabular stream on Adult: side by side (make bench)"
 #: The subsections of a section that go to the details file (``benches/out``), not RESULTS.md.
@@ -1152,7 +1153,7 @@ def side_by_side(results: list[Result]) -> list[str]:
     return lines
 
 
-#: The final figures of the reproduction, kept in git next to RESULTS.md (the streams are not).
+#: The final figures of the reproduction, kept in git next to its report (the streams are not).
 FINAL_CSV = "tabular_final.csv"
 
 

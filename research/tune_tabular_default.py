@@ -5,6 +5,7 @@ R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
 ``research/tabular_default.md``.
 
     .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
+    .venv/bin/python research/tune_tabular_default.py fresh-half --no-alternatives
 """
 
 from __future__ import annotations
@@ -38,6 +39,39 @@ VARIANTS = {
             size=Fraction(1, 40),
         ),
     ),
+    "half-one-way": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(1, 4),
+            settle=Fraction(1, 4),
+            select=Fraction(1, 10),
+            tree=Fraction(1, 4),
+            fresh_tree=Fraction(1, 8),
+            size=Fraction(1, 40),
+        ),
+    ),
+    "fresh-half": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(1, 2),
+            settle=Fraction(0),
+            select=Fraction(1, 8),
+            tree=Fraction(1, 4),
+            fresh_tree=Fraction(1, 10),
+            size=Fraction(1, 40),
+        ),
+    ),
+    "fresh-3/8": (
+        2.0,
+        epochs.Split(
+            fresh=Fraction(3, 8),
+            settle=Fraction(0),
+            select=Fraction(1, 8),
+            tree=Fraction(3, 8),
+            fresh_tree=Fraction(1, 10),
+            size=Fraction(1, 40),
+        ),
+    ),
 }
 
 
@@ -63,8 +97,10 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
-    methods = [*sys.argv[1].split(","), "mst", "independent"] if len(sys.argv) > 1 else [
-        *VARIANTS, "mst", "independent"]  # fmt: skip
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    methods = args[0].split(",") if args else list(VARIANTS)
+    if "--no-alternatives" not in sys.argv:
+        methods += ["mst", "independent"]
     tables = [n for n, t in _tables.TABLES.items() if t.tuning]
     jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), (0, 1), methods))
     with Pool(2) as pool:

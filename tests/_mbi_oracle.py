@@ -1,6 +1,6 @@
-"""Private-PGM by its authors' package ``mbi``: the test oracle of :mod:`dpstream.tabular.pgm`.
+"""Private-PGM by its authors' package ``mbi``: the test oracle of :mod:`dpstream.tabular.model`.
 
-:func:`estimate_mbi` fits the same model as :func:`dpstream.tabular.pgm.estimate_pgm`
+:func:`estimate_mbi` fits the same model as :func:`dpstream.tabular.model.estimate_pgm`
 — ``total · P_θ`` with ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))`` over the measured cliques, on the
 loss ``Σ_m ||μ_{C_m} − y_m||² / σ_m²`` — with ``mbi.estimation.MirrorDescent``
 (McKenna, Sheldon, Miklau 2019, Algorithm 1 with an Armijo line search; mbi minimises
@@ -49,7 +49,7 @@ from dpstream.tabular.estimation import (
     round_rows,
     sample_rows,
 )
-from dpstream.tabular.pgm import GraphicalModel
+from dpstream.tabular.model import GraphicalModel
 
 __all__ = ["INSTALL_HINT", "MbiModel", "estimate_mbi", "load_mbi"]
 
@@ -95,7 +95,7 @@ class MbiModel:
     Built by :func:`estimate_mbi`. Its cliques are the measured ones and those of the
     warm start; mbi's model also has a (zero) singleton potential for each column in
     none of them, so such columns are uniform and independent of the rest, as in
-    :class:`~dpstream.tabular.pgm.GraphicalModel`. At construction the marginals of
+    :class:`~dpstream.tabular.model.GraphicalModel`. At construction the marginals of
     the nodes of mbi's junction tree are computed once (mbi's HUGIN belief
     propagation, float64) and kept as numpy arrays; queries and sampling read those.
     All queries are post-processing.
@@ -312,7 +312,7 @@ def estimate_mbi(
     cliques are those of the measurements and of ``warm_start``, with
     ``mbi.estimation.MirrorDescent`` (Armijo line search from the step
     ``2 / (L · total)``, ``L`` the loss's smoothness constant). Same model and loss as
-    :func:`~dpstream.tabular.pgm.estimate_pgm`; see the module docstring.
+    :func:`~dpstream.tabular.model.estimate_pgm`; see the module docstring.
 
     Args:
         sizes: domain size of each column.
@@ -322,7 +322,7 @@ def estimate_mbi(
             trial step; ``estimate_pgm`` counts propagations). mbi runs them in
             blocks of 50, so ``iters`` is rounded up to a multiple of 50.
         warm_start: a previous fit over the same columns (an :class:`MbiModel`, or a
-            :class:`~dpstream.tabular.pgm.GraphicalModel`, e.g. one restored from a
+            :class:`~dpstream.tabular.model.GraphicalModel`, e.g. one restored from a
             checkpoint); its potentials start ``θ`` (each kept on its clique, which
             stays in the model).
 

@@ -2,7 +2,7 @@
 
 The table :data:`CASES` is the specification: each row names an object, a bad input,
 the exception type, an excerpt of its message, and what the object is afterwards.
-``docs/bad-input.md`` shows the same table (checked by :func:`test_docs_table_matches_the_cases`).
+``docs/bad-input.md`` is generated from it (``tests/bad_input_page.py``).
 
 For "unchanged", the test builds the object twice from the same seed (a "twin"),
 makes the bad call on one of them, and then compares what the two do next: their
@@ -40,8 +40,6 @@ from dpstream.sketch import CountMinSketch, CountSketch
 from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "bad-input.md"
 
 # ---------------------------------------------------------------------------- objects
 #
@@ -1219,37 +1217,3 @@ def test_arbitrary_float_bits_are_validated(rows: int, dim: int, bits: list[int]
             assert obj.to_bytes() == before
         else:
             assert valid, f"a bad batch was accepted: {batch!r}"
-
-
-# ---------------------------------------------------------------------------- docs
-
-
-def _doc_rows() -> set[tuple[str, str, str, str, str]]:
-    rows = set()
-    for line in DOCS.read_text(encoding="utf-8").splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and cells[2].startswith("`") and cells[3].startswith("`"):
-            rows.add(tuple(c.replace("\\|", "|") for c in cells))  # type: ignore[arg-type]
-    return rows
-
-
-def _load_row(case: LoadCase) -> tuple[str, str, str, str, str]:
-    return (case.family, case.input, f"`{case.exc.__name__}`", f"`{case.message}`", case.after)
-
-
-def _doc_row(case: Case) -> tuple[str, str, str, str, str]:
-    return (case.family, case.input, f"`{case.exc.__name__}`", f"`{case.message}`", case.after)
-
-
-def _file_row(case: FileCase) -> tuple[str, str, str, str, str]:
-    return ("state file", case.input, "`ValueError`", f"`{case.message}`", NOTHING_LOADED)
-
-
-def test_docs_table_matches_the_cases() -> None:
-    documented = _doc_rows()
-    expected = {_doc_row(c) for c in CASES} | {_file_row(c) for c in FILE_CASES}
-    expected |= {_load_row(c) for c in LOAD_CASES}
-    missing = expected - documented
-    assert not missing, f"rows missing from {DOCS.name}: {sorted(missing)}"
-    stale = documented - expected
-    assert not stale, f"rows in {DOCS.name} that no test checks: {sorted(stale)}"

@@ -24,9 +24,10 @@ from dpstream.tabular import (
     Paper,
     TabularStream,
     junction_tree_size,
-    pgm,
 )
+from dpstream.tabular import model as pgm
 from dpstream.tabular.estimation import clique_cells
+from dpstream.tabular.model import growth, junction_tree
 
 # ---------------------------------------------------------------------------------------
 # Random structures
@@ -41,7 +42,7 @@ def check_junction_tree(tree: pgm.JunctionTree, cliques, d: int) -> None:
         assert holding, f"column {v} in no node"
         tops = [i for i in holding if tree.parent[i] not in holding]
         assert len(tops) == 1, (v, tree)  # running intersection
-    assert pgm._maximal(tree.nodes) == sorted(tree.nodes)
+    assert junction_tree.maximal(tree.nodes) == sorted(tree.nodes)
 
 
 def random_cliques(rng: random.Random, d: int, n: int) -> list[tuple[int, ...]]:
@@ -104,11 +105,11 @@ def test_the_fit_keeps_a_tree_no_larger_than_the_checked_chain(seed: int) -> Non
                 tree = tree.added(c)
                 step.append(c)
         everything = model_cliques + [c for c in step if c not in model_cliques]
-        nodes = pgm._model_nodes(sizes, everything, base)
+        nodes = growth.model_nodes(sizes, everything, base)
         cells = sum(clique_cells(sizes, n) for n in nodes)
         assert cells <= tree.cells <= cap
         assert cells <= junction_tree_size(sizes, everything)  # never worse than greedy
-        base = pgm._tree_of_nodes(sizes, nodes)
+        base = junction_tree.tree_of_nodes(sizes, nodes)
         check_junction_tree(base, everything, d)
         model_cliques = everything
 
@@ -215,7 +216,7 @@ def test_a_given_tree_must_be_a_junction_tree_of_the_cliques() -> None:
 def test_every_pair_of_a_small_domain_gets_the_same_answer_as_before_mostly() -> None:
     """On random models of 8 columns, the insertion bound and the greedy rebuild agree
     on whether a pair fits for most pairs, and where they differ it is mostly the bound
-    refusing (the safe side). (The exact share is reported in benches/RESULTS.md.)"""
+    refusing (the safe side). (The exact share is reported by benches/bench_highdim.py.)"""
     rng = random.Random(5)
     same = refuse = accept = 0
     for _ in range(30):

@@ -2,7 +2,7 @@
 
 Skipped unless mbi is installed (``pip install mbi``, which pulls in jax; keep it out
 of the project's .venv). The same measurements are fitted by
-:func:`~dpstream.tabular.pgm.estimate_pgm` and :func:`_mbi_oracle.estimate_mbi`
+:func:`~dpstream.tabular.model.estimate_pgm` and :func:`_mbi_oracle.estimate_mbi`
 to convergence: the loss is strictly convex in the measured marginals, so both must
 find the same ones (and, from equivalent warm starts, the same model).
 """

@@ -20,7 +20,7 @@ import pytest
 from dpstream import noise as noise_module
 from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream, all_workloads
 from dpstream.tabular import stream as stream_module
-from dpstream.tabular.pgm import junction_tree_size
+from dpstream.tabular.model import junction_tree_size
 from dpstream.tabular.policy import Policy, from_dict
 from dpstream.tabular.selection import SIZE_SHARE
 

@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpstream import _core
+from dpstream._rng import Rng
 
 #: Anything accepted where an exact real parameter is expected.
 RealLike = int | float | Fraction | Decimal | np.integer | np.floating
@@ -92,8 +93,6 @@ def sample_shape(size: object) -> tuple[int, ...]:
 
 def core_rng(rng: object) -> _core.Rng | None:
     """The ``_core.Rng`` inside a :class:`dpstream.Rng`, or None for a fresh OS-seeded one."""
-    from dpstream._rng import Rng
-
     if rng is None:
         return None
     if not isinstance(rng, Rng):

@@ -59,7 +59,8 @@ measures exact histograms of aligned blocks of epochs instead of sparse counters
 with thresholds, it fits the tree by least squares instead of Algorithm 4's
 proportional consistency, and it never spreads a parent's mass over children whose
 counts are below the noise (they are pruned: the parent stays a leaf). The accuracy
-figures are in ``benches/RESULTS.md`` (``benches/bench_online.py``).
+figures are in ``benches/RESULTS.md`` (``benches/bench_online_compare.py``), the
+comparison with the paper's rates in ``research/online_paper.md``.
 
 Units: points are coordinates in the unit cube ``[0,1]^d`` (unitless); time
 ``t`` counts points (one point per time step); ε is a bound on the privacy
@@ -78,8 +79,11 @@ import numpy.typing as npt
 
 from dpstream import _core
 from dpstream._arrays import points_array
+from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
+from dpstream.online_dask import update_online
+from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
 
 __all__ = [
@@ -326,13 +330,11 @@ class OnlineSynthesizer:
         output: ``update(a); update(b)`` equals ``update(concat(a, b))``.
 
         A Dask array ``(n, d)`` or DataFrame with ``d`` columns is counted on the
-        cluster (:func:`dpstream.distributed.update_online`; ``"epochs"`` and
+        cluster (:func:`dpstream.online_dask.update_online`; ``"epochs"`` and
         ``"privhp"``): the same state as this call on the computed points.
         ``"paper"`` refuses it.
         """
-        if hasattr(points, "__dask_graph__"):  # a Dask collection: counted on the cluster
-            from dpstream.distributed import update_online
-
+        if is_collection(points):  # counted on the cluster
             update_online(self, points)
             return
         self._inner.update(points_array(points, self.dim))
@@ -407,9 +409,7 @@ class OnlineSynthesizer:
             raise ValueError(f"a {kind} state is not a {cls.__name__}")
         inner = variant._CORE.from_bytes(raw)
         if inner.seeded and not allow_seeded:
-            from dpstream.persistence import _seeded_refusal
-
-            raise ValueError(_seeded_refusal("OnlineSynthesizer"))
+            raise ValueError(seeded_refusal("OnlineSynthesizer"))
         return variant._wrap(inner)
 
     def _refuse_copy(self, *_: object) -> NoReturn:
@@ -485,7 +485,7 @@ class EpochsSynthesizer(_Epochal):
         steps. The state afterwards is the state :meth:`update` gives on those points,
         byte for byte (:meth:`to_bytes`, every later release, seeded or not): the open
         epoch is a multiset. This is how a cluster's exact counts reach the client
-        (:func:`dpstream.distributed.update_online`). Cells may repeat; counts are
+        (:func:`dpstream.online_dask.update_online`). Cells may repeat; counts are
         non-negative integers. All-or-nothing. The counts are exact: as private as the
         points.
         """
@@ -575,7 +575,7 @@ class PrivHPSynthesizer(_Epochal):
     def summary_template(self) -> PrivHP:
         """An empty PrivHP summary with this synthesizer's shared configuration and hash
         keys (public: drawn independently of the data), to count points elsewhere
-        (:func:`dpstream.distributed.summarize` on a cluster's workers) for
+        (:func:`dpstream.privhp_dask.summarize` on a cluster's workers) for
         :meth:`merge_summary`."""
         return PrivHP.from_bytes(self._inner.template())
 
@@ -589,9 +589,12 @@ class PrivHPSynthesizer(_Epochal):
         self._inner.merge_summary(summary._inner)
 
 
-#: The class of each checkpoint kind (:func:`dpstream._core.state_kind`); any other kind is
-#: read as ``"paper"`` (checkpoints written before ``"epochs"`` existed).
+#: The class of each checkpoint kind (:func:`dpstream._core.state_kind`), also
+#: :func:`dpstream.load`'s; any other kind is read as ``"paper"``.
 _BY_KIND: dict[str, type[OnlineSynthesizer]] = {
+    "OnlineSynthesizer": PaperSynthesizer,
     "EpochSynthesizer": EpochsSynthesizer,
     "ContinualPrivHP": PrivHPSynthesizer,
 }
+for _kind, _variant in _BY_KIND.items():
+    register(_variant.from_bytes, _kind)

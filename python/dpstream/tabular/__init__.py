@@ -10,14 +10,14 @@
 
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import Measurement, l2_loss, marginal_counts
-from dpstream.tabular.mw import DenseModel, estimate_mw
-from dpstream.tabular.pgm import (
+from dpstream.tabular.model import (
     GraphicalModel,
     JunctionTree,
     build_junction_tree,
     estimate_pgm,
     junction_tree_size,
 )
+from dpstream.tabular.mw import DenseModel, estimate_mw
 from dpstream.tabular.policy_options import Adaptive, Baseline, Paper
 from dpstream.tabular.selection import Budget
 from dpstream.tabular.stream import TabularStream

@@ -36,8 +36,11 @@ import numpy.typing as npt
 
 from dpstream._rng import Rng
 from dpstream.counters import Counter
+from dpstream.persistence import seeded_refusal
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
+from dpstream.tabular.model import GraphicalModel
+from dpstream.tabular.mw import DenseModel
 from dpstream.tabular.policy import RemovedPolicy, from_dict, removed_policy, to_dict
 from dpstream.tabular.policy_options import ESTIMATORS, Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.tables import LazyTables
@@ -119,8 +122,6 @@ def _get_model(
     arrays: Mapping[str, npt.NDArray[Any]], prefix: str, info: Mapping[str, Any], domain: Domain
 ) -> MarginalModel | None:
     if info["model"] == "pgm":
-        from dpstream.tabular.pgm import GraphicalModel
-
         k = 0
         potentials: dict[Sequence[int], npt.ArrayLike] = {}
         while f"{prefix}clique_{k}" in arrays:
@@ -136,8 +137,6 @@ def _get_model(
         model.step_scale = float(info["step_scale"])
         return model
     if info["model"] == "mw":
-        from dpstream.tabular.mw import DenseModel
-
         return DenseModel(domain.sizes, arrays[f"{prefix}dense"])
     return None
 
@@ -312,9 +311,7 @@ def decode(
     cfg, removed = _options(header)
     rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
     if rng_state is not None and not allow_seeded:
-        from dpstream.persistence import _seeded_refusal
-
-        raise ValueError(_seeded_refusal("TabularStream"))
+        raise ValueError(seeded_refusal("TabularStream"))
     s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
     # The constructor drew the sampling seed: restore the generator after it.
     s._rng = Rng._from_checkpoint_state(rng_state)

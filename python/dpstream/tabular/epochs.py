@@ -61,7 +61,7 @@ import numpy.typing as npt
 from dpstream._rng import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
 from dpstream.tabular.estimation import Measurement
-from dpstream.tabular.pgm import GraphicalModel, estimate_pgm
+from dpstream.tabular.model import GraphicalModel, estimate_pgm
 
 __all__ = ["Epoch", "EpochMechanism", "Split", "pair_candidates", "split", "weights"]
 
@@ -351,7 +351,8 @@ class EpochMechanism:
         d = len(self.sizes)
         spent = Fraction(0)
         ones, ones_var = list(self.ones), list(self.ones_var)
-        for j, eps in enumerate(shared(self.budget.settle, list(self.sizes))):
+        settle = shared(self.budget.settle, list(self.sizes)) if self.budget.settle > 0 else []
+        for j, eps in enumerate(settle):
             noisy, var, cost = self._laplace(self.exact_ones[j], eps)
             a, b = 1.0 / ones_var[j], 1.0 / var  # inverse-variance mean (post-processing)
             ones[j] = (a * ones[j] + b * noisy) / (a + b)

@@ -5,7 +5,7 @@ The *marginal* of a set of columns (a *clique*, given as sorted column indices) 
 the vector of counts of rows in each cell of those columns, flattened in C order over
 the clique's domain sizes (the last column varies fastest); ``()`` is the total count.
 
-Everything here and in :mod:`dpstream.tabular.pgm` / :mod:`dpstream.tabular.mw` is
+Everything here and in :mod:`dpstream.tabular.model` / :mod:`dpstream.tabular.mw` is
 **post-processing**: it only reads measurements that were already released, draws no
 privacy noise, and so costs no privacy budget. The only randomness is the sampling of
 synthetic rows, from a caller-supplied :class:`numpy.random.Generator`: either

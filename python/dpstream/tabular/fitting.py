@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.model import GraphicalModel, estimate_pgm, junction_tree_size, model_tree
+from dpstream.tabular.mw import estimate_mw
 from dpstream.tabular.policy_options import EstimatorName
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
-    from dpstream.tabular.pgm import ModelTree
+    from dpstream.tabular.model import ModelTree
 
 __all__ = ["CellLimit", "Structure", "make_fit"]
 
@@ -75,11 +77,9 @@ class CellLimit:
         """``"pgm"``: the cliques the next fit will have (``model``'s and this step's
         selections ``order``), and the junction tree it starts from: ``model``'s (one node
         per column before the first) with the selections inserted in order, as the fit
-        will insert them (:class:`~dpstream.tabular.pgm.ModelTree`). Public structure."""
+        will insert them (:class:`~dpstream.tabular.model.ModelTree`). Public structure."""
         if not self._active:
             return None
-        from dpstream.tabular.pgm import GraphicalModel, model_tree
-
         base = model.junction_tree if isinstance(model, GraphicalModel) else None
         tree = model_tree(self._domain.sizes, base)
         for i in order:
@@ -106,8 +106,6 @@ class CellLimit:
             return False
         key = (cliques, i)
         if key not in self._cache:
-            from dpstream.tabular.pgm import junction_tree_size
-
             size = junction_tree_size(self._domain.sizes, [*cliques, w])
             self._cache[key] = size <= self.limit
         return self._cache[key]
@@ -133,13 +131,11 @@ def release_stddev(counter: Counter) -> float:
 def make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:
     """The fit step ``(measurements, total, warm start) -> model`` (post-processing)."""
     if estimator == "pgm":
-        from dpstream.tabular.pgm import estimate_pgm
 
         def fit_pgm(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
             return estimate_pgm(sizes, ms, total, iters=iters, warm_start=warm, tol=FIT_TOL)
 
         return fit_pgm
-    from dpstream.tabular.mw import estimate_mw
 
     def fit_mw(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
         return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)

@@ -59,14 +59,16 @@ import numpy.typing as npt
 from dpstream._params import RealLike, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.counters import Counter, KindName
+from dpstream.persistence import register
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
+from dpstream.tabular.dask import step_marginals
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import CellLimit, make_fit
-from dpstream.tabular.marginals import BatchMarginals, step_marginals
+from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
 from dpstream.tabular.policy_options import Adaptive, Baseline, Paper, Policy
@@ -475,3 +477,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
+
+
+register(TabularStream.from_bytes, "TabularStream", prefix=checkpoint._MAGIC)

@@ -9,13 +9,13 @@ so the target is ``ratio_last ≤ ratio_first · (t_last / t_first)^0.1``. With 
 to 100% of the stream that is ``ratio_last ≤ 1.26 · ratio_first``. This script reads the per-release
 rows of ``bench_online_compare.py --sweep`` (``benches/out/online_sweep/online_compare.csv``)
 and prints, per stream and R at ``d = 2``, ``ε = 1``, the default/floor ratio at the first and
-the last evaluated release and the gap they imply. Writes the section "Online synthetic points:
-the slope gap" of benches/RESULTS.md.
+the last evaluated release and the gap they imply. Writes the section "The slope gap" of
+``research/online_sweeps.md``.
 
 Rerun (from the repository root), after the sweep::
 
     .venv/bin/python benches/bench_online_compare.py --sweep --out benches/out/online_sweep
-    .venv/bin/python benches/diag_online_slope_gap.py
+    .venv/bin/python research/diag_online_slope_gap.py
 """
 
 from __future__ import annotations
@@ -23,13 +23,16 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
-from _report import diag_run_lines, write_section
-
 HERE = Path(__file__).resolve().parent
-TITLE = "## Online synthetic points: the slope gap"
+BENCHES = HERE.parent / "benches"
+sys.path.insert(0, str(BENCHES))
+from _report import diag_run_lines, write_section  # noqa: E402
+
+TITLE = "## The slope gap"
 
 
 def means(rows: list[dict[str, str]], d: int, eps: float) -> list[tuple[str, int, dict]]:
@@ -83,8 +86,10 @@ def table(rows: list[dict[str, str]], d: int, eps: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--csv", type=Path, default=HERE / "out" / "online_sweep" / "online_compare.csv")
-    p.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
+    p.add_argument(
+        "--csv", type=Path, default=BENCHES / "out" / "online_sweep" / "online_compare.csv"
+    )
+    p.add_argument("--no-write", action="store_true", help="do not touch online_sweeps.md")
     args = p.parse_args(argv)
     if not args.csv.exists():
         raise SystemExit(
@@ -106,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(body)
     if not args.no_write:
-        run = diag_run_lines(".venv/bin/python benches/diag_online_slope_gap.py")
-        write_section("\n".join([TITLE, "", *run, "", body]), TITLE, HERE / "RESULTS.md")
+        run = diag_run_lines(".venv/bin/python research/diag_online_slope_gap.py")
+        write_section("\n".join([TITLE, "", *run, "", body]), TITLE, HERE / "online_sweeps.md")
     return 0
 
 

@@ -24,7 +24,7 @@ of the online synthesizer (He, Vershynin, Zhu, Algorithm 1 with the counters of
 
 The last lines name, for each ε, the first level with ``one`` and with ``pair``.
 
-Rerun (from the repository root): ``.venv/bin/python benches/diag_paper_thresholds.py
+Rerun (from the repository root): ``.venv/bin/python research/diag_paper_thresholds.py
 --dim 2 --epsilon 4 8 16 32 64 128 256 --steps 4096`` (a few seconds).
 """
 

@@ -8,7 +8,7 @@ the observed log ratio and the Clopper–Pearson lower bound that many audited r
 give (α = 1e-6, Bonferroni over the four comparisons an audit of two tails makes). The
 tests then use the tails with the best bound on the release build.
 
-Rerun (from the repository root): ``.venv/bin/python benches/diag_audit_tails.py epochs``
+Rerun (from the repository root): ``.venv/bin/python research/diag_audit_tails.py epochs``
 (about 20 s on an idle core), ``... paper --runs 8000`` (about a minute) and ``... privhp``
 (``OnlineSynthesizer.for_memory``; about 30 s), ``... paper-threshold --runs 5000``
 (``method="paper"`` with the replaced step deciding two threshold crossings, the audit of

@@ -15,7 +15,7 @@ Arrival order (``order``): ``"shuffled"`` (stationary), or ``"regions"``, where 
 points arrive in one contiguous run, regions in random order (a drift, like a file sorted by
 region). The tuning score is the pair of orders.
 
-    PYTHONPATH=python .venv/bin/python benches/tune_online_structured.py [--seeds 5] [--eps 1]
+    PYTHONPATH=python .venv/bin/python research/tune_online_structured.py [--seeds 5] [--eps 1]
 
 prints, for R = 100 (and --releases), the final release's range-query error of the default over
 the one-release floor's, and the worst default / naive-composition ratio over the evaluated
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import bench_online_compare as bench
 
 REGIONS = 6

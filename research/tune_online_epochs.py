@@ -6,10 +6,10 @@ stream, which is not one of ``bench_online_compare.py``'s: 3 anisotropic Gaussia
 900-902. The sweep rebuilt the extension with each value (the constants are compile-time) and
 ran this script; it prints the mean range-query error (relative to uniform points) of the
 default and of the one-release floor, over the evaluated releases, and the log-log slope of each
-against t (the seeds' mean error per release). The values tried and the
-results are in ``docs/online.md``. Any value keeps the privacy guarantee (both are public).
+against t (the seeds' mean error per release). The values tried and the results are in
+``research/online_design.md``. Any value keeps the privacy guarantee (both are public).
 
-    .venv/bin/python benches/tune_online_epochs.py [label]
+    .venv/bin/python research/tune_online_epochs.py [label]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import bench_online_compare as bench
 
 

@@ -20,7 +20,7 @@ Bonferroni over the four comparisons), and the share of the shortfall ``loss −
 that removing the collisions recovers. Conditioning on public hash keys is legitimate
 for an audit: for every fixed keys the pair loses at most ``2σ_8``.
 
-Rerun (from the repository root): ``.venv/bin/python benches/diag_privhp_collisions.py``
+Rerun (from the repository root): ``.venv/bin/python research/diag_privhp_collisions.py``
 (60 000 synthesizer runs and as many probes: about 5 minutes on an idle core).
 """
 
@@ -45,8 +45,8 @@ from audit.online_setups import (
     released_count,
 )
 from dpstream import OnlineSynthesizer, Rng
-from dpstream.audit import _rng as audit_rng  # the audit's per-batch generators
 from dpstream.audit import clopper_pearson
+from dpstream.audit.runner import run_rng as audit_rng  # the audit's per-batch generators
 
 ALPHA = 1e-6
 TAILS = (3, -3)  # the audit's
