@@ -754,12 +754,17 @@ def bench_stream(
     iterations and cell limit) and a seeded generator; ``options`` add or override (the
     policy among them: the library's default if absent). ``legacy_sizes=True``
     (:data:`LEGACY_SIZES`; needs ``public_sizes=True``): the stream at 2ε, the calibration
-    of the streams stored before issue 28. The default policy takes only the simple
-    counter, the PGM fit and no cell limit of its own: those are passed to the others."""
+    of the streams stored before issue 28. ``counter`` is a field of the other policies (the
+    default takes the simple counter only), as is the cell limit passed to them."""
     settings: dict[str, Any] = {"workloads": 2, "iters": ITERS, "rng": dpstream.Rng(seed=seed)}
     merged = {**settings, **options}
-    if not isinstance(merged.get("policy", Adaptive()), Adaptive):
-        merged = {"estimator": "pgm", "max_model_cells": MAX_MODEL_CELLS, **merged}
+    counter = merged.pop("counter", "simple")
+    policy = merged.get("policy", Adaptive())
+    if not isinstance(policy, Adaptive):
+        policy = replace(policy, counter=counter)
+        merged = {"max_model_cells": MAX_MODEL_CELLS, **merged, "policy": policy}
+    elif counter != "simple":
+        raise ValueError(f"the default policy takes the simple counter, not {counter!r}")
     legacy = bool(merged.pop(LEGACY_SIZES, False))
     if legacy and not merged.get("public_sizes"):
         raise ValueError("legacy_sizes needs public_sizes=True")

@@ -230,12 +230,14 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "c.csv", index=False)
     (tmp_path / "d.json").write_text('{"colour": ["red", "green", "blue"], "n": 3}')
     out = tmp_path / "o"
-    (tmp_path / "p.toml").write_text('[policy]\nname = "baseline"\nk = 1\nscore = "l2-cell"\n')
+    (tmp_path / "p.toml").write_text(
+        '[policy]\nname = "baseline"\nk = 1\nscore = "l2-cell"\nestimator = "mw"\n'
+    )
     code = main(
         [
             "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
             "--batch-size", "100", "--epsilon", "2", "--config", str(tmp_path / "p.toml"),
-            "--estimator", "mw", "--out", str(out), "--quiet",
+            "--out", str(out), "--quiet",
         ]
     )  # fmt: skip
     assert code == 0

@@ -489,7 +489,7 @@ REFUSALS = [
     Refusal(
         "table",
         "`[policy]` in `--config` with an unknown field",
-        "--policy: Paper: unknown field 'score' (fields: ['k'])",
+        "--policy: Paper: unknown field 'score' (fields: ['counter', 'horizon', 'k'])",
         _with_config,
         lambda p, a, t: _toml(t, "name = 'paper'\nscore = 'l2'"),
     ),

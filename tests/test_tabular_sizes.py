@@ -159,9 +159,8 @@ def test_sizes_stay_non_negative_with_deletions() -> None:
 def test_the_baseline_grows_by_the_released_size() -> None:
     d = small()
     s = TabularStream(
-        d, 1, policy=Baseline(k=2), estimator="mw", iters=10,
-        rng=dpstream.Rng(seed=7),
-    )  # fmt: skip
+        d, 1, policy=Baseline(k=2, estimator="mw"), iters=10, rng=dpstream.Rng(seed=7)
+    )
     data = rows_of(d, 400, 8)
     before = 0
     for t in range(4):
@@ -264,9 +263,8 @@ def test_a_step_refused_before_anything_changes() -> None:
         )
     # A bounded counter's horizon: refused before the size counter is stepped.
     s = TabularStream(
-        d, 1, counter="block", horizon=2, iters=10, policy=Paper(k=1),
-        rng=dpstream.Rng(seed=3),
-    )  # fmt: skip
+        d, 1, iters=10, policy=Paper(k=1, counter="block", horizon=2), rng=dpstream.Rng(seed=3)
+    )
     s.step(data[:50])
     s.step(data[50:100])
     before = s.to_bytes()

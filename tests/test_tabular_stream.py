@@ -249,9 +249,8 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
     d = small()
     rows = table(d, 600, 1)
     s = TabularStream(
-        d, 1, policy=Paper(k=2), estimator="mw", iters=20, public_sizes=True,
-        rng=dpstream.Rng(seed=3),
-    )  # fmt: skip
+        d, 1, policy=Paper(k=2), iters=20, public_sizes=True, rng=dpstream.Rng(seed=3)
+    )
     assert "NOT PRIVATE" in repr(s)
     out = s.step(pd.DataFrame(rows[:200], columns=list(d.names)))
     assert isinstance(out, pd.DataFrame) and list(out.columns) == list(d.names)
@@ -268,17 +267,9 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
 def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
     d = small()
     rows = table(d, 400, 2)
-    options = {} if isinstance(policy, Adaptive) else {"estimator": "mw"}
 
     def make() -> TabularStream:
-        return TabularStream(
-            d,
-            1,
-            policy=policy,
-            iters=10,
-            rng=dpstream.Rng(seed=5),
-            **options,  # type: ignore[arg-type]
-        )
+        return TabularStream(d, 1, policy=policy, iters=10, rng=dpstream.Rng(seed=5))
 
     a, b = make(), make()
     a.step(rows[:100])
@@ -302,9 +293,10 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
         ({"epsilon": 0}, ValueError),
         ({"policy": "adaptive"}, TypeError),
         ({"policy": Adaptive}, TypeError),
-        ({"counter": "tree"}, ValueError),
-        ({"counter": "block"}, ValueError),  # needs a horizon
-        ({"estimator": "gan"}, ValueError),
+        # Options of a policy now (Paper(counter=...)), or none at all (estimator).
+        ({"counter": "simple"}, TypeError),
+        ({"horizon": 10}, TypeError),
+        ({"estimator": "pgm"}, TypeError),
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
         ({"iters": 0}, ValueError),
@@ -327,8 +319,7 @@ def test_baseline_takes_insertions_only_and_grows_by_batches() -> None:
     s = TabularStream(
         d,
         1,
-        policy=Baseline(k=2),
-        estimator="mw",
+        policy=Baseline(k=2, estimator="mw"),
         iters=10,
         public_sizes=True,
         rng=dpstream.Rng(seed=1),
@@ -348,25 +339,21 @@ def test_every_counter_kind_runs() -> None:
         ("hybrid", None),
         ("unbounded-block", None),
     ]:
-        s = TabularStream(
-            d,
-            2,
-            counter=counter,  # type: ignore[arg-type]
-            horizon=horizon,
-            policy=Paper(k=2),
-            estimator="mw",
-            iters=10,
-            rng=dpstream.Rng(seed=2),
-        )
+        policy = Paper(k=2, counter=counter, horizon=horizon)  # type: ignore[arg-type]
+        s = TabularStream(d, 2, policy=policy, iters=10, rng=dpstream.Rng(seed=2))
         sizes = [len(s.step(rows[100 * t : 100 * (t + 1)])) for t in range(3)]
         # The size counter is of the same kind: released sizes, monotone (insert-only).
         assert sizes == sorted(sizes) and sizes[-1] == s.size > 0
     with pytest.raises(ValueError, match="horizon"):
-        TabularStream(d, 1, counter="hybrid", horizon=10, policy=Paper())
-    # The default measures each epoch once: it takes none of the counters' options.
-    for option in ({"counter": "block", "horizon": 10}, {"horizon": 10}, {"estimator": "mw"}):
-        with pytest.raises(ValueError, match="applies to the Paper"):
-            TabularStream(d, 1, **option)  # type: ignore[arg-type]
+        TabularStream(d, 1, policy=Paper(counter="hybrid", horizon=10))
+    with pytest.raises(ValueError, match="horizon"):
+        TabularStream(d, 1, policy=Baseline(counter="block"))  # needs a horizon
+    with pytest.raises(ValueError, match=r"Paper\.counter must be one of"):
+        Paper(counter="tree")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Baseline\.horizon must be at least 1"):
+        Baseline(horizon=0)
+    with pytest.raises(ValueError, match=r"Baseline\.estimator must be one of"):
+        Baseline(estimator="mbi")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("policy", [Adaptive(), Paper()])
@@ -676,7 +663,7 @@ def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
     back = TabularStream.from_bytes(data, allow_seeded=True)
     assert back.seeded and "NOT PRIVATE" in repr(back)
     assert dpstream.load(path, allow_seeded=True).seeded
-    p = TabularStream(d, 1, policy=Paper(k=1), estimator="mw")
+    p = TabularStream(d, 1, policy=Paper(k=1), iters=10)
     p.step(rows[:100])
     private = TabularStream.from_bytes(p.to_bytes())
     assert not private.seeded

@@ -45,7 +45,7 @@ first or count them all before feeding, as :func:`update_online` does on Dask.)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -57,7 +57,7 @@ from dpstream.privhp_dask import point_partitions, summary_graph
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
-    from dpstream.online import OnlineSynthesizer
+    from dpstream.online import EpochsSynthesizer, OnlineSynthesizer, PrivHPSynthesizer
 
 __all__ = ["cell_counts", "update_online"]
 
@@ -161,14 +161,15 @@ def update_online(
             "OnlineSynthesizer.for_memory (method='privhp'), or compute the points first"
         )
     if synth.method == "privhp":
-        template = synth.summary_template()
+        privhp = cast("PrivHPSynthesizer", synth)
+        template = privhp.summary_template()
         graph = summary_graph(data, template, split_every=split_every, threads=threads)
         (summary,) = gather([graph])
-        synth.merge_summary(summary)
+        privhp.merge_summary(summary)
         return
     tasks = map_partitions(_cell_counts, point_partitions(data, synth.dim), synth.dim)
     # All or nothing: a failure while fetching a later partition (or a refused one)
     # takes back the partitions already fed, so that a retry counts each point once.
-    synth._update_counts_all(
+    cast("EpochsSynthesizer", synth)._update_counts_all(
         (cells, _counts_of(cells, more, counts)) for cells, more, counts in gather(tasks)
     )

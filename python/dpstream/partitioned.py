@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from dpstream._arrays import int_param
 from dpstream._dask import gather_in_order, naming_partition, require
 from dpstream._digest import digest, row_sums
+from dpstream._params import int_param
 
 __all__ = [
     "LOCAL_CLUSTER_CONFIG",

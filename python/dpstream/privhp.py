@@ -38,8 +38,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int_param, points_array
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._arrays import points_array
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.budget import BudgetExceededError
 from dpstream.persistence import register

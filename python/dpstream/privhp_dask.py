@@ -79,7 +79,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpstream._arrays import int_param
 from dpstream._dask import (
     delayed_list,
     map_partitions,
@@ -88,6 +87,7 @@ from dpstream._dask import (
     row_blocks,
     tree_reduce,
 )
+from dpstream._params import int_param
 from dpstream.privhp import PrivHP
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int64_array, int_param, uint64_array
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._arrays import int64_array, uint64_array
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.budget import BudgetExceededError, Ledger
 from dpstream.persistence import register, seeded_refusal

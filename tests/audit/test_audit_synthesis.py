@@ -288,8 +288,9 @@ def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
                 workloads=2,
                 # The paper's score is Paper()'s; the others are Baseline()'s (the first
                 # step of either: one selection, one noisy histogram, a fit).
-                policy=Paper(k=1) if score == "paper" else Baseline(k=1, score=score),  # type: ignore[arg-type]
-                estimator="mw",
+                policy=(
+                    Paper(k=1) if score == "paper" else Baseline(k=1, score=score, estimator="mw")  # type: ignore[arg-type]
+                ),
                 iters=20,
                 public_sizes=public_sizes,
                 rng=rng,

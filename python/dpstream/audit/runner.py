@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._params import int_param
 from dpstream._rng import Rng
 from dpstream.audit.bounds import loss_bounds
 from dpstream.audit.events import (
@@ -68,14 +69,6 @@ def _real(value: object, name: str, low: float, high: float, *, closed_low: bool
     if not (math.isfinite(v) and ok):
         raise ValueError(f"{name} must be in {'[' if closed_low else '('}{low}, {high}), got {v}")
     return v
-
-
-def _int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < low:
-        raise ValueError(f"{name} must be at least {low}, got {value}")
-    return int(value)
 
 
 def audit(
@@ -146,13 +139,13 @@ def audit(
     eps = _real(epsilon, "epsilon", 0.0, math.inf, closed_low=True)
     dlt = _real(delta, "delta", 0.0, 1.0, closed_low=True)
     alp = _real(alpha, "alpha", 0.0, 0.5, closed_low=False)
-    total = _int(runs, "runs", 2)
-    keep = _int(max_events, "max_events", 1)
-    n_bins = _int(bins, "bins", 2)
-    batch = None if batch_size is None else _int(batch_size, "batch_size", 1)
+    total = int_param(runs, "runs", low=2, high=None)
+    keep = int_param(max_events, "max_events", low=1, high=None)
+    n_bins = int_param(bins, "bins", low=2, high=None)
+    batch = None if batch_size is None else int_param(batch_size, "batch_size", low=1, high=None)
     if seed is None:
         seed = secrets.randbits(63)
-    seed = _int(seed, "seed", 0)
+    seed = int_param(seed, "seed", low=0, high=None)
 
     auto = isinstance(events, str)
     if auto and events != "auto":
@@ -170,7 +163,7 @@ def audit(
     if selection_runs is None:
         n_sel = total // 5 if auto else 0
     else:
-        n_sel = _int(selection_runs, "selection_runs", 0)
+        n_sel = int_param(selection_runs, "selection_runs", low=0, high=None)
     if auto and n_sel < 1:
         raise ValueError("automatic events need selection_runs >= 1")
     n_audit = total - n_sel

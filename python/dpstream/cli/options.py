@@ -27,6 +27,7 @@ class UsageError(Exception):
 DEFAULTS: dict[str, Any] = {
     "format": "csv",
     "method": "online",
+    # No option any more (a Baseline field): kept, as every earlier run fingerprinted it.
     "estimator": "pgm",
     "checkpoint_every": 1,
     "plot": False,

@@ -184,10 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="how each step measures and fits (default: adaptive, the library's: an MST "
         "release per epoch, insertions only; paper: Algorithm 3 as printed; baseline: "
         "Algorithm 2, StreamingMWEM). Set its fields in the TOML config's [policy] table "
-        '(name = "adaptive", growth = 2; name = "paper", k = 3); this flag selects a '
-        "policy with its defaults",
+        '(name = "adaptive", growth = 2; name = "paper", k = 3, counter = "simple"; '
+        'name = "baseline", estimator = "mw"); this flag selects a policy with its '
+        "defaults",
     )
-    tab.add_argument("--estimator", choices=["pgm", "mw", "mbi"], help="default: pgm")
     tab.add_argument(
         "--public-sizes",
         action="store_true",

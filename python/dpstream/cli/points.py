@@ -160,7 +160,7 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
             fingerprint["max_releases"] = str(len(labelled))
             # Fixed memory: R, the public cap on releases, is the number of release periods.
             require(opts, "memory", "expected_n")
-            synth = OnlineSynthesizer.for_memory(
+            synth: OnlineSynthesizer = OnlineSynthesizer.for_memory(
                 eps,
                 len(columns),
                 memory_bytes=int(opts["memory"]),

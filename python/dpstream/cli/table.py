@@ -140,7 +140,6 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             coded,
             eps,
             policy=policy,
-            estimator=opts["estimator"],
             public_sizes=bool(opts.get("public_sizes")),
             rng=noise_rng(opts),
             **extra,

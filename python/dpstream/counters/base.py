@@ -32,14 +32,6 @@ class Share(NamedTuple):
     sensitivity: int | None
 
 
-def check_count(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
-    return int(value)
-
-
 def integer_array(value: object, name: str) -> npt.NDArray[np.int64]:
     """``value`` as a C-contiguous int64 array of integers, or a clear error."""
     if isinstance(value, (bool, np.bool_)):

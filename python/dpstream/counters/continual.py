@@ -12,14 +12,13 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.counters.base import (
     I64_MAX,
     I64_MIN,
     NoisyStream,
     Share,
-    check_count,
     checked_bytes,
     integer_array,
 )
@@ -79,8 +78,8 @@ class Counter(NoisyStream):
         if not isinstance(kind, str):
             raise TypeError(f"kind must be a string, got {type(kind).__name__}")
         eps = exact_fraction(epsilon, "epsilon")
-        d = check_count(dim, "dim", 1)
-        h = None if horizon is None else check_count(horizon, "horizon", 1)
+        d = int_param(dim, "dim", low=1, high=None)
+        h = None if horizon is None else int_param(horizon, "horizon", low=1, high=None)
         if h is not None and h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
         inner_rng = core_rng(rng)

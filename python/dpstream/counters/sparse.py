@@ -11,9 +11,9 @@ from fractions import Fraction
 import numpy as np
 
 from dpstream import _core
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
-from dpstream.counters.base import ScalarStream, Share, check_count, checked_bytes
+from dpstream.counters.base import ScalarStream, Share, checked_bytes
 from dpstream.persistence import register
 
 
@@ -33,9 +33,9 @@ def online_epsilon(epsilon: RealLike, dim: int, j: int, r: int) -> Fraction:
             ``j < 1``, or ``r < j`` when ``dim >= 2``.
     """
     eps = exact_fraction(epsilon, "epsilon")
-    d = check_count(dim, "dim", 1)
-    jj = check_count(j, "j", 1)
-    rr = check_count(r, "r", 0)
+    d = int_param(dim, "dim", low=1, high=None)
+    jj = int_param(j, "j", low=1, high=None)
+    rr = int_param(r, "r", low=0, high=None)
     if max(d, jj, rr) >= 2**32:
         raise ValueError("dim, j and r must be below 2**32")
     n, den = _core.online_epsilon(eps.numerator, eps.denominator, d, jj, rr)
@@ -78,7 +78,7 @@ class SparseCounter(ScalarStream):
 
     def __init__(self, epsilon: RealLike, horizon: int, *, rng: Rng | None = None) -> None:
         eps = exact_fraction(epsilon, "epsilon")
-        h = check_count(horizon, "horizon", 1)
+        h = int_param(horizon, "horizon", low=1, high=None)
         if h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
         self._inner = _core.SparseCounter(eps.numerator, eps.denominator, h, core_rng(rng))
@@ -183,7 +183,7 @@ class InhomogeneousSparseCounter(ScalarStream):
         _online: tuple[Fraction, int, int] | None = None,
     ) -> None:
         teps = exact_fraction(time_epsilon, "time_epsilon")
-        r0 = check_count(start_level, "start_level", 0)
+        r0 = int_param(start_level, "start_level", low=0, high=None)
         if r0 >= 2**32:
             raise ValueError("start_level must be below 2**32")
         if _online is None:
@@ -245,8 +245,8 @@ class InhomogeneousSparseCounter(ScalarStream):
         depth, r)``.
         """
         eps = exact_fraction(epsilon, "epsilon")
-        d = check_count(dim, "dim", 1)
-        j = check_count(depth, "depth", 1)
+        d = int_param(dim, "dim", low=1, high=None)
+        j = int_param(depth, "depth", low=1, high=None)
         if max(d, j) >= 2**32:
             raise ValueError("dim and depth must be below 2**32")
         return cls(eps, j if d >= 2 else 0, [], rng=rng, _online=(eps, d, j))
@@ -274,7 +274,7 @@ class InhomogeneousSparseCounter(ScalarStream):
 
     def level_epsilon(self, level: int) -> Fraction:
         """``ε_r`` of a level ``r >= r_0`` (exact)."""
-        lv = check_count(level, "level", 0)
+        lv = int_param(level, "level", low=0, high=None)
         if lv >= 2**32:
             raise ValueError("level must be below 2**32")
         n, d = self._inner.level_epsilon(lv)

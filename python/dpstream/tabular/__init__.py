@@ -18,7 +18,7 @@ from dpstream.tabular.model import (
     junction_tree_size,
 )
 from dpstream.tabular.mw import DenseModel, estimate_mw
-from dpstream.tabular.policy import Adaptive, Baseline, Paper
+from dpstream.tabular.policy_options import Adaptive, Baseline, Paper
 from dpstream.tabular.selection import Budget
 from dpstream.tabular.stream import TabularStream
 from dpstream.tabular.workloads import (

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpstream._arrays import int_param
 from dpstream._dask import (
     is_collection,
     map_partitions,
@@ -50,6 +49,7 @@ from dpstream._dask import (
     row_blocks,
     tree_reduce,
 )
+from dpstream._params import int_param
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.marginals import BatchMarginals, add_counts, count_columns
 

@@ -56,9 +56,9 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._params import RealLike, exact_fraction
+from dpstream._params import RealLike, exact_fraction, int_param
 from dpstream._rng import Rng
-from dpstream.counters import KINDS, Counter, KindName
+from dpstream.counters import Counter, KindName
 from dpstream.persistence import register
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
@@ -67,18 +67,11 @@ from dpstream.tabular.dask import step_marginals
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
-from dpstream.tabular.fitting import ESTIMATORS, CellLimit, EstimatorName, check_int, make_fit
+from dpstream.tabular.fitting import CellLimit, make_fit
 from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
-from dpstream.tabular.policy import (
-    Adaptive,
-    Baseline,
-    Paper,
-    Policy,
-    RemovedPolicy,
-    check_policy,
-    score_kind,
-)
+from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
+from dpstream.tabular.policy_options import Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.public_values import PublicValues
 from dpstream.tabular.selection import CELL_LIMIT, SIZE_SHARE, Budget, ScoreKind, select
 from dpstream.tabular.table_size import next_size
@@ -103,18 +96,11 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         epsilon: ε of the whole stream (exact: see :mod:`dpstream._params`).
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
-        policy: how each step measures and fits (:mod:`dpstream.tabular.policy`):
-            :class:`~dpstream.tabular.policy.Adaptive` (default; insertions only),
-            :class:`~dpstream.tabular.policy.Paper` (Algorithm 3 as printed) or
-            :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2). Every policy has
+        policy: how each step measures and fits, with the options only it reads
+            (:mod:`dpstream.tabular.policy_options`): :class:`Adaptive` (default;
+            insertions only), :class:`Paper` (Algorithm 3 as printed; its counters) or
+            :class:`Baseline` (Algorithm 2; its size counter and fit). Every policy has
             the same guarantee.
-        counter: ``Paper`` and ``Baseline``: the continual counter per workload:
-            ``"simple"`` (the paper's choice), ``"block"``, ``"unbounded-block"``,
-            ``"binary-tree"``, ``"hybrid"``; also the size counter's kind.
-        horizon: number of steps, required by ``"block"`` and ``"binary-tree"`` counters.
-        estimator: ``Paper`` and ``Baseline``: ``"pgm"`` (built-in graphical model),
-            ``"mw"`` (multiplicative weights over the full domain; small domains),
-            ``"mbi"`` (the optional Private-PGM package).
         iters: iterations (belief propagations) of each fit.
         max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
             candidate only if the model's junction tree with it stays within this many
@@ -138,9 +124,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         *,
         workloads: int | list[Clique] = 2,
         policy: Policy = Adaptive(),  # noqa: B008 - frozen, immutable
-        counter: KindName = "simple",
-        horizon: int | None = None,
-        estimator: EstimatorName = "pgm",
         iters: int = 100,
         max_model_cells: int = 200_000,
         sampling: SamplingName = "round",
@@ -155,8 +138,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._epsilon = exact_fraction(epsilon, "epsilon")
         self._policy = check_policy(policy)
         self._config = checkpoint.options(
-            self._epsilon, workloads, policy, counter=counter, horizon=horizon,
-            estimator=estimator, iters=iters, max_model_cells=max_model_cells,
+            self._epsilon, workloads, policy, iters=iters, max_model_cells=max_model_cells,
             sampling=sampling, public_sizes=public_sizes,
         )  # fmt: skip
         self._workloads: list[Clique] = workload_list(domain, workloads)
@@ -167,26 +149,23 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._removed: RemovedPolicy | None = None
         self._stored: tuple[dict[str, Any], dict[str, Any]] | None = None
         if isinstance(policy, Adaptive):
-            self._init_epochs(policy, counter, horizon, estimator, iters, max_model_cells,
-                              sampling, public_sizes, rng)  # fmt: skip
+            self._init_epochs(policy, iters, max_model_cells, sampling, public_sizes, rng)
             return
         assert isinstance(policy, (Paper, Baseline))
         self._k = min(int(policy.k), len(cliques))
         self._baseline = isinstance(policy, Baseline)
         self._score: ScoreKind = score_kind(policy)
-        if counter not in KINDS:
-            raise ValueError(f"counter must be one of {KINDS}, got {counter!r}")
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be 'pgm', 'mw' or 'mbi', got {estimator!r}")
+        counter, horizon = policy.counter, policy.horizon
+        estimator = policy.estimator if isinstance(policy, Baseline) else "pgm"
         if sampling not in ("round", "iid"):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
-        self._estimator: EstimatorName = estimator
-        self._iters = check_int(iters, "iters", 1)
+        self._iters = int_param(iters, "iters", low=1, high=None)
         self._fit = make_fit(estimator, domain.sizes, self._iters)
         self._limit = CellLimit(
-            domain, cliques, estimator, check_int(max_model_cells, "max_model_cells", 1)
-        )
+            domain, cliques, estimator,
+            int_param(max_model_cells, "max_model_cells", low=1, high=None),
+        )  # fmt: skip
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
@@ -234,32 +213,20 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._last_selected: list[int] = []
 
     def _init_epochs(
-        self, policy: Adaptive, counter: object, horizon: object, estimator: object,
-        iters: int, max_model_cells: int, sampling: object, public_sizes: object,
-        rng: Rng | None,
+        self, policy: Adaptive, iters: int, max_model_cells: int, sampling: object,
+        public_sizes: object, rng: Rng | None,
     ) -> None:  # fmt: skip
         """The default policy's state (:mod:`dpstream.tabular.epochs`)."""
-        for name, value, default in (
-            ("counter", counter, "simple"), ("horizon", horizon, None),
-            ("estimator", estimator, "pgm"),
-        ):  # fmt: skip
-            if value != default:
-                raise ValueError(
-                    f"{name}={value!r} applies to the Paper() and Baseline() policies; the "
-                    f"default policy Adaptive() measures each epoch once and fits its own "
-                    f"graphical model"
-                )
         if sampling not in ("round", "iid"):
             raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         # A workload whose own marginal exceeds the bound is refused (the trees' nodes are
         # pairs inside the workloads, so every model stays within it).
-        limit = check_int(max_model_cells, "max_model_cells", 1)
+        limit = int_param(max_model_cells, "max_model_cells", low=1, high=None)
         CellLimit(self._domain, self._workloads, "pgm", limit)
         self._sampling = sampling
-        self._estimator = "pgm"
-        self._iters = check_int(iters, "iters", 1)
+        self._iters = int_param(iters, "iters", low=1, high=None)
         self._public_sizes = bool(public_sizes)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]

@@ -1,4 +1,4 @@
-"""Private-PGM by its authors' package ``mbi`` (optional): a cross-check of :mod:`pgm`.
+"""Private-PGM by its authors' package ``mbi``: the test oracle of :mod:`dpstream.tabular.model`.
 
 :func:`estimate_mbi` fits the same model as :func:`dpstream.tabular.model.estimate_pgm`
 — ``total · P_θ`` with ``P_θ(x) ∝ exp(Σ_C θ_C(x_C))`` over the measured cliques, on the
@@ -7,7 +7,7 @@ loss ``Σ_m ||μ_{C_m} − y_m||² / σ_m²`` — with ``mbi.estimation.MirrorDe
 half this loss, which has the same minimiser). The loss is strictly convex in the
 measured marginals, so the two estimators converge to the same measured marginals
 (and, from the same warm start, to the same model): the tests compare them on the
-same measurements. ``TabularStream(..., estimator="mbi")`` fits with it.
+same measurements (``make test-mbi``; it is not a dpstream option).
 
 ``mbi`` (``pip install mbi``, which pulls in jax) is imported lazily, by
 :func:`load_mbi` on the first fit; this module imports without it. jax computes in
@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from dpstream.tabular.estimation import (
     Clique,
     FloatArray,
@@ -71,8 +70,8 @@ def load_mbi() -> Any:
             return importlib.import_module("mbi")
     except ImportError as exc:
         raise ImportError(
-            "estimator='mbi' needs the optional package mbi, which is not installed: "
-            f"{INSTALL_HINT}. The built-in estimator='pgm' fits the same model without it."
+            "the Private-PGM oracle needs the package mbi, which is not installed: "
+            f"{INSTALL_HINT} (make test-mbi installs it in .venv-mbi)"
         ) from exc
 
 
