@@ -23,14 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import _alternatives as alt
 import _tables
 from dpstream import Rng
-from dpstream.tabular import Adaptive, TabularStream, epochs, tv_errors
+from dpstream.tabular import Adaptive, TabularStream, epoch_split, tv_errors
 
 VARIANTS = {
-    "current": (2.0, epochs.SPLIT),
-    "growth1.5": (1.5, epochs.SPLIT),
+    "current": (2.0, epoch_split.SPLIT),
+    "growth1.5": (1.5, epoch_split.SPLIT),
     "more-one-way": (
         2.0,
-        epochs.Split(
+        epoch_split.Split(
             fresh=Fraction(1, 8),
             settle=Fraction(1, 4),
             select=Fraction(1, 10),
@@ -41,7 +41,7 @@ VARIANTS = {
     ),
     "half-one-way": (
         2.0,
-        epochs.Split(
+        epoch_split.Split(
             fresh=Fraction(1, 4),
             settle=Fraction(1, 4),
             select=Fraction(1, 10),
@@ -52,7 +52,7 @@ VARIANTS = {
     ),
     "fresh-half": (
         2.0,
-        epochs.Split(
+        epoch_split.Split(
             fresh=Fraction(1, 2),
             settle=Fraction(0),
             select=Fraction(1, 8),
@@ -63,7 +63,7 @@ VARIANTS = {
     ),
     "fresh-3/8": (
         2.0,
-        epochs.Split(
+        epoch_split.Split(
             fresh=Fraction(3, 8),
             settle=Fraction(0),
             select=Fraction(1, 8),
@@ -86,9 +86,8 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         synth = alt.independent(parts, domain, 1.0, Rng(seed=seed))
     else:
         growth, shares = VARIANTS[method]
-        epochs.SPLIT = shares  # the study's variant of the module constant
         stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
-        stream._epochs.budget = epochs.split(stream.epsilon, shares)  # type: ignore[union-attr]
+        stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         for batch in parts:
             stream.step(batch)
         synth = stream.synthetic_codes()

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from dpstream import Rng
 from dpstream.tabular import Adaptive, Domain, Paper, TabularStream, tv_errors
-from dpstream.tabular.epochs import SPLIT, pair_candidates, shared, split, weights
+from dpstream.tabular.epoch_split import SPLIT, shared, split, weights
+from dpstream.tabular.epochs import pair_candidates
 
 DOMAIN = Domain({"a": 4, "b": 3, "c": ["x", "y"], "d": 5})
 

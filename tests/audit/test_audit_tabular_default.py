@@ -61,7 +61,8 @@ import dpstream
 import numpy as np
 import pytest
 from dpstream.tabular import Domain, TabularStream, epochs
-from dpstream.tabular.epochs import SPLIT, EpochMechanism
+from dpstream.tabular.epoch_split import SPLIT
+from dpstream.tabular.epochs import EpochMechanism
 
 EPSILON = Fraction(2)
 #: The released ε of each audited tree marginal (from the documented shares, not the ledger).

@@ -29,17 +29,17 @@ replaced, ``Δ = 2``, the batch sizes public and exact). A marginal given budget
 gets exact discrete Laplace noise of scale ``Δ/ε_m`` per cell: one record moves one cell
 of a marginal by 1 (under replacement, two cells by 1), and the row count by 1 (not
 measured under replacement, where it is public). Each batch spends, on its own rows, when
-it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by :func:`weights`),
-``size·ε`` on its row count, and ``fresh_tree·ε`` over the last closed epoch's tree
-marginals on that epoch's merged cells (by weights; the first epoch, which has none, gives
-this share to its own tree); and when its epoch closes: ``settle·ε`` (the epoch's 1-way
-marginals, by weights), ``select·ε`` (``c − 1`` permute-and-flip rounds of
+it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by the public weights of
+:mod:`~dpstream.tabular.epoch_split`), ``size·ε`` on its row count, and ``fresh_tree·ε``
+over the last closed epoch's tree marginals on that epoch's merged cells (by weights; the
+first epoch, which has none, gives this share to its own tree); and when its epoch
+closes: ``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1`` permute-and-flip rounds of
 ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs touch; a score is the ℓ1
 distance of a pair's exact merged 2-way marginal from the product of released 1-way
 marginals scaled to a released size, rounded to a public grid: it moves by at most ``Δ``)
 and ``tree·ε`` (the tree's marginals, by the weights of their merged cells). The shares
-sum to 1 (:func:`split`, one place; :data:`SPLIT`). The epoch boundaries depend on
-released values, but every record is in one batch and one epoch whatever they are, so its
+sum to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend
+on released values, but every record is in one batch and one epoch whatever they are, so its
 total loss is at most ε in every run (adaptive composition with a fixed per-record bound).
 Every batch's spend, summed from the noise scales actually used, is kept in
 :attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
@@ -60,10 +60,12 @@ import numpy.typing as npt
 
 from dpstream._rng import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
+from dpstream.tabular.epoch_split import SPLIT, Split, shared, split
 from dpstream.tabular.estimation import Measurement
+from dpstream.tabular.merging import compress, merge_one, merge_pair
 from dpstream.tabular.model import GraphicalModel, estimate_pgm
 
-__all__ = ["Epoch", "EpochMechanism", "Split", "pair_candidates", "split", "weights"]
+__all__ = ["Epoch", "EpochMechanism", "pair_candidates"]
 
 Clique = tuple[int, ...]
 FloatArray = npt.NDArray[np.float64]
@@ -72,67 +74,11 @@ IntArray = npt.NDArray[np.int64]
 #: The grid (2^-GRID) the public part of a selection score is rounded to, so that every
 #: score is an exact float64 sum and moves by at most the sensitivity.
 GRID = 10
-#: Weights are rounded to multiples of 1/WEIGHT_GRID (exact rationals).
-WEIGHT_GRID = 64
-#: A category keeps a code of its own in a closed epoch's model when its released count
-#: is at least this many standard deviations of its noise (MST's threshold).
-KEEP_SD = 3.0
 #: Belief propagations of the open epoch's fit at each step (warm-started from the last).
 OPEN_ITERS = 30
 #: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
 #: epoch's size) counts with this many times the standard deviation of those marginals.
 PRIOR_WIDTH = 4.0
-
-
-@dataclass(frozen=True)
-class Split:
-    """Shares of ε that each batch spends on its own rows (they sum to 1): on arrival
-    ``fresh`` (its 1-way marginals), ``fresh_tree`` (the last closed epoch's tree
-    marginals) and ``size`` (its row count); at its epoch's close ``settle`` (the epoch's
-    1-way marginals), ``select`` (the tree's selection) and ``tree`` (its marginals)."""
-
-    fresh: Fraction
-    settle: Fraction
-    select: Fraction
-    tree: Fraction
-    fresh_tree: Fraction = Fraction(0)
-    size: Fraction = Fraction(0)
-
-
-#: The default split, chosen on the tuning tables (``research/tabular_default.md``): most of
-#: ε to the closed epochs' trees, a quarter to the open epoch's fresh tree.
-SPLIT = Split(
-    fresh=Fraction(1, 10),
-    settle=Fraction(1, 8),
-    select=Fraction(1, 8),
-    tree=Fraction(3, 8),
-    fresh_tree=Fraction(1, 4),
-    size=Fraction(1, 40),
-)
-
-
-def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
-    """The ε of each part of a batch's spend (the one place the split is computed)."""
-    parts = (
-        shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree, shares.size
-    )  # fmt: skip
-    if sum(parts) != 1 or min(parts) < 0:
-        raise ValueError(f"the shares of ε must be non-negative and sum to 1, got {shares}")
-    return Split(*(epsilon * s for s in parts))
-
-
-def weights(cells: list[int]) -> list[Fraction]:
-    """The public weight of each measured marginal of ``cells`` cells: ``√cells`` on a
-    rational grid (splitting a budget in proportion to ``√cells`` minimises the expected
-    ℓ1 noise of the marginals)."""
-    return [Fraction(max(1, round(math.sqrt(c) * WEIGHT_GRID)), WEIGHT_GRID) for c in cells]
-
-
-def shared(budget: Fraction, cells: list[int]) -> list[Fraction]:
-    """``budget`` split over marginals of ``cells`` cells by :func:`weights` (exact)."""
-    w = weights(cells)
-    total = sum(w, Fraction(0))
-    return [budget * x / total for x in w]
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
@@ -145,38 +91,6 @@ def laplace_variance(scale: Fraction) -> float:
     """Variance of the discrete Laplace distribution ``P(z) ∝ exp(−|z|/scale)``."""
     q = math.exp(-1.0 / float(scale))
     return max(2.0 * q / (1.0 - q) ** 2, 1e-9)
-
-
-def compress(noisy: FloatArray, variance: float) -> IntArray:
-    """The map of a column's codes to merged codes: each category whose released count is
-    at least ``KEEP_SD`` standard deviations keeps a code of its own, the others share the
-    last one (none is merged when fewer than two would be). Reads released values only."""
-    keep = noisy >= KEEP_SD * math.sqrt(variance)
-    if int((~keep).sum()) < 2:
-        return np.arange(noisy.size, dtype=np.int64)
-    out = np.empty(noisy.size, dtype=np.int64)
-    out[keep] = np.arange(int(keep.sum()))
-    out[~keep] = int(keep.sum())
-    return out
-
-
-def merge_pair(
-    counts: npt.ArrayLike, shape: tuple[int, int], maps: tuple[IntArray, IntArray]
-) -> FloatArray:
-    """A flattened 2-way table summed into the merged cells of its two columns."""
-    table = np.asarray(counts, dtype=np.float64).reshape(shape)
-    a, b = maps
-    rows = np.zeros((int(a.max()) + 1, shape[1]))
-    np.add.at(rows, a, table)
-    out = np.zeros((rows.shape[0], int(b.max()) + 1))
-    np.add.at(out.T, b, rows.T)
-    return out.reshape(-1)
-
-
-def merge_one(values: FloatArray, m: IntArray) -> FloatArray:
-    out = np.zeros(int(m.max()) + 1)
-    np.add.at(out, m, values)
-    return out
 
 
 @dataclass
@@ -217,7 +131,7 @@ class EpochMechanism:
         public_sizes: the guarantee's relation (see the module).
         rng: the noise generator.
         iters: belief propagations per fit.
-        shares: the split of ε (:data:`SPLIT`).
+        shares: the split of ε (:data:`~dpstream.tabular.epoch_split.SPLIT`).
 
     :meth:`step` takes a batch's exact 1-way histograms (``ones[j]`` for column ``j``),
     its exact 2-way histograms of the candidate pairs (flattened in C order) and its
