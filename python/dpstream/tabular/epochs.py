@@ -32,21 +32,21 @@ measured under replacement, where it is public). Each batch spends, on its own r
 it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by the public weights of
 :mod:`~dpstream.tabular.epoch_split`), ``size·ε`` on its row count, and ``fresh_tree·ε``
 over the last closed epoch's tree marginals on that epoch's merged cells (by weights; the
-first epoch, which has none, gives this share to its own tree); and when its epoch
-closes: ``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1`` permute-and-flip rounds of
-``select·ε/(c − 1)``, ``c`` the columns the candidate pairs touch; a score is the ℓ1
-distance of a pair's exact merged 2-way marginal from the product of released 1-way
-marginals scaled to a released size, rounded to a public grid: it moves by at most ``Δ``)
-and ``tree·ε`` (the tree's marginals, by the weights of their merged cells). The shares
-sum to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend
-on released values, but every record is in one batch and one epoch whatever they are, so its
-total loss is at most ε in every run (adaptive composition with a fixed per-record bound).
-Every batch's spend, summed from the noise scales actually used, is kept in
-:attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
-epoch. Public: the domain, the policy, the time, the epoch boundaries (functions of
-released sizes), the merges and trees (functions of released values and outputs of
-permute-and-flip), and every noisy sum. The sizes, fits and sampling are post-processing.
-"""
+first epoch, which has none, gives this share to its own tree); and when its epoch closes:
+``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1``
+permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs
+touch; a score is the ℓ1 distance of a pair's exact merged 2-way marginal from the product
+of released 1-way marginals scaled to a released size, rounded to a public grid: it moves
+by at most ``Δ``) and ``tree·ε`` (the tree's marginals, by the weights of their merged
+cells). The shares sum to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch
+boundaries depend on released values, but every record is in one batch and one epoch
+whatever they are, so its total loss is at most ε in every run (adaptive composition with
+a fixed per-record bound). Every batch's spend, summed from the noise scales actually
+used, is kept in :attr:`EpochMechanism.ledger`; the tests check it equals ε for every
+batch of a closed epoch. Public: the domain, the policy, the time, the epoch boundaries
+(functions of released sizes), the merges and trees (functions of released values and
+outputs of permute-and-flip), and every noisy sum. The sizes, fits and sampling are
+post-processing."""
 
 from __future__ import annotations
 
