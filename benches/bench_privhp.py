@@ -146,19 +146,10 @@ class Settings:
 
 
 FULL = Settings(
-    quick=False,
-    n=1 << 16,
-    epsilon=1,
-    dims=(1, 2, 3),
-    ks=(4, 16, 64, 256, 1024, 4096),
-    widths=(16, 64, 256, 1024),
-    rows=1,
-    reps=3,
-    m=1500,
-    tp_points=2_000_000,
-    tp_rounds=3,
-    peer_points=2_000_000,
-)
+    quick=False, n=1 << 16, epsilon=1, dims=(1, 2, 3),
+    ks=(4, 16, 64, 256, 1024, 4096), widths=(16, 64, 256, 1024), rows=1,
+    reps=3, m=1500, tp_points=2_000_000, tp_rounds=3, peer_points=2_000_000,
+)  # fmt: skip
 QUICK = replace(
     FULL, quick=True, n=1 << 12, ks=(4, 64), widths=(16, 256), reps=2, m=200,
     tp_points=200_000, tp_rounds=2, peer_points=50_000,
