@@ -45,11 +45,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-import os
 import platform
-import shlex
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -61,7 +58,16 @@ import _distributed_streams as streams
 import dpstream
 import numpy as np
 from _distributed_streams import fmt_bytes, fmt_duration
-from _report import OtherCpu, cpu_model, git_revision, version, write_split
+from _report import (
+    OtherCpu,
+    git_revision,
+    load_average,
+    machine_line,
+    rerun_command,
+    run_log,
+    version,
+    write_split,
+)
 from dpstream import PrivHP, distributed
 from dpstream.partitioned import local_cluster
 
@@ -108,13 +114,6 @@ def worker_rss() -> int:
     import psutil
 
     return int(psutil.Process().memory_info().rss)
-
-
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
 
 
 @dataclass
@@ -221,7 +220,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     s = QUICK if args.quick else FULL
-    command = shlex.join([".venv/bin/python", "benches/bench_distributed.py", *sys.argv[1:]])
+    command = rerun_command("bench_distributed.py")
     results_path = args.results
     if args.quick and results_path is None:
         results_path = Path(tempfile.mkdtemp(prefix="bench_distributed_")) / "RESULTS.md"
@@ -233,10 +232,7 @@ def main() -> None:
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
     began = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[{time.perf_counter() - began:6.1f} s] {msg}", file=sys.stderr, flush=True)
-
+    log = run_log(began)
     configs = [
         Config(
             f"sized for n = {n:.0e}".replace("e+0", "e").replace("e+", "e"),
@@ -332,9 +328,10 @@ def run_streams(
         "### Run",
         "",
         f"- Date: {now}; this part {(time.perf_counter() - began) / 60:.1f} min",
-        f"- Machine: {platform.platform()}; {platform.uname().machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after: "
-        f"{' / '.join(loads)} (it counts this benchmark's own processes); {other}",
+        machine_line(
+            f"1-minute load average before / after: {' / '.join(loads)} (it counts this "
+            f"benchmark's own processes); {other}"
+        ),
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -354,7 +351,6 @@ def render(
     runtime: float,
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
 
     def best(case: Case, cfg: Config) -> float:
         return min(case.times[cfg.label])
@@ -375,10 +371,11 @@ def render(
         "### Run",
         "",
         f"- Date: {now}; whole script {runtime / 60:.1f} min",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the timed "
-        f"rounds: {' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
-        f"{OTHER[0][0] if OTHER else 'CPU time of other processes: not measured'}",
+        machine_line(
+            f"1-minute load average before / after the timed rounds: "
+            f"{' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
+            f"{OTHER[0][0] if OTHER else 'CPU time of other processes: not measured'}"
+        ),
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",

@@ -29,8 +29,6 @@ import argparse
 import datetime as dt
 import gc
 import math
-import os
-import platform
 import shlex
 import sys
 import time
@@ -41,7 +39,7 @@ from typing import Any
 
 import dpstream
 import numpy as np
-from _report import cpu_model, git_revision, version, write_section
+from _report import machine_line, version, version_lines, write_section
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -460,7 +458,6 @@ def render(
     cases: list[Case], skipped: list[Skipped], args: argparse.Namespace, command: str
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     lines = [
         SECTION_TITLE,
         "",
@@ -475,12 +472,11 @@ def render(
         "### Run",
         "",
         f"- Date: {now}",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"opendp {version('opendp')}, diffprivlib {version('diffprivlib')} "
-        f"(scikit-learn {version('scikit-learn')})",
+        machine_line(),
+        *version_lines(
+            f"opendp {version('opendp')}, diffprivlib {version('diffprivlib')} "
+            f"(scikit-learn {version('scikit-learn')})"
+        ),
         f"- Rerun (from the repository root): `{command}` (or `make bench`)",
         "",
         "### Discrete Laplace, P(z) ~ exp(-|z| / scale)",

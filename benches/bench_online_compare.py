@@ -85,6 +85,12 @@ SECTION = "Online synthesizer"
 SWEEPS_PATH = HERE.parent / "research" / "online_sweeps.md"
 GRID = {1: 4096, 2: 256, 3: 64}
 SIZES = ((0.02, 0.1), (0.1, 0.3), (0.3, 0.7))
+NAN = float("nan")
+#: The columns of a row of results, in order.
+COLUMNS = (
+    "stream", "d", "eps", "R", "seed", "release", "t", "method",
+    "range_err", "range_rel", "w1", "seconds",
+)  # fmt: skip
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
@@ -322,40 +328,17 @@ def run_setting(
         base = float(np.abs(truth - uni).mean())
         for name, y in releases.items():
             err = float(np.abs(truth - box_fractions(y, boxes)).mean())
-            rows.append(
-                dict(
-                    stream=stream,
-                    d=d,
-                    eps=eps,
-                    R=r,
-                    seed=seed,
-                    release=i,
-                    t=t,
-                    method=name,
-                    range_err=err,
-                    range_rel=err / base,
-                    w1=w1(xt, y),
-                    seconds=float("nan"),
-                )
-            )
+            rows.append(_row(stream, d, eps, r, seed, i, t, name, err, err / base, w1(xt, y), NAN))
     return rows
 
 
+def _row(*values: object) -> dict[str, object]:
+    """A row of results from its values in the order of :data:`COLUMNS`."""
+    return dict(zip(COLUMNS, values, strict=True))
+
+
 def _timing(stream, d, eps, r, seed, i, t, name, seconds):  # type: ignore[no-untyped-def]
-    return dict(
-        stream=stream,
-        d=d,
-        eps=eps,
-        R=r,
-        seed=seed,
-        release=i,
-        t=t,
-        method=name + " (time)",
-        range_err=float("nan"),
-        range_rel=float("nan"),
-        w1=float("nan"),
-        seconds=seconds,
-    )
+    return _row(stream, d, eps, r, seed, i, t, name + " (time)", NAN, NAN, NAN, seconds)
 
 
 # ----------------------------------------------------------------------------- summary
@@ -374,8 +357,11 @@ def slope(ts: list[int], errs: list[float]) -> float:
     return float(np.polyfit(np.log(ts), np.log(errs), 1)[0])
 
 
-def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object]]]:
-    """Markdown summary and per-setting records (final release and ratios)."""
+def _relative_errors(
+    rows: list[dict[str, object]],
+) -> dict[tuple, dict[str, dict[int, list[float]]]]:
+    """The relative range errors (one per seed), by setting ``(stream, d, eps, R)``, method
+    and release; timing rows left out."""
     keyed: dict[tuple, dict[str, dict[int, list[float]]]] = {}
     for row in rows:
         if str(row["method"]).endswith("(time)"):
@@ -383,6 +369,12 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
         key = (row["stream"], row["d"], row["eps"], row["R"])
         per = keyed.setdefault(key, {}).setdefault(str(row["method"]), {})
         per.setdefault(int(row["release"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
+    return keyed
+
+
+def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object]]]:
+    """Markdown summary and per-setting records (final release and ratios)."""
+    keyed = _relative_errors(rows)
     records = []
     for key, per in sorted(keyed.items(), key=lambda kv: tuple(map(str, kv[0]))):
         stream, d, eps, r = key
@@ -508,13 +500,7 @@ def figure(rows: list[dict[str, object]], out: Path) -> Path | None:
 def fixed_memory_table(rows: list[dict[str, object]]) -> str:
     """The fixed-memory rows (d = 2): final release and its worst ratio to naive composition
     over every evaluated release (means over seeds), like the main table's default columns."""
-    per: dict[tuple, dict[str, dict[int, list[float]]]] = {}
-    for row in rows:
-        if str(row["method"]).endswith("(time)"):
-            continue
-        key = (row["stream"], row["d"], row["eps"], row["R"])
-        by = per.setdefault(key, {}).setdefault(str(row["method"]), {})
-        by.setdefault(int(row["release"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
+    per = _relative_errors(rows)
     lines = [
         f"| stream | d | ε | R | {FIXED} | default | naive ε/R (replace) "
         "| worst fixed/naive, replace (add/remove) | final fixed/default |",

@@ -90,10 +90,7 @@ import json
 import math
 import multiprocessing as mp
 import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -106,7 +103,20 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import OUT_DIR, cpu_model, git_revision, version, write_split
+from _report import (
+    OUT_DIR,
+    cpu_model,
+    git_revision,
+    load_average,
+    machine_line,
+    output_paths,
+    rerun_command,
+    save_figure,
+    version,
+    version_lines,
+    write_split,
+)
+from _seeds import derived_seed
 from dpstream import counters as dp_counters
 from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
 from dpstream.tabular.policy import Adaptive, Baseline, Paper
@@ -462,10 +472,7 @@ def restrict(
 
 def seed_of(*parts: int) -> int:
     """A distinct reproducible seed for each tuple of small non-negative integers."""
-    s = BASE_SEED
-    for p in parts:
-        s = s * 1_000_003 + p
-    return s % (1 << 64)
+    return derived_seed(BASE_SEED, *parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1354,9 +1361,7 @@ def plot_dataset(
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=9)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.035 * rows, 1, 0.97))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, 100)
     return True
 
 
@@ -1399,13 +1404,6 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
 # RESULTS.md
 
 
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
-
-
 @dataclass
 class RunInfo:
     command: str
@@ -1443,7 +1441,6 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
            details_path: Path, example: UniformExample,
            noise_refs: dict[int, float], counter_text: list[str]) -> str:  # fmt: skip
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     n_cached = sum(r.cached for r in results)
     quick = (
         [
@@ -1512,12 +1509,11 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f"- Streams by the code and machine that computed them: {provenance(results)}",
         f"- Grid (`{grid.name}`): {grid.description}.",
         *subset,
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average at start / end: "
-        f"{' / '.join(info.loads) or 'n/a'} (the machine is shared: other jobs ran alongside)",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"pandas {version('pandas')}, matplotlib {version('matplotlib')}",
+        machine_line(
+            f"1-minute load average at start / end: {' / '.join(info.loads) or 'n/a'} "
+            "(the machine is shared: other jobs ran alongside)"
+        ),
+        *version_lines(f"pandas {version('pandas')}, matplotlib {version('matplotlib')}"),
         f"- Rerun (from the repository root): `{info.command}`"
         + {"bench": " (or `make bench`)", "full": " (or `make reproduce`)"}.get(grid.name, "")
         + ": it reuses the stored streams that the code still reproduces and runs the rest; "
@@ -1812,14 +1808,8 @@ def main() -> None:
     # A report's rerun command is the one that computes what it reports.
     argv = [a for a in argv if a != "--report-only"]
     store = args.store if args.store is not None else None if args.quick else STORE_DIR
-    command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *argv])
-    results_path, figure_dir = args.results, args.figure_dir
-    if args.quick and (results_path is None or figure_dir is None):
-        tmp = Path(tempfile.mkdtemp(prefix="bench_tabular_quick_"))
-        results_path = results_path or tmp / "RESULTS.md"
-        figure_dir = figure_dir or tmp / "figures"
-    results_path = (results_path or RESULTS_PATH).resolve()
-    figure_dir = (figure_dir or FIGURE_DIR).resolve()
+    command = rerun_command("bench_tabular.py", argv)
+    results_path, figure_dir = output_paths(args, "bench_tabular", RESULTS_PATH, FIGURE_DIR)
     # The per-setting tables go next to the figures (benches/out unless --figure-dir is given).
     details_path = figure_dir.parent / (
         "bench_tabular_bench.md" if grid.name == "bench" else "bench_tabular.md"

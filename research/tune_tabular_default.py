@@ -25,53 +25,22 @@ import _tables
 from dpstream import Rng
 from dpstream.tabular import Adaptive, TabularStream, epoch_split, tv_errors
 
+
+def _split(shares: str) -> epoch_split.Split:
+    """A variant's ε split from its shares ``"fresh settle select tree fresh_tree"``
+    (fractions); ``size`` is 1/40 in every variant."""
+    fresh, settle, select, tree, fresh_tree = (Fraction(x) for x in shares.split())
+    return epoch_split.Split(fresh, settle, select, tree, fresh_tree, size=Fraction(1, 40))
+
+
+#: ``name: (growth, split)``.
 VARIANTS = {
     "current": (2.0, epoch_split.SPLIT),
     "growth1.5": (1.5, epoch_split.SPLIT),
-    "more-one-way": (
-        2.0,
-        epoch_split.Split(
-            fresh=Fraction(1, 8),
-            settle=Fraction(1, 4),
-            select=Fraction(1, 10),
-            tree=Fraction(3, 10),
-            fresh_tree=Fraction(1, 5),
-            size=Fraction(1, 40),
-        ),
-    ),
-    "half-one-way": (
-        2.0,
-        epoch_split.Split(
-            fresh=Fraction(1, 4),
-            settle=Fraction(1, 4),
-            select=Fraction(1, 10),
-            tree=Fraction(1, 4),
-            fresh_tree=Fraction(1, 8),
-            size=Fraction(1, 40),
-        ),
-    ),
-    "fresh-half": (
-        2.0,
-        epoch_split.Split(
-            fresh=Fraction(1, 2),
-            settle=Fraction(0),
-            select=Fraction(1, 8),
-            tree=Fraction(1, 4),
-            fresh_tree=Fraction(1, 10),
-            size=Fraction(1, 40),
-        ),
-    ),
-    "fresh-3/8": (
-        2.0,
-        epoch_split.Split(
-            fresh=Fraction(3, 8),
-            settle=Fraction(0),
-            select=Fraction(1, 8),
-            tree=Fraction(3, 8),
-            fresh_tree=Fraction(1, 10),
-            size=Fraction(1, 40),
-        ),
-    ),
+    "more-one-way": (2.0, _split("1/8 1/4 1/10 3/10 1/5")),
+    "half-one-way": (2.0, _split("1/4 1/4 1/10 1/4 1/8")),
+    "fresh-half": (2.0, _split("1/2 0 1/8 1/4 1/10")),
+    "fresh-3/8": (2.0, _split("3/8 0 1/8 3/8 1/10")),
 }
 
 

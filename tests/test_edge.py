@@ -102,6 +102,14 @@ GOOD = ["0.1,0.2", "0.3,0.4"]
 TAIL = ["0.5,0.5", "0.6,0.6", "0.7,0.7", "0.8,0.8", "0.9,0.9"]
 
 
+def run_with_line(
+    binary: Path, tmp_path: Path, line: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The binary, seeded, on GOOD, then ``line`` (line 3), then TAIL; and its output path."""
+    out = tmp_path / "gen.dpst"
+    return run(binary, "\n".join([*GOOD, line, *TAIL]) + "\n", out, "--seed", "1"), out
+
+
 @pytest.mark.parametrize(
     ("bad_line", "detail"),
     [
@@ -113,9 +121,7 @@ TAIL = ["0.5,0.5", "0.6,0.6", "0.7,0.7", "0.8,0.8", "0.9,0.9"]
     ids=["three-values", "one-value", "non-number", "empty-field"],
 )
 def test_bad_lines_are_named(edge_binary: Path, tmp_path: Path, bad_line: str, detail: str) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, bad_line, *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, out = run_with_line(edge_binary, tmp_path, bad_line)
     assert result.returncode == 2, result.stderr
     assert "line 3" in result.stderr, result.stderr
     assert detail in result.stderr, result.stderr
@@ -126,9 +132,7 @@ def test_bad_lines_are_named(edge_binary: Path, tmp_path: Path, bad_line: str, d
 def test_out_of_range_values_fail_with_status_2(
     edge_binary: Path, tmp_path: Path, bad_value: str
 ) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, f"0.5,{bad_value}", *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, out = run_with_line(edge_binary, tmp_path, f"0.5,{bad_value}")
     assert result.returncode == 2, result.stderr
     assert "outside [0, 1]" in result.stderr or "NaN" in result.stderr, result.stderr
     assert not out.exists()
@@ -138,9 +142,7 @@ def test_out_of_range_values_fail_with_status_2(
 def test_out_of_range_values_name_their_line(
     edge_binary: Path, tmp_path: Path, bad_value: str
 ) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, f"0.5,{bad_value}", *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, _ = run_with_line(edge_binary, tmp_path, f"0.5,{bad_value}")
     assert result.returncode == 2
     assert "line 3" in result.stderr, result.stderr
 

@@ -4,7 +4,6 @@ release, sampling, persistence, memory sizing, merging, accuracy and fixed memor
 from __future__ import annotations
 
 import math
-import os
 import struct
 import zlib
 from fractions import Fraction
@@ -13,6 +12,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from _helpers import assert_truncations_and_flips_refused, needs_statm, rss_growth
 from conftest import ALPHA, assert_chi_square, merge_small_categories, seeded_checkpoint_loads
 from dpstream import PrivHP, Rng, TreeGenerator, metrics, partition
 from hypothesis import given
@@ -478,13 +478,7 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
 
 def test_corrupted_generator_bytes_raise(tmp_path: Path) -> None:
     data = _small_generator().to_bytes()
-    for i in range(len(data)):
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            TreeGenerator.from_bytes(data[:i])
-        flipped = bytearray(data)
-        flipped[i] ^= 0x01
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            TreeGenerator.from_bytes(bytes(flipped))
+    assert_truncations_and_flips_refused(TreeGenerator.from_bytes, data, 0x01)
     path = tmp_path / "bad.dpst"
     for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
         path.write_bytes(bad)
@@ -648,27 +642,17 @@ def test_accuracy_smoke() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        resident_pages = int(f.read().split()[1])
-    return resident_pages * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc/self/statm")
+@needs_statm
 def test_ten_million_points_in_fixed_memory() -> None:
     p = PrivHP(1, 2, k=256, width=1024, rows=2, depth=20, rng=Rng(seed=1))
     reported = p.memory_bytes()
     assert reported > 12 * 2 * 1024 * 8  # 12 sketch levels of 2 x 1024 cells
-    gen = np.random.default_rng(2024)
-    batch = np.empty((100_000, 2))
-    gen.random(out=batch)
-    p.update(batch)
-    baseline = rss_bytes()
-    for _ in range(99):
-        gen.random(out=batch)
+
+    def each(_: int, batch: np.ndarray) -> None:
         p.update(batch)
         assert p.memory_bytes() == reported
-    grown = rss_bytes() - baseline
+
+    grown = rss_growth(p.update, each)
     assert p.points_seen == 10**7
     assert grown <= 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10^7 points"
     g = p.release(rng=Rng(seed=3))
@@ -777,13 +761,7 @@ def test_summaries_pickle_and_copy_but_rng_does_not() -> None:
 
 def test_corrupted_summary_bytes_raise() -> None:
     data = PrivHP(1, 2, k=2, width=4, depth=3, rng=Rng(seed=1)).to_bytes()
-    for i in range(len(data)):
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            PrivHP.from_bytes(data[:i])
-        flipped = bytearray(data)
-        flipped[i] ^= 0x04
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            PrivHP.from_bytes(bytes(flipped))
+    assert_truncations_and_flips_refused(PrivHP.from_bytes, data, 0x04)
     with pytest.raises(ValueError, match="expected a PrivHP, found a TreeGenerator"):
         PrivHP.from_bytes(_small_generator().to_bytes())
     with pytest.raises(TypeError, match="data must be bytes"):

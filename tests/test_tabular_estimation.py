@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import assert_running_intersection
 from conftest import ALPHA, assert_chi_square, merge_small_categories
 from dpstream.tabular import (
     DenseModel,
@@ -299,14 +300,7 @@ STRUCTURES = {
 
 
 def _check_running_intersection(tree, cliques, d: int) -> None:
-    for c in cliques:
-        assert any(set(c) <= set(n) for n in tree.nodes), c
-    for v in range(d):
-        holding = {i for i, n in enumerate(tree.nodes) if v in n}
-        assert holding, f"column {v} in no node"
-        # the nodes holding v are connected: exactly one of them has its parent outside
-        tops = [i for i in holding if tree.parent[i] not in holding]
-        assert len(tops) == 1, (v, tree)
+    assert_running_intersection(tree, cliques, d)
     for i in tree.order[1:]:
         assert tree.separators[i] == tuple(
             sorted(set(tree.nodes[i]) & set(tree.nodes[tree.parent[i]]))

@@ -16,6 +16,7 @@ import random
 import dpstream
 import numpy as np
 import pytest
+from _helpers import assert_running_intersection
 from dpstream import streams
 from dpstream.tabular import (
     Baseline,
@@ -35,13 +36,7 @@ from dpstream.tabular.model import growth, junction_tree
 
 
 def check_junction_tree(tree: pgm.JunctionTree, cliques, d: int) -> None:
-    for c in cliques:
-        assert any(set(c) <= set(n) for n in tree.nodes), c
-    for v in range(d):
-        holding = {i for i, n in enumerate(tree.nodes) if v in n}
-        assert holding, f"column {v} in no node"
-        tops = [i for i in holding if tree.parent[i] not in holding]
-        assert len(tops) == 1, (v, tree)  # running intersection
+    assert_running_intersection(tree, cliques, d)
     assert junction_tree.maximal(tree.nodes) == sorted(tree.nodes)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
+from dpstream._arrays import int_param
+
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
@@ -78,14 +80,25 @@ def naming_partition(index: int) -> Iterator[None]:
         raise type(e)(f"partition {index}: {e}") from None
 
 
-def tree_reduce(level: list[Delayed], merge_many: Any, shared: Any, fan_in: int) -> Delayed:
-    """Reduce ``level`` by ``merge_many(shared, *inputs)`` tasks of ``fan_in`` inputs
-    (``merge_many(shared)`` alone for no input)."""
-    merge = require().delayed(merge_many, pure=True)
+def tree_reduce(
+    shared: Any,
+    split_every: int,
+    partitions: Callable[[Delayed], list[Delayed]],
+    merge_many: Callable[..., Any],
+) -> Delayed:
+    """One result from every partition: ``partitions(key)`` makes a task per partition,
+    given the public ``shared`` as one graph key (shipped once per worker), and their
+    results are reduced by ``merge_many(shared, *inputs)`` tasks of ``split_every``
+    inputs (at least 2; ``merge_many(shared)`` alone when there is no partition)."""
+    dask = require()
+    fan_in = int_param(split_every, "split_every", low=2)
+    key = dask.delayed(shared, pure=True)
+    level = partitions(key)
+    merge = dask.delayed(merge_many, pure=True)
     if not level:
-        return cast("Delayed", merge(shared))
+        return cast("Delayed", merge(key))
     while len(level) > 1:
-        level = [merge(shared, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
+        level = [merge(key, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
     return level[0]
 
 

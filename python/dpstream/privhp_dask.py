@@ -241,14 +241,14 @@ def summary_graph(
     """The lazy computation behind :func:`build_privhp`: a ``dask.delayed`` object
     whose result is the merged exact summary (compute it with ``dask.compute``
     or ``client.compute``, alongside other work)."""
-    dask = require()
     tmpl = _template_bytes(template)
-    fan_in = int_param(split_every, "split_every", low=2)
     threads = int_param(threads, "threads", low=1, high=2)
-    shared = dask.delayed(tmpl, pure=True)  # one graph key, shipped once per worker
-    parts = point_partitions(data, template.dim)
-    level = map_partitions(_summarize_block, parts, shared, threads)
-    return tree_reduce(level, _merge_many, shared, fan_in)
+
+    def summaries(key: Delayed) -> list[Delayed]:
+        parts = point_partitions(data, template.dim)
+        return map_partitions(_summarize_block, parts, key, threads)
+
+    return tree_reduce(tmpl, split_every, summaries, _merge_many)
 
 
 def build_privhp(

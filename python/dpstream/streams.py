@@ -34,10 +34,9 @@ DEFAULT_CUTS_PER_COORDINATE = 30
 # A float64 in [0, 1) resolves at most 53 binary digits: deeper cuts are not representable.
 _MAX_CUTS_PER_COORDINATE = 53
 
-#: Defaults of :func:`latent_class` (the high-dimensional tabular benchmark's data).
-LATENT_VALUES = 6
-LATENT_CLASSES = 4
-LATENT_CONCENTRATION = 0.5
+#: Defaults of :func:`latent_class` (the high-dimensional tabular benchmark's data): values
+#: per column, classes, and the concentration of the class profiles.
+LATENT_VALUES, LATENT_CLASSES, LATENT_CONCENTRATION = 6, 4, 0.5
 
 
 def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:

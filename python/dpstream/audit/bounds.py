@@ -16,11 +16,13 @@ import numpy.typing as npt
 
 from dpstream.audit.incomplete_beta import FloatArray, log_beta, log_ibeta
 
+IntArray = npt.NDArray[np.int64]
+
 _LOGIT_TOL = 1e-11  # the root is located to this width (log-odds units)
 _OUTWARD = 1e-8  # bounds are widened by this relative amount (the error is below 1e-9)
 
 
-def _lower_logit(k: npt.NDArray[np.int64], n: npt.NDArray[np.int64], level: float) -> FloatArray:
+def _lower_logit(k: IntArray, n: IntArray, level: float) -> FloatArray:
     """Log-odds of the one-sided ``1 − level`` Clopper–Pearson lower bound, ``0 < k < n``.
 
     Solves ``g(v) = ln I_p(k, n − k + 1) − ln(level) = 0`` (``I_p(k, n − k + 1) =
@@ -124,12 +126,7 @@ def clopper_pearson(
 
 
 def loss_bounds(
-    k_num: npt.NDArray[np.int64],
-    k_den: npt.NDArray[np.int64],
-    n_num: int,
-    n_den: int,
-    level: float,
-    delta: float,
+    k_num: IntArray, k_den: IntArray, n_num: int, n_den: int, level: float, delta: float
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(numerator lower, denominator upper, ln((lower − δ)/upper))`` per comparison."""
     lower, _ = clopper_pearson(k_num, n_num, level)

@@ -13,11 +13,10 @@ from fractions import Fraction
 from typing import Any, Literal, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from dpstream._params import int_param
 from dpstream._rng import Rng
-from dpstream.audit.bounds import loss_bounds
+from dpstream.audit.bounds import IntArray, loss_bounds
 from dpstream.audit.events import (
     EventsArg,
     Outputs,
@@ -266,13 +265,7 @@ def _stack(parts: list[Any]) -> Any:
 
 
 def _choose(
-    k_a: npt.NDArray[np.int64],
-    k_b: npt.NDArray[np.int64],
-    n_sel: int,
-    n_audit: int,
-    keep: int,
-    level: float,
-    delta: float,
+    k_a: IntArray, k_b: IntArray, n_sel: int, n_audit: int, keep: int, level: float, delta: float
 ) -> list[tuple[int, Literal["a/b", "b/a"]]]:
     """The ``keep`` (event, direction) pairs with the largest projected lower bound.
 

@@ -19,10 +19,10 @@ from dpstream import partitioned
 from dpstream._digest import digest, row_sums
 from dpstream.cli.lazy import pandas
 from dpstream.cli.options import UsageError, positive
-from dpstream.cli.report import note
+from dpstream.cli.report import note, progress
 from dpstream.inputs import clipped_note, read_input, where
 from dpstream.partitioned import LazyBatch
-from dpstream.runs import Batch, consumed_sizes
+from dpstream.runs import Batch, Model, RunResult, consumed_sizes, run_stream
 from dpstream.schedule import is_integer_axis, parquet_outside, periods, split
 
 
@@ -53,6 +53,27 @@ def report_clipped(
         raise UsageError(text)
     if text is not None:
         note(command, text, "warning")
+
+
+def read_checked(
+    opts: dict[str, Any],
+    command: str,
+    needed: list[str],
+    check: Callable[[Any, Path], tuple[Any, dict[str, int]]],
+    what: str,
+    text: dict[str, tuple[str, ...]] | None = None,
+) -> tuple[Any, Any]:
+    """The input file read and checked in full before the first release: ``(frame,
+    kept)``. ``check(frame, path)`` returns what the command keeps of it and the values
+    clipped to the public bounds (``what``) per column, reported by
+    :func:`report_clipped`. A partitioned input is checked partition by partition:
+    ``(None, None)``."""
+    if is_partitioned(opts):
+        return None, None
+    frame = read_input_file(opts, needed, text)
+    kept, clipped = check(frame, Path(opts["input"]))
+    report_clipped(opts, command, clipped, len(frame), what)
+    return frame, kept
 
 
 def _calendar(opts: dict[str, Any], integer: bool) -> list[Any]:
@@ -255,3 +276,32 @@ def input_batches(
         raise UsageError("internal: a partitioned input needs its columns")  # pragma: no cover
     batches = _lazy_batches(opts, columns, canonical, consumed, command)
     return RunInput(batches, batch_digest, None)
+
+
+def run_batches(
+    opts: dict[str, Any],
+    run_input: RunInput,
+    batches: list[Batch],
+    model: Model,
+    load_model: Callable[[bytes], Any],
+    fingerprint: dict[str, Any],
+    one_shot: bool = False,
+) -> RunResult:
+    """The command's run over ``batches`` (:func:`dpstream.runs.run_stream`): releases in
+    ``--out`` as ``--format``, ``--checkpoint`` every ``--checkpoint-every`` batches (a
+    checkpoint resumes only a run whose options ``fingerprint`` match), progress unless
+    ``--quiet``."""
+    return run_stream(
+        batches,
+        model,
+        load_model=load_model,
+        out_dir=Path(opts["out"]),
+        suffix="." + opts["format"],
+        options=fingerprint,
+        batch_digest=run_input.digest,
+        legacy_row_bytes=run_input.legacy,
+        checkpoint=opts.get("checkpoint"),
+        checkpoint_every=positive(opts, "checkpoint_every") or 1,
+        progress=progress(opts),
+        one_shot=one_shot,
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from dpstream.cli.points import METHOD_OPTIONS
 
@@ -46,6 +47,94 @@ _EVALUATION = (
 )
 
 
+#: A flag that is only switched on: unset (``None``) when not given, so that the
+#: TOML config's value stands.
+_SWITCH: dict[str, Any] = {"action": "store_true", "default": None}
+
+#: The options of ``points`` and ``table``, in their ``--help`` order.
+_COMMON_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--config", {"type": Path, "help": "TOML file with any of these options"}),
+    (
+        "--input",
+        {"type": Path, "help": "a .csv or .parquet file, or a directory of Parquet files"},
+    ),
+    ("--epsilon", {"help": "ε for the whole stream (e.g. 1, 0.5, 1/3)"}),
+    ("--out", {"type": Path, "help": "directory for the release files (only them)"}),
+    ("--format", {"choices": ["csv", "parquet"], "help": "release file format"}),
+    ("--time-column", {"help": "column holding each record's time"}),
+    (
+        "--release-every",
+        {
+            "help": "with --time-column: a date column takes day, week, month, year or a "
+            "count and a unit (10y, 3mo, 2w, 7d); an integer column (years, steps) a number "
+            "of its units (10); periods anchored at --start"
+        },
+    ),
+    (
+        "--release-at",
+        {
+            "help": "with --time-column: the release times instead, comma-separated (2024-03,"
+            "2024-06 or 1900,1950); each period ends at one of them"
+        },
+    ),
+    ("--start", {"help": "first period (public), e.g. 2024-01 or 1890"}),
+    (
+        "--end",
+        {
+            "help": "last period (public; it must close a whole period); a later --end "
+            "continues a checkpointed run"
+        },
+    ),
+    (
+        "--drop-outside",
+        {
+            **_SWITCH,
+            "help": "leave out rows before --start (counted and reported) instead of refusing",
+        },
+    ),
+    ("--sep", {"help": "CSV separator (default ,), e.g. ';' or '\\t'"}),
+    ("--encoding", {"help": "CSV encoding (default utf-8), e.g. latin-1"}),
+    (
+        "--strict",
+        {
+            **_SWITCH,
+            "help": "refuse values outside the public bounds instead of clipping them "
+            "(a warning counts them)",
+        },
+    ),
+    ("--batch-size", {"type": int, "help": "rows per time step (no time column)"}),
+    (
+        "--checkpoint",
+        {
+            "type": Path,
+            "help": "checkpoint file, outside --out (resume on restart; rows appended to the "
+            "input continue the run)",
+        },
+    ),
+    ("--checkpoint-every", {"type": int, "help": "batches between checkpoints"}),
+    (
+        "--evaluate",
+        {
+            "type": Path,
+            "metavar": "DIR",
+            "help": "write NOT PRIVATE evaluation against the real data to DIR (outside --out)",
+        },
+    ),
+    ("--plot", {**_SWITCH, "help": "with --evaluate: also a PNG"}),
+    (
+        "--dask",
+        {
+            "metavar": "SCHEDULER",
+            "help": "count on a Dask cluster: a scheduler address, or local:N for a "
+            "LocalCluster of N worker processes; the input (a .parquet or .csv file or a "
+            "directory of Parquet files) is read partition by partition on the workers",
+        },
+    ),
+    ("--seed", {"type": int, "help": "reproducible noise: NOT PRIVATE (tests only)"}),
+    ("--quiet", {**_SWITCH, "help": "no progress output"}),
+)
+
+
 def _fill(text: str, first: str = "", rest: str = "") -> str:
     return textwrap.fill(
         text, 78, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
@@ -58,72 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(s: argparse.ArgumentParser) -> None:
-        s.add_argument("--config", type=Path, help="TOML file with any of these options")
-        s.add_argument(
-            "--input", type=Path, help="a .csv or .parquet file, or a directory of Parquet files"
-        )
-        s.add_argument("--epsilon", help="ε for the whole stream (e.g. 1, 0.5, 1/3)")
-        s.add_argument("--out", type=Path, help="directory for the release files (only them)")
-        s.add_argument("--format", choices=["csv", "parquet"], help="release file format")
-        s.add_argument("--time-column", help="column holding each record's time")
-        s.add_argument(
-            "--release-every",
-            help="with --time-column: a date column takes day, week, month, year or a count "
-            "and a unit (10y, 3mo, 2w, 7d); an integer column (years, steps) a number of its "
-            "units (10); periods anchored at --start",
-        )
-        s.add_argument(
-            "--release-at",
-            help="with --time-column: the release times instead, comma-separated (2024-03,"
-            "2024-06 or 1900,1950); each period ends at one of them",
-        )
-        s.add_argument("--start", help="first period (public), e.g. 2024-01 or 1890")
-        s.add_argument(
-            "--end",
-            help="last period (public; it must close a whole period); a later --end "
-            "continues a checkpointed run",
-        )
-        s.add_argument(
-            "--drop-outside",
-            action="store_true",
-            default=None,
-            help="leave out rows before --start (counted and reported) instead of refusing",
-        )
-        s.add_argument("--sep", help="CSV separator (default ,), e.g. ';' or '\\t'")
-        s.add_argument("--encoding", help="CSV encoding (default utf-8), e.g. latin-1")
-        s.add_argument(
-            "--strict",
-            action="store_true",
-            default=None,
-            help="refuse values outside the public bounds instead of clipping them "
-            "(a warning counts them)",
-        )
-        s.add_argument("--batch-size", type=int, help="rows per time step (no time column)")
-        s.add_argument(
-            "--checkpoint",
-            type=Path,
-            help="checkpoint file, outside --out (resume on restart; rows appended to the "
-            "input continue the run)",
-        )
-        s.add_argument("--checkpoint-every", type=int, help="batches between checkpoints")
-        s.add_argument(
-            "--evaluate",
-            type=Path,
-            metavar="DIR",
-            help="write NOT PRIVATE evaluation against the real data to DIR (outside --out)",
-        )
-        s.add_argument(
-            "--plot", action="store_true", default=None, help="with --evaluate: also a PNG"
-        )
-        s.add_argument(
-            "--dask",
-            metavar="SCHEDULER",
-            help="count on a Dask cluster: a scheduler address, or local:N for a LocalCluster "
-            "of N worker processes; the input (a .parquet or .csv file or a directory of "
-            "Parquet files) is read partition by partition on the workers",
-        )
-        s.add_argument("--seed", type=int, help="reproducible noise: NOT PRIVATE (tests only)")
-        s.add_argument("--quiet", action="store_true", default=None, help="no progress output")
+        for flag, kwargs in _COMMON_OPTIONS:
+            s.add_argument(flag, **kwargs)
 
     def described(name: str, summary: str, *relations: str) -> argparse.ArgumentParser:
         lines = [summary, "", "Neighbouring relation (what ε protects):"]
@@ -190,8 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tab.add_argument(
         "--public-sizes",
-        action="store_true",
-        default=None,
+        **_SWITCH,
         help="treat batch sizes as public: ε then protects one record's values replaced "
         "(not one record added or removed), and each release has the exact size",
     )

@@ -15,13 +15,7 @@ from typing import Any
 import numpy as np
 
 from dpstream import OnlineSynthesizer, PrivHP
-from dpstream.cli.batching import (
-    input_batches,
-    is_partitioned,
-    read_input_file,
-    released,
-    report_clipped,
-)
+from dpstream.cli.batching import input_batches, is_partitioned, read_checked, released, run_batches
 from dpstream.cli.evaluation import evaluate_points
 from dpstream.cli.lazy import pandas
 from dpstream.cli.options import (
@@ -29,17 +23,16 @@ from dpstream.cli.options import (
     derived_rng,
     epsilon,
     noise_rng,
-    positive,
     release_paths,
     require,
     run_options,
 )
-from dpstream.cli.report import progress
+from dpstream.cli.report import run_summary
 from dpstream.distributed import summary_graph, update_online
 from dpstream.inputs import check_points
 from dpstream.io import parse_bounds
 from dpstream.partitioned import LazyBatch
-from dpstream.runs import Batch, run_stream
+from dpstream.runs import Batch
 
 #: The options that only some ``points`` methods use: an option a method does not use is
 #: refused rather than silently ignored.
@@ -136,17 +129,16 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
     _refuse_unused_options(opts, method)
     if method == "privhp":
         require(opts, "memory", "expected_n")
-    checkpoint = opts.get("checkpoint")
     if is_partitioned(opts) and method == "online-paper":
         raise UsageError(
             "--method online-paper tests every time step in order, so it cannot count a "
             "partitioned input (--dask or a Parquet directory); use --method online"
         )
-    frame = None
-    if not is_partitioned(opts):
-        frame = read_input_file(opts, columns)
-        clipped = check_points(frame, columns, bounds, Path(opts["input"]))
-        report_clipped(opts, "points", clipped, len(frame), "--bounds")
+
+    def check(frame: Any, path: Path) -> tuple[None, dict[str, int]]:
+        return None, check_points(frame, columns, bounds, path)
+
+    frame, _ = read_checked(opts, "points", columns, check, "--bounds")
     run_input = input_batches(opts, columns, _point_values(columns), frame, "points")
     labelled = run_input.batches
     rng = noise_rng(opts)
@@ -202,27 +194,10 @@ def cmd_points(opts: dict[str, Any]) -> dict[str, Any]:
         def load(state: bytes) -> Any:
             return _PrivHPPoints(PrivHP.from_bytes(state), columns, bounds, release_rng)
 
-    result = run_stream(
-        batches,
-        model,
-        load_model=load,
-        out_dir=Path(opts["out"]),
-        suffix="." + opts["format"],
-        options=fingerprint,
-        batch_digest=run_input.digest,
-        legacy_row_bytes=run_input.legacy,
-        checkpoint=checkpoint,
-        checkpoint_every=positive(opts, "checkpoint_every") or 1,
-        progress=progress(opts),
-        one_shot=method == "privhp",
+    result = run_batches(
+        opts, run_input, batches, model, load, fingerprint, one_shot=method == "privhp"
     )
-    summary_out: dict[str, Any] = {
-        "command": "points",
-        "method": method,
-        "epsilon": str(eps),
-        "releases": len(result.releases),
-        "out": str(opts["out"]),
-    }
+    summary_out = run_summary(opts, eps, result.releases, command="points", method=method)
     if evaluate is not None and result.releases:
         summary_out.update(
             evaluate_points(batches, columns, result.releases, bounds, evaluate, opts)

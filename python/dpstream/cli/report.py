@@ -53,6 +53,12 @@ def _log_lines(it: Iterator[int], total: int) -> Iterator[int]:
             print(f"dpstream: {k}/{total} batches, {rate:.1f}/s, eta {eta:.0f} s", file=sys.stderr)
 
 
+def run_summary(opts: dict[str, Any], eps: Any, releases: list[Any], **head: Any) -> dict[str, Any]:
+    """A run's summary: ``head`` (the command and its method), ε, the number of
+    releases and where they are."""
+    return {**head, "epsilon": str(eps), "releases": len(releases), "out": str(opts["out"])}
+
+
 def print_summary(summary: dict[str, Any], indent: str = "") -> None:
     """The command's summary on standard output, nested dictionaries indented."""
     for key, value in summary.items():

@@ -14,13 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dpstream.cli.batching import (
-    input_batches,
-    is_partitioned,
-    read_input_file,
-    released,
-    report_clipped,
-)
+from dpstream.cli.batching import input_batches, is_partitioned, read_checked, released, run_batches
 from dpstream.cli.evaluation import evaluate_table
 from dpstream.cli.options import (
     UsageError,
@@ -31,11 +25,11 @@ from dpstream.cli.options import (
     require,
     run_options,
 )
-from dpstream.cli.report import progress
+from dpstream.cli.report import run_summary
 from dpstream.distributed import marginals_graph, marginals_of
 from dpstream.inputs import check_table, in_command_words
 from dpstream.partitioned import LazyBatch
-from dpstream.runs import _decode_checkpoint, run_stream
+from dpstream.runs import _decode_checkpoint
 from dpstream.tabular import Domain, TabularStream
 from dpstream.tabular.policy import REMOVED_FIELDS, from_dict, to_dict
 
@@ -105,18 +99,19 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
         raise UsageError(f"--domain {opts['domain']}: {e}") from None
     if opts.get("time_column") is None and opts.get("batch_size") is None:
         raise UsageError("give --time-column or --batch-size")
-    checkpoint = opts.get("checkpoint")
     policy = _table_policy(opts)
-    _refuse_old_table_checkpoint(checkpoint)
+    _refuse_old_table_checkpoint(opts.get("checkpoint"))
     names = list(domain.names)
     # The stream counts codes: category lists as before, every other column by its size.
     coded = domain.coded()
-    frame, file_codes = None, None
-    if not is_partitioned(opts):
-        text = {c: domain.column(c).categories or () for c in names}
-        frame = read_input_file(opts, names, {c: t for c, t in text.items() if t})
-        file_codes, clipped = check_table(frame, domain, Path(opts["input"]))
-        report_clipped(opts, "table", clipped, len(frame), "the schema's bounds")
+    text = {c: domain.column(c).categories or () for c in names}
+
+    def check(frame: Any, path: Path) -> tuple[Any, dict[str, int]]:
+        return check_table(frame, domain, path)
+
+    frame, file_codes = read_checked(
+        opts, "table", names, check, "the schema's bounds", {c: t for c, t in text.items() if t}
+    )
 
     def codes(rows: Any) -> Any:
         """The records as the model consumes them: codes, int64 little-endian (canonical)."""
@@ -180,28 +175,14 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             return bytes(self.s.to_bytes())
 
     batches = released(opts, labelled)
-    result = run_stream(
-        batches,
-        _Table(stream),
-        # --seed is in the fingerprint: only a seeded run resumes a seeded checkpoint.
-        load_model=lambda state: _Table(
-            TabularStream.from_bytes(state, allow_seeded=opts.get("seed") is not None)
-        ),
-        out_dir=Path(opts["out"]),
-        suffix="." + opts["format"],
-        options=fingerprint,
-        batch_digest=run_input.digest,
-        legacy_row_bytes=run_input.legacy,
-        checkpoint=checkpoint,
-        checkpoint_every=positive(opts, "checkpoint_every") or 1,
-        progress=progress(opts),
-    )
-    summary: dict[str, Any] = {
-        "command": "table",
-        "epsilon": str(eps),
-        "releases": len(result.releases),
-        "out": str(opts["out"]),
-    }
+    # --seed is in the fingerprint: only a seeded run resumes a seeded checkpoint.
+    seeded = opts.get("seed") is not None
+
+    def load(state: bytes) -> Any:
+        return _Table(TabularStream.from_bytes(state, allow_seeded=seeded))
+
+    result = run_batches(opts, run_input, batches, _Table(stream), load, fingerprint)
+    summary = run_summary(opts, eps, result.releases, command="table")
     if evaluate is not None and result.releases:
         summary.update(evaluate_table(batches, domain, codes, result.releases, evaluate, opts))
     return summary

@@ -148,12 +148,12 @@ def marginals_graph(
     ``dask.delayed`` object computing ``(rows, counts)`` (counts as
     :func:`dpstream.tabular.marginals.count_codes` returns them), summed by a tree
     reduction of ``split_every`` inputs per task. Exact: sensitive."""
-    dask = require()
-    fan_in = int_param(split_every, "split_every", low=2)
     shared = (domain, tuple(tuple(w) for w in workloads))
-    key = dask.delayed(shared, pure=True)  # one graph key, shipped once per worker
-    level = _counted_partitions(data, domain, shared, key)
-    return tree_reduce(level, _add_counted, key, fan_in)
+
+    def counted(key: Delayed) -> list[Delayed]:
+        return _counted_partitions(data, domain, shared, key)
+
+    return tree_reduce(shared, split_every, counted, _add_counted)
 
 
 def batch_marginals(
