@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from dpstream._arrays import int_param
+from dpstream._params import int_param
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed

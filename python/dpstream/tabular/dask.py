@@ -49,7 +49,6 @@ from dpstream._dask import (
     row_blocks,
     tree_reduce,
 )
-from dpstream._params import int_param
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.marginals import BatchMarginals, add_counts, count_columns
 
