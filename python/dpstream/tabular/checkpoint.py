@@ -4,9 +4,10 @@ A state is the magic ``DPSTREAM-TABULAR`` followed by a numpy ``.npz`` container
 header (format, domain, options, sizes, generator states) and arrays (counters, model,
 marginals, the key ring). **Sensitive**: the counters hold exact sums, the header the exact
 table size and the key ring the secret master key (:mod:`dpstream.tabular.keys`; absent
-from states written before it: a load draws a fresh one). Format 3 is the default policy's (:mod:`dpstream.tabular.epochs`). Format 2 stores
-the options with the serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1
-(before policies) stores the old keyword options and is read through
+from states written before it: a load draws a fresh one). Format 3 is the default
+policy's (:mod:`dpstream.tabular.epochs`). Format 2 stores the options with the
+serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies)
+stores the old keyword options and is read through
 :func:`policy_from_options`, the one migration of options.
 
 A format-1 or -2 state whose options dpstream 0.2 removed (the earlier default policy:
