@@ -127,9 +127,10 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: Selections of seeded streams by the code before ModelTree (commit a46e0bb: a greedy
 #: triangulation per candidate; "baseline-8"), and by the code before issue 39 (commit
 #: a6dc877; the Paper() runs; re-recorded when counter noise keys came from a master key,
-#: issue 41), data ``streams.latent_class(rows·steps, d, values=v,
-#: seed=11)``, ``Rng(seed=3)``, ε = 1 (the calibration before issue 28: ``public_sizes=True``
-#: at 2ε now). The "cap" fixtures reject candidates at most steps.
+#: issue 41, and all of them when every step's noise did), data
+#: ``streams.latent_class(rows·steps, d, values=v, seed=11)``, ``Rng(seed=3)``, ε = 1 (the
+#: calibration before issue 28: ``public_sizes=True`` at 2ε now). The "cap" fixtures
+#: reject candidates at most steps.
 FIXTURES = {
     "paper-10": (10, 6, 6, {"policy": Paper()}),
     "cap-paper-8": (8, 10, 4, {"max_model_cells": 700, "policy": Paper()}),
@@ -137,10 +138,10 @@ FIXTURES = {
     "three-way-paper-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": Paper(k=2)}),
 }
 BEFORE = {
-    "paper-10": [[[3, 9], [2, 6], [3, 7]], [[4, 9], [5, 6], [3, 7]], [[1, 5], [0, 7], [4, 6]], [[2, 4], [6, 8], [3, 4]], [[3, 5], [3, 4], [4, 9]], [[5, 9], [0, 6], [0, 8]]],  # noqa: E501
-    "cap-paper-8": [[[3, 4], [2, 7], [1, 5]], [[1, 5], [0, 7], [2, 7]], [[1, 4], [3, 6], [3, 4]], [[4, 7], [0, 6], [3, 7]], [[3, 6], [0, 6], [6, 7]], [[3, 7], [0, 3], [0, 5]], [[4, 5], [0, 7], [0, 5]], [[3, 7], [0, 5], [1, 5]], [[1, 4], [0, 5], [1, 5]], [[4, 7], [3, 7], [3, 6]]],  # noqa: E501
-    "baseline-8": [[[3, 7], [2, 5], [1, 7]], [[2, 7], [4, 5], [1, 6]], [[2, 7], [0, 4], [2, 3]], [[2, 7], [2, 3], [1, 5]]],  # noqa: E501
-    "three-way-paper-7": [[[1, 4, 6], [0, 1, 2]], [[1, 3, 5], [0, 1, 2]], [[0, 4, 6], [1, 2, 4]], [[0, 1, 4], [0, 4, 5]], [[0, 2, 4], [1, 3, 5]]],  # noqa: E501
+    "paper-10": [[[0, 5], [2, 3], [6, 9]], [[3, 5], [6, 9], [6, 7]], [[5, 9], [6, 8], [4, 6]], [[1, 2], [3, 4], [4, 6]], [[8, 9], [4, 6], [1, 6]], [[3, 5], [0, 3], [0, 5]]],  # noqa: E501
+    "cap-paper-8": [[[6, 7], [2, 3], [1, 5]], [[3, 4], [1, 5], [0, 7]], [[2, 4], [0, 2], [4, 7]], [[1, 4], [0, 7], [4, 7]], [[2, 4], [4, 7], [4, 5]], [[3, 6], [4, 5], [5, 7]], [[2, 3], [5, 7], [4, 7]], [[2, 3], [3, 6], [4, 7]], [[2, 4], [4, 7], [1, 7]], [[2, 3], [3, 6], [1, 7]]],  # noqa: E501
+    "baseline-8": [[[2, 7], [1, 7], [0, 3]], [[1, 2], [0, 7], [3, 5]], [[2, 7], [1, 2], [0, 4]], [[2, 7], [1, 7], [3, 4]]],  # noqa: E501
+    "three-way-paper-7": [[[1, 3, 4], [0, 2, 5]], [[2, 3, 5], [3, 5, 6]], [[0, 2, 3], [3, 5, 6]], [[0, 1, 3], [2, 3, 5]], [[1, 3, 6], [3, 4, 6]]],  # noqa: E501
 }  # fmt: skip
 ROWS = 300
 

@@ -1,11 +1,13 @@
-"""The generator behind every noise draw."""
+"""The generator behind every noise draw, and the key ring of a checkpointed stream."""
 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from typing import NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from dpstream import _core
 
@@ -98,3 +100,60 @@ class Rng:
         if self._seed is None:
             return "Rng()"
         return f"Rng(seed={self._seed!r})  # seeded: reproducible, NOT PRIVATE"
+
+
+class KeyRing:
+    """A secret master key and a running keyed digest, held in the Rust core.
+
+    The generator of each position (:meth:`generator`) is keyed by a pseudorandom
+    function of the master key, the position and a keyed digest of every content
+    :meth:`absorb` has taken. A stream that stores its ring in its checkpoint therefore
+    draws, after any number of loads fed the same data, the same noise, byte for byte,
+    and independent noise for other data: a checkpoint supports one continuation. The
+    master key leaves the core only in :meth:`to_bytes` (a checkpoint's bytes, secret
+    like the raw data). Drawn from ``rng``: a seeded ``rng`` makes every generator
+    reproducible and **not private**.
+    """
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, rng: Rng) -> None:
+        self._inner = _core.KeyRing(rng._inner)
+
+    @property
+    def seeded(self) -> bool:
+        """True if the master key came from a seeded generator (**not private**)."""
+        return bool(self._inner.seeded)
+
+    def absorb(self, contents: npt.ArrayLike) -> None:
+        """Append the integers ``contents`` (their count first) to the running digest."""
+        flat = np.asarray(contents, dtype=np.int64).ravel()
+        self._inner.absorb(np.require(flat, dtype=np.int64, requirements=["C", "A"]))
+
+    def generator(self, position: Sequence[int]) -> Rng:
+        """The generator of ``position`` (non-negative public ints) after the contents
+        absorbed so far (seeded exactly when the ring is)."""
+        rng = Rng.__new__(Rng)
+        rng._inner = self._inner.generator([int(w) for w in position])
+        rng._seed = "derived" if rng._inner.seeded else None
+        return rng
+
+    def copy(self) -> KeyRing:
+        """The same master key and digest (for a step's undo point)."""
+        ring = KeyRing.__new__(KeyRing)
+        ring._inner = self._inner.copy()
+        return ring
+
+    def to_bytes(self) -> bytes:
+        """The ring for a checkpoint. **Secret**: it holds the master key."""
+        return bytes(self._inner.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> KeyRing:
+        """A ring from :meth:`to_bytes` output (``ValueError`` if invalid)."""
+        ring = cls.__new__(cls)
+        ring._inner = _core.KeyRing.from_bytes(bytes(data))
+        return ring
+
+    def __repr__(self) -> str:
+        return "KeyRing(seeded: NOT PRIVATE)" if self.seeded else "KeyRing()"

@@ -31,7 +31,7 @@ class BaselineStep:
     _cells: npt.NDArray[np.int64]
     _workloads: list[Clique]
     _k: int
-    _rng: Rng
+    _noise_rng: Rng
     _fit: Any
     _sample_rng: np.random.Generator
     _sampling: Any
@@ -61,7 +61,7 @@ class BaselineStep:
                 break
             taken.add(j)
             order.append(j)
-            z = noise.discrete_laplace(scale, diff[j].shape, rng=self._rng)
+            z = noise.discrete_laplace(scale, diff[j].shape, rng=self._noise_rng)
             measurements.append(Measurement(self._workloads[j], diff[j] + z, stddev))
             model = self._fit(measurements, float(n), None)
         assert model is not None

@@ -2,10 +2,12 @@
 
 A state is the magic ``DPSTREAM-TABULAR`` followed by a numpy ``.npz`` container: a JSON
 header (format, domain, options, sizes, generator states) and arrays (counters, model,
-marginals). **Sensitive**: the counters hold exact sums and the header the exact table
-size. Format 3 is the default policy's (:mod:`dpstream.tabular.epochs`). Format 2 stores
-the options with the serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1
-(before policies) stores the old keyword options and is read through
+marginals, the key ring). **Sensitive**: the counters hold exact sums, the header the exact
+table size and the key ring the secret master key (:mod:`dpstream.tabular.keys`; absent
+from states written before it: a load draws a fresh one). Format 3 is the default
+policy's (:mod:`dpstream.tabular.epochs`). Format 2 stores the options with the
+serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1 (before policies)
+stores the old keyword options and is read through
 :func:`policy_from_options`, the one migration of options.
 
 The stream options ``counter``, ``horizon`` and ``estimator`` of older states are
@@ -34,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._rng import Rng
+from dpstream._rng import KeyRing, Rng
 from dpstream.counters import Counter
 from dpstream.persistence import seeded_refusal
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
+from dpstream.tabular.keys import counter_rng
 from dpstream.tabular.model import GraphicalModel
 from dpstream.tabular.mw import DenseModel
 from dpstream.tabular.policy import RemovedPolicy, from_dict, removed_policy, to_dict
@@ -169,6 +172,7 @@ def _encode_epochs(s: TabularStream) -> bytes:
     rng_state = s._rng._checkpoint_state()
     if rng_state is not None:
         arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+    arrays["keys"] = np.frombuffer(s._keys.to_bytes(), dtype=np.uint8)
     return _savez(arrays)
 
 
@@ -178,7 +182,6 @@ def _restore_epochs(
     """Format 3: the default policy's state into ``s``, a fresh stream of its options."""
     if s._epochs is None:
         raise ValueError("corrupt TabularStream state: format 3 without the default policy")
-    s._epochs.rng = s._rng
     s._epochs.load_state(dict(header["epochs"]), arrays)
     s._sample_rng.bit_generator.state = header["sample_rng"]
     s._t, s._size = s._epochs.t, s._epochs.size
@@ -214,6 +217,7 @@ def encode(s: TabularStream) -> bytes:
     rng_state = s._rng._checkpoint_state()
     if rng_state is not None:
         arrays["rng"] = np.frombuffer(rng_state, dtype=np.uint8)
+    arrays["keys"] = np.frombuffer(s._keys.to_bytes(), dtype=np.uint8)
     if s._size_counter is not None:
         arrays["size_counter"] = np.frombuffer(s._size_counter.to_bytes(), dtype=np.uint8)
     for i in range(len(s._workloads)):
@@ -315,6 +319,7 @@ def decode(
     s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
     # The constructor drew the sampling seed: restore the generator after it.
     s._rng = Rng._from_checkpoint_state(rng_state)
+    s._keys = _load_keys(s, arrays)
     if header["format"] == 3:
         return _restore_epochs(s, header, arrays)
     s._t, s._size = int(header["t"]), int(header["size"])
@@ -329,12 +334,14 @@ def decode(
             if s._t:
                 raise ValueError("corrupt TabularStream state: no size counter")
             s._size_counter = Counter(
-                s._counter_kind, s._budget.size, 1, horizon=s._horizon, rng=s._rng
-            )
+                s._counter_kind, s._budget.size, 1, horizon=s._horizon,
+                rng=counter_rng(s._keys, None),
+            )  # fmt: skip
         else:
             c = Counter.from_bytes(
-                arrays["size_counter"].tobytes(), rng=s._rng, allow_seeded=allow_seeded
-            )
+                arrays["size_counter"].tobytes(), rng=counter_rng(s._keys, None),
+                allow_seeded=allow_seeded,
+            )  # fmt: skip
             if c.kind != s._counter_kind or c.epsilon != s._budget.size or c.dim != 1:
                 raise ValueError("corrupt TabularStream state: size counter")
             s._size_counter = c
@@ -346,7 +353,7 @@ def decode(
         name = _counter_name(i)
         if name in arrays:
             data = arrays[name].tobytes()
-            c = Counter.from_bytes(data, rng=s._rng, allow_seeded=allow_seeded)
+            c = Counter.from_bytes(data, rng=counter_rng(s._keys, i), allow_seeded=allow_seeded)
             if c.kind != s._counter_kind or c.epsilon != s._budget.counter_epsilon:
                 raise ValueError(f"corrupt TabularStream state: {name}")
             s._counters[i] = c
@@ -361,6 +368,17 @@ def _load_rows(s: TabularStream, arrays: Mapping[str, Any]) -> None:
     while f"rows_{k}" in arrays:
         s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
         k += 1
+
+
+def _load_keys(s: TabularStream, arrays: Mapping[str, Any]) -> KeyRing:
+    """The stored key ring; for a state written before rings were stored, a ring drawn
+    from the restored generator (fresh from the operating system unless seeded)."""
+    if "keys" not in arrays:
+        return KeyRing(s._rng)
+    keys = KeyRing.from_bytes(arrays["keys"].tobytes())
+    if keys.seeded != s._rng.seeded:
+        raise ValueError("corrupt TabularStream state: key ring")
+    return keys
 
 
 def _load_selections(
@@ -416,9 +434,11 @@ class Checkpointed:
     def to_bytes(self) -> bytes:
         """The whole state, for a checkpoint (versioned; :mod:`dpstream.tabular.checkpoint`).
 
-        **Sensitive**: the counters hold exact sums and the header the exact table size —
-        protect the bytes like the raw data. An OS-seeded generator's key is not included
-        (a loaded stream draws a fresh one); a seeded stream resumes exactly."""
+        **Sensitive**: the counters hold exact sums, the header the exact table size and
+        the bytes the stream's secret master key (:mod:`dpstream.tabular.keys`) — protect
+        them like the raw data. Loaded any number of times and fed the same batches, the
+        stream releases the same tables, byte for byte; other batches give independent
+        noise. A checkpoint supports one continuation."""
         return encode(self)  # type: ignore[arg-type]
 
     @classmethod
@@ -449,7 +469,7 @@ class Checkpointed:
 class Undo:
     """The state before a step (:func:`undo_point`)."""
 
-    rng: bytes | None
+    keys: KeyRing
     counters: list[bytes | None]
     size_counter: bytes | None
     sample_rng: Mapping[str, Any]
@@ -464,7 +484,7 @@ def undo_point(s: TabularStream) -> Undo:
         *("_selections", "_last_selected", "_baseline_rows"),
     )
     return Undo(
-        rng=s._rng._checkpoint_state(),
+        keys=s._keys.copy(),
         counters=counters,
         size_counter=None if s._size_counter is None else s._size_counter.to_bytes(),
         sample_rng=s._sample_rng.bit_generator.state,
@@ -473,16 +493,17 @@ def undo_point(s: TabularStream) -> Undo:
 
 
 def roll_back(s: TabularStream, undo: Undo) -> None:
-    """Restore the state saved by :func:`undo_point` (after a failed step). A seeded
-    generator is restored (the run stays reproducible); an OS-seeded one goes on."""
-    if undo.rng is not None:
-        s._rng = Rng._from_checkpoint_state(undo.rng)
+    """Restore the state saved by :func:`undo_point` (after a failed step), the key
+    ring's digest included: a retry of the same batch draws the same noise."""
+    s._keys = undo.keys
     for i, data in enumerate(undo.counters):
-        s._counters[i] = (
-            None if data is None else Counter.from_bytes(data, rng=s._rng, allow_seeded=s.seeded)
-        )
+        s._counters[i] = None if data is None else Counter.from_bytes(
+            data, rng=counter_rng(s._keys, i), allow_seeded=s.seeded
+        )  # fmt: skip
     if undo.size_counter is not None:
-        s._size_counter = Counter.from_bytes(undo.size_counter, rng=s._rng, allow_seeded=s.seeded)
+        s._size_counter = Counter.from_bytes(
+            undo.size_counter, rng=counter_rng(s._keys, None), allow_seeded=s.seeded
+        )
     s._sample_rng.bit_generator.state = undo.sample_rng
     for name, value in undo.fields.items():
         setattr(s, name, value)

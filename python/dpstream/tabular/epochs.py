@@ -129,7 +129,8 @@ class EpochMechanism:
             when the epoch opened (> 1).
         candidates: the pairs of columns a tree may use (sorted pairs).
         public_sizes: the guarantee's relation (see the module).
-        rng: the noise generator.
+        rng: the noise generator (the stream sets each step's before the step:
+            :mod:`dpstream.tabular.keys`).
         iters: belief propagations per fit.
         shares: the split of ε (:data:`~dpstream.tabular.epoch_split.SPLIT`).
 

@@ -18,10 +18,11 @@ import numpy.typing as npt
 from dpstream.counters import Counter, KindName
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.fitting import release_stddev
+from dpstream.tabular.keys import counter_rng
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
-    from dpstream._rng import Rng
+    from dpstream._rng import KeyRing
     from dpstream.tabular.selection import Budget
     from dpstream.tabular.tables import LazyTables
 
@@ -38,7 +39,7 @@ class WorkloadMeasurements:
     _counter_kind: KindName
     _budget: Budget
     _horizon: int | None
-    _rng: Rng
+    _keys: KeyRing
     _remainder: LazyTables
     _synthetic_marginals: LazyTables
     _model: MarginalModel | None
@@ -54,7 +55,7 @@ class WorkloadMeasurements:
                 self._budget.counter_epsilon,
                 int(self._cells[i]),
                 horizon=self._horizon,
-                rng=self._rng,
+                rng=counter_rng(self._keys, i),
             )
             self._counters[i] = c
         return c

@@ -45,8 +45,9 @@ privately):
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
   the change of 2.
-* Noise: exact discrete Laplace and exact permute-and-flip in the Rust core, from one
-  ChaCha12 generator. The fit and the sampling of rows cost no ε.
+* Noise: exact discrete Laplace and exact permute-and-flip in the Rust core, from
+  ChaCha12 generators derived from one master key (:mod:`dpstream.tabular.keys`). The
+  fit and the sampling of rows cost no ε.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream._params import RealLike, exact_fraction, int_param
-from dpstream._rng import Rng
+from dpstream._rng import KeyRing, Rng
 from dpstream.counters import Counter, KindName
 from dpstream.persistence import register
 from dpstream.tabular import checkpoint
@@ -68,6 +69,7 @@ from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
 from dpstream.tabular.fitting import CellLimit, make_fit
+from dpstream.tabular.keys import counter_rng, step_rng
 from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
@@ -112,9 +114,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         public_sizes: ``False`` (default): ε-DP for one record added or removed, the size
             released privately. ``True``: the batch sizes are public and exact and the
             guarantee is for one record's values replaced.
-        rng: generator of the privacy noise (``None``: OS-seeded, private; a seeded
-            :class:`dpstream.Rng` is reproducible and **not private**). Sampling of
-            synthetic rows uses a numpy generator seeded from it.
+        rng: the stream's secret master key, from which the noise of every step is
+            derived (:mod:`dpstream.tabular.keys`), is drawn from it (``None``: OS-seeded,
+            private; a seeded :class:`dpstream.Rng` is reproducible and **not private**).
+            Sampling of synthetic rows uses a numpy generator seeded from it.
     """
 
     def __init__(
@@ -169,6 +172,9 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
+        # The master key of every noise draw (:mod:`dpstream.tabular.keys`).
+        self._keys = KeyRing(self._rng)
+        self._noise_rng = self._rng  # each step's generator (set by the step)
         self._cells = np.array([domain.cells(c) for c in cliques], dtype=np.int64)
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
@@ -190,7 +196,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._size_counter: Counter | None = None
         if not self._public_sizes:
             self._size_counter = Counter(
-                counter, self._budget.size, 1, horizon=horizon, rng=self._rng
+                counter, self._budget.size, 1, horizon=horizon, rng=counter_rng(self._keys, None)
             )
         self._t = 0
         # The released size |f_t| (public) and the exact size, kept only to refuse deleting
@@ -231,6 +237,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
+        # The master key of every noise draw (:mod:`dpstream.tabular.keys`).
+        self._keys = KeyRing(self._rng)
         self._epochs = EpochMechanism(
             self._domain.sizes, self._epsilon, growth=float(policy.growth),
             candidates=pair_candidates(self._workloads), public_sizes=self._public_sizes,
@@ -260,15 +268,14 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
                 "deletions use policy=Paper()"
             )
         ins = [np.asarray(c, dtype=np.int64) for c in counts.inserted]
-        undo = (self._rng._checkpoint_state(), mech.state())
+        undo = (self._keys.copy(), mech.state())
         try:
+            mech.rng = step_rng(self._keys, mech.t, [[counts.rows_inserted], *ins])
             mech.step(
                 ins[:d], dict(zip(mech.candidates, ins[d:], strict=True)), counts.rows_inserted
             )
         except BaseException:
-            if undo[0] is not None:
-                self._rng = Rng._from_checkpoint_state(undo[0])
-                mech.rng = self._rng
+            self._keys = undo[0]
             mech.load_state(*undo[1])
             raise
         self._t = mech.t
@@ -328,6 +335,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         undo = checkpoint.undo_point(self)
         try:
             # The released size |f_t| and the batch's rows as the scores see them (public).
+            self._noise_rng = step_rng(self._keys, self._t, [[n_ins, n_dels], *diff])
             monotone = self._baseline or (self._insert_only and not counts.has_deletions)
             size, rows = next_size(
                 self._size_counter, self._size, n_ins - n_dels, n_ins + n_dels, monotone=monotone
@@ -418,7 +426,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             self._score, [batch[i] for i in candidates],
             [base[i] if base is not None else 0.0 for i in candidates],
             [model_marginals(i) for i in candidates], rows=rows, table_rows=table_rows,
-            budget=self._budget, rng=self._rng,
+            budget=self._budget, rng=self._noise_rng,
         )  # fmt: skip
         return candidates[pick]
 

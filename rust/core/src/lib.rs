@@ -2,9 +2,9 @@
 //!
 //! Pure Rust, no Python. Everything that touches private data or draws
 //! privacy noise lives here: the cryptographically secure generator
-//! ([`rng`]), exact integer noise ([`noise`]), exact rationals for privacy
-//! parameters ([`rational`]), the binary partition of `[0,1]^d`
-//! ([`partition`]), linear sketches ([`sketch`]), continual-release
+//! ([`rng`]) and the master keys of checkpointed streams ([`keys`]), exact
+//! integer noise ([`noise`]), exact rationals for privacy parameters
+//! ([`rational`]), the binary partition of `[0,1]^d` ([`partition`]), linear sketches ([`sketch`]), continual-release
 //! counters ([`counters`]), the synthesizers
 //! ([`synth`]) and the versioned binary encoding of their state ([`state`]). The Python package binds to this crate
 //! through the thin `dpstream-python` crate.
@@ -18,6 +18,7 @@
 
 pub mod counters;
 pub mod error;
+pub mod keys;
 pub mod noise;
 pub mod partition;
 pub mod planted;
@@ -28,5 +29,6 @@ pub mod state;
 pub mod synth;
 
 pub use error::{Error, Result};
+pub use keys::KeyRing;
 pub use rational::Rational;
 pub use rng::Rng;

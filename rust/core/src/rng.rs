@@ -222,6 +222,8 @@ pub(crate) mod tag {
     pub const LOADED_SAMPLER: u64 = 5;
     /// A master key for a version-1 checkpoint, from its saved block keys.
     pub const LEGACY_MASTER: u64 = 6;
+    /// A generator of a [`crate::keys::KeyRing`].
+    pub const KEY_RING: u64 = 7;
 }
 
 /// A 256-bit key derived from a secret `master` key and public or digested

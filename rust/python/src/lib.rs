@@ -16,6 +16,7 @@ use pyo3::prelude::*;
 mod continual;
 mod counters;
 mod epochs;
+mod keys;
 mod noise;
 mod online;
 mod partition;
@@ -253,6 +254,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     online::register(m)?;
     epochs::register(m)?;
     continual::register(m)?;
+    keys::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
