@@ -58,7 +58,7 @@ def unmerge(
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Part:
     """One model of a release's mixture. With ``maps`` (one array per column, category
     → merged code), its merged codes are drawn back to categories by :func:`unmerge`
@@ -79,40 +79,35 @@ def shares(sizes: Sequence[int]) -> IntArray:
 
     Each chunk first gives every part the floor of its proportional share of the rows
     so far (``sizes[p]·stop/n``) minus what it has given, within what it has left; the
-    chunk's missing rows then go to the parts furthest below their share (ties to the
-    first part), surplus rows are taken from those furthest above it (ties to the
-    last). Every part stays within one row of its share (the tests check it), and the
-    last chunk takes exactly what remains.
-    Exact integer arithmetic."""
+    chunk's missing rows then go to the parts furthest below their share, surplus rows
+    are taken from those furthest above it (ties to the first part). Every part stays
+    within one row of its share (the tests check it) and the last chunk takes exactly
+    what remains. Exact integer arithmetic."""
     sizes = [int(s) for s in sizes]
     total = sum(sizes)
     chunks = -(-total // CHUNK_ROWS)
     out = np.zeros((chunks, len(sizes)), dtype=np.int64)
     given = [0] * len(sizes)
+    parts = range(len(sizes))
     for i in range(chunks):
         stop = min((i + 1) * CHUNK_ROWS, total)
         rows = stop - i * CHUNK_ROWS
         share = [
             min(max(n * stop // total - g, 0), n - g) for n, g in zip(sizes, given, strict=True)
         ]
-
-        def need(p: int, stop: int = stop, given: list[int] = given) -> int:
-            """The part's share so far minus its rows (times ``total``)."""
-            return sizes[p] * stop - total * (given[p] + share[p])  # noqa: B023 (`share` is live)
-
-        while sum(share) < rows:
-            room = [p for p in range(len(sizes)) if given[p] + share[p] < sizes[p]]
-            share[max(room, key=lambda p: (need(p), -p))] += 1
-        while sum(share) > rows:
-            share[
-                min((p for p in range(len(sizes)) if share[p] > 0), key=lambda p: (need(p), -p))
-            ] -= 1
+        while (gap := rows - sum(share)) != 0:
+            need = [n * stop - total * (g + r) for n, g, r in zip(sizes, given, share, strict=True)]
+            if gap > 0:
+                room = [p for p in parts if given[p] + share[p] < sizes[p]]
+                share[max(room, key=need.__getitem__)] += 1
+            else:
+                share[min((p for p in parts if share[p] > 0), key=need.__getitem__)] -= 1
         out[i] = share
         given = [g + s for g, s in zip(given, share, strict=True)]
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReleasePlan:
     """How a release's rows are drawn (public, small: ship it to the workers).
 
