@@ -106,6 +106,15 @@ def test_every_part_gives_its_rows_and_every_chunk_is_full(small_chunks: int, si
         assert np.abs(np.cumsum(counts - expected, axis=0)).max() < 1
 
 
+def test_a_release_computed_after_later_steps_is_its_own_step(client, small_chunks) -> None:
+    one = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=6))
+    two = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=6))
+    parts = [records(400, 1), records(700, 2), records(300, 3)]
+    want = [one.step(p) for p in parts]
+    got = [two.step(dd.from_pandas(p, npartitions=2)) for p in parts]
+    assert all(w.equals(g.compute()) for w, g in zip(want, got, strict=True))
+
+
 def test_an_empty_release_is_one_empty_partition(client) -> None:
     s = TabularStream(DOMAIN, 1, rng=Rng(seed=1))
     got = s.step(dd.from_pandas(records(0, 1), npartitions=1))
