@@ -380,13 +380,13 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
 
     def synthetic_dask(self) -> Any:
         """The current synthetic table as a Dask DataFrame drawn on the workers
-        (post-processing): one partition per chunk of
+        (post-processing; needs Dask): one partition per chunk of
         :data:`~dpstream.tabular.release.CHUNK_ROWS` rows, each drawn from the small
-        model objects alone, so the client never holds the rows. Computed, it equals the
-        DataFrame :meth:`step` returns for :meth:`synthetic_codes` (the same rows, in the
-        same order, with the same index), bit for bit where decoding is (every column
-        categorical or integer codes). The rows are drawn when computed (a plan drawn
-        now: the same rows at every compute)."""
+        fitted models alone, so the client never holds the rows. Computed (now or after
+        later steps), it is the table :meth:`step` returns for the same draw on one
+        machine: the same rows, order and index, bit for bit when decoding draws nothing
+        (numbers binned by the schema are drawn inside their bins on each side). The
+        table is fixed when this is called: every compute gives the same rows."""
         return release_frame(self._release_plan(), self._domain)
 
     def _release_plan(self) -> ReleasePlan:
