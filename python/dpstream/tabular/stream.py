@@ -386,7 +386,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         later steps), it is the table :meth:`step` returns for the same draw on one
         machine: the same rows, order and index, bit for bit when decoding draws nothing
         (numbers binned by the schema are drawn inside their bins on each side). The
-        table is fixed when this is called: every compute gives the same rows."""
+        table is fixed when this is called: every compute gives the same codes."""
         return release_frame(self._release_plan(), self._domain)
 
     def _release_plan(self) -> ReleasePlan:
