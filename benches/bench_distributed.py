@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import _distributed_streams as streams
+import _release_rss
 import dpstream
 import numpy as np
 from _distributed_streams import fmt_bytes, fmt_duration
@@ -218,7 +219,17 @@ def main() -> None:
         help="privhp: the PrivHP section; streams: the tabular stream and "
         "online synthesizer section; all: both",
     )
+    parser.add_argument(
+        "--release-rss",
+        type=int,
+        metavar="N",
+        help="only measure the client's peak RSS across a step of an N-row Dask batch, its "
+        "release drawn by the workers or by the client (issue 42; printed, not written)",
+    )
     args = parser.parse_args()
+    if args.release_rss is not None:
+        release_rss(args.release_rss)
+        return
     s = QUICK if args.quick else FULL
     command = rerun_command("bench_distributed.py")
     results_path = args.results
@@ -311,6 +322,15 @@ def main() -> None:
         details = results_path.parent / "out" / "bench_distributed.md"
         write_split(section, SECTION_TITLE, results_path, DETAILS, details)
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path} (details: {details})")
+
+
+def release_rss(n: int) -> None:
+    """Issue 42's measurement (``_release_rss``), on a 2-worker LocalCluster."""
+    from dask.distributed import Client
+
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with local_cluster(2) as cluster, Client(cluster, set_as_default=False):
+        print(_release_rss.render(n, _release_rss.measure(cluster.scheduler_address, n)))
 
 
 def run_streams(

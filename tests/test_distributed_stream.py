@@ -59,7 +59,7 @@ def test_tabular_steps_on_dask_equal_pandas_byte_for_byte(client, policy: object
     for part in steps(frame):
         want = one.step(part if len(part) else None)
         ddf = dd.from_pandas(part, npartitions=3)
-        got = two.step(ddf)  # counted on the cluster by step itself
+        got = two.step(ddf).compute()  # counted, and the release drawn, on the cluster
         counted = distributed.batch_marginals(ddf, DOMAIN, three.workloads, split_every=2)
         also = three.step(counted)
         assert want.equals(got) and want.equals(also)
@@ -71,7 +71,7 @@ def test_deletions_and_arrays_of_codes(client) -> None:
     codes = DOMAIN.encode(frame)
     # The default policy takes a Dask array of codes too (insertions only).
     a, b = TabularStream(DOMAIN, 1, rng=Rng(seed=3)), TabularStream(DOMAIN, 1, rng=Rng(seed=3))
-    assert a.step(frame).equals(b.step(da.from_array(codes, chunks=(700, 2))))
+    assert a.step(frame).equals(b.step(da.from_array(codes, chunks=(700, 2))).compute())
     assert a.to_bytes() == b.to_bytes()
     one = TabularStream(DOMAIN, 1, policy=Paper(), rng=Rng(seed=3))
     two = TabularStream(DOMAIN, 1, policy=Paper(), rng=Rng(seed=3))
@@ -79,7 +79,7 @@ def test_deletions_and_arrays_of_codes(client) -> None:
     two.step(da.from_array(codes, chunks=(700, 2)))  # uneven blocks, split columns
     gone = frame.iloc[100:400]
     want = one.step(frame.iloc[:50], deletions=gone)
-    got = two.step(frame.iloc[:50], deletions=dd.from_pandas(gone, npartitions=2))
+    got = two.step(frame.iloc[:50], deletions=dd.from_pandas(gone, npartitions=2)).compute()
     assert want.equals(got) and one.to_bytes() == two.to_bytes()
     # The marginals of the deletions are counted too; their repr shows no count.
     m = distributed.batch_marginals(None, DOMAIN, one.workloads, deletions=gone)
@@ -232,7 +232,7 @@ def test_worker_processes(tmp_path) -> None:
             assert one.to_bytes() == two.to_bytes(), method
         s1 = TabularStream(DOMAIN, 1, rng=Rng(seed=2))
         s2 = TabularStream(DOMAIN, 1, rng=Rng(seed=2))
-        assert s1.step(frame).equals(s2.step(dd.from_pandas(frame, npartitions=4)))
+        assert s1.step(frame).equals(s2.step(dd.from_pandas(frame, npartitions=4)).compute())
         assert s1.to_bytes() == s2.to_bytes()
 
 

@@ -1,5 +1,6 @@
 """The tabular stream on more than one machine: exact workload marginals per partition,
-one tree reduction; selection, noise, counters and the fit on the client.
+one tree reduction; selection, noise, counters and the fit on the client; the synthetic
+rows drawn on the workers (:func:`release_frame`).
 
 A step reads its batch only through the workloads' histograms
 (:class:`~dpstream.tabular.marginals.BatchMarginals`). :func:`batch_marginals` counts
@@ -51,6 +52,7 @@ from dpstream._dask import (
 )
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.marginals import BatchMarginals, add_counts, count_columns
+from dpstream.tabular.release import ReleasePlan
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -61,6 +63,7 @@ __all__ = [
     "count_records",
     "marginals_graph",
     "marginals_of",
+    "release_frame",
     "step_marginals",
 ]
 
@@ -236,3 +239,28 @@ def step_marginals(
     if any(is_collection(b) for b in (batch, deletions)):
         return batch_marginals(batch, domain, workloads, deletions=deletions)
     return BatchMarginals.of(domain, workloads, batch, deletions)
+
+
+def _release_chunk(shared: tuple[ReleasePlan, Domain], index: int) -> Any:
+    """Task body: chunk ``index`` of the release, decoded, indexed by its rows' places
+    in the whole release."""
+    plan, domain = shared
+    frame = domain.decode(plan.chunk(index))
+    frame.index = require("pandas").RangeIndex(*plan.bounds(index))
+    return frame
+
+
+def release_frame(plan: ReleasePlan, domain: Domain) -> Any:
+    """A release as a Dask DataFrame, one partition per chunk of ``plan``
+    (:mod:`dpstream.tabular.release`), drawn and decoded on the workers: the graph
+    holds the plan (the models, small, public), never the rows. Computed, it equals
+    ``domain.decode(plan.sample())``, rows, order and index."""
+    dask = require()
+    dd = require("dask.dataframe")
+    shared = dask.delayed((plan, domain), pure=True)
+    task = dask.delayed(_release_chunk, pure=True)
+    chunks = range(max(plan.chunks, 1))  # an empty release: one empty partition
+    bounds = [plan.bounds(i)[0] for i in chunks] + [max(plan.rows - 1, 0)]
+    # the dtypes of decoded rows (of no row when the release is empty)
+    meta = domain.decode(np.zeros((min(plan.rows, 1), plan.width), dtype=np.int64)).iloc[:0]
+    return dd.from_delayed([task(shared, i) for i in chunks], meta=meta, divisions=bounds)

@@ -64,6 +64,7 @@ from dpstream.tabular.epoch_split import SPLIT, Split, shared, split
 from dpstream.tabular.estimation import Measurement
 from dpstream.tabular.merging import compress, merge_one, merge_pair
 from dpstream.tabular.model import GraphicalModel, estimate_pgm
+from dpstream.tabular.release import Part, ReleasePlan
 
 __all__ = ["Epoch", "EpochMechanism", "pair_candidates"]
 
@@ -112,7 +113,6 @@ class Epoch:
     size: float
     seed: int = 0
     model: GraphicalModel | None = None
-    rows_cache: IntArray | None = None
 
     @property
     def msizes(self) -> tuple[int, ...]:
@@ -398,55 +398,25 @@ class EpochMechanism:
         iters = self.iters if warm is None else OPEN_ITERS
         self.open_model = estimate_pgm(last.msizes, meas, size, iters=iters, warm_start=warm)
 
-    def sample(self, rng: np.random.Generator, method: str = "round") -> IntArray:
-        """The synthetic table (post-processing): each closed epoch's rows, drawn once from
-        its model with a generator seeded by ``rng``'s first draw and the epoch's index,
-        and the open epoch's rows drawn from ``rng``; the rows shuffled."""
+    def release_plan(self, rng: np.random.Generator, method: str = "round") -> ReleasePlan:
+        """The synthetic table's plan (post-processing, :mod:`dpstream.tabular.release`):
+        each closed epoch's model and the open epoch's give their released sizes, mixed
+        in every chunk; chunk ``i`` is drawn from ``default_rng([key, t, i])``, ``key``
+        drawn once from ``rng`` (at the first release), so a step's release is the same
+        at every call."""
         if self.key is None:
             self.key = int(rng.integers(2**63))
-        parts = []
+        parts, sizes = [], []
         for e in self.epochs:
             n = self._rows(e.size, e.rows)
             if n > 0 and e.model is not None:
-                if e.rows_cache is None or len(e.rows_cache) != n:
-                    g = np.random.default_rng([self.key, e.seed])
-                    e.rows_cache = self._unmerge(
-                        e.maps, e.ones, e.model.sample(n, g, method=method), g
-                    )
-                parts.append(e.rows_cache)
+                parts.append(Part(e.model, tuple(e.maps), tuple(e.ones)))
+                sizes.append(n)
         n = self.open_rows
         if n > 0 and self.open_model is not None:
-            codes = self.open_model.sample(n, rng, method=method)
-            parts.append(self._unmerge(self.epochs[-1].maps, self.ones, codes, rng))
-        if not parts:
-            return np.zeros((0, len(self.sizes)), dtype=np.int64)
-        out = np.concatenate(parts)
-        return out[rng.permutation(len(out))]
-
-    def _unmerge(
-        self,
-        maps: list[IntArray],
-        ones: list[FloatArray],
-        codes: IntArray,
-        rng: np.random.Generator,
-    ) -> IntArray:
-        """Merged codes back to categories: a merged code becomes one of its categories,
-        drawn in proportion to their released counts (uniformly if none is positive)."""
-        out = np.empty_like(codes)
-        for j, m in enumerate(maps):
-            count = np.bincount(m)
-            alone = np.flatnonzero(count[m] == 1)
-            inverse = np.full(count.size, -1, dtype=np.int64)
-            inverse[m[alone]] = alone
-            col = inverse[codes[:, j]]
-            hit = col < 0
-            if hit.any():
-                group = np.flatnonzero(count[m] > 1)
-                w = np.clip(ones[j][group], 0, None)
-                p = w / w.sum() if w.sum() > 0 else np.full(group.size, 1.0 / group.size)
-                col[hit] = rng.choice(group, size=int(hit.sum()), p=p)
-            out[:, j] = col
-        return out
+            parts.append(Part(self.open_model, tuple(self.epochs[-1].maps), tuple(self.ones)))
+            sizes.append(n)
+        return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
     # ------------------------------------------------------------------ state
 

@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._dask import is_collection
 from dpstream._params import RealLike, exact_fraction, int_param
 from dpstream._rng import KeyRing, Rng
 from dpstream.counters import Counter, KindName
@@ -64,10 +65,10 @@ from dpstream.persistence import register
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
-from dpstream.tabular.dask import step_marginals
+from dpstream.tabular.dask import release_frame, step_marginals
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
-from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
+from dpstream.tabular.estimation import MarginalModel, Measurement
 from dpstream.tabular.fitting import CellLimit, make_fit
 from dpstream.tabular.keys import counter_rng, step_rng
 from dpstream.tabular.marginals import BatchMarginals
@@ -75,6 +76,7 @@ from dpstream.tabular.measurement import WorkloadMeasurements
 from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
 from dpstream.tabular.policy_options import Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.public_values import PublicValues
+from dpstream.tabular.release import Part, ReleasePlan
 from dpstream.tabular.selection import CELL_LIMIT, SIZE_SHARE, Budget, ScoreKind, select
 from dpstream.tabular.table_size import next_size
 from dpstream.tabular.tables import LazyTables
@@ -280,7 +282,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise
         self._t = mech.t
         self._size = mech.size
-        return self._table(self.synthetic_codes())
+        return self._released(batch, deletions)
 
     # ------------------------------------------------------------------ the stream
 
@@ -301,7 +303,9 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         Returns:
             A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64 array of
             codes) of :attr:`size` synthetic records, with the domain's category labels in
-            the columns that have them (:meth:`Domain.decode`).
+            the columns that have them (:meth:`Domain.decode`). When ``batch`` or
+            ``deletions`` is a Dask collection, the same table as a Dask DataFrame whose
+            rows are drawn on the workers when computed (:meth:`synthetic_dask`).
 
         All or nothing. Refused before anything changes (``to_bytes()`` identical): a
         rejected batch (wrong columns, dtypes, unknown categories, deleting more records
@@ -351,7 +355,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._exact_size = exact
         self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
-        return self._table(self.synthetic_codes())
+        return self._released(batch, deletions)
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are
@@ -373,22 +377,47 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise ValueError("the model's marginals are not finite (corrupt state)")
 
     def synthetic_codes(self) -> Codes:
-        """The current synthetic table as an ``(size, d)`` int64 array (post-processing).
+        """The current synthetic table as an ``(size, d)`` int64 array (post-processing),
+        drawn on this machine in the chunks of :meth:`synthetic_dask`, the same rows.
 
         With :class:`Paper` the table is drawn from the mixture of the step's models
         ``h_{t,1..k}`` (equal weights): ``"round"`` gives each model ``⌊n/k⌋`` or
-        ``⌈n/k⌉`` rows, ``"iid"`` a multinomial share."""
-        empty = np.zeros((0, len(self._domain)), dtype=np.int64)
+        ``⌈n/k⌉`` rows (the first ones ``⌈n/k⌉``), ``"iid"`` a multinomial share of each
+        chunk."""
+        return self._release_plan().sample()
+
+    def synthetic_dask(self) -> Any:
+        """The current synthetic table as a Dask DataFrame drawn on the workers
+        (post-processing; needs Dask): one partition per chunk of
+        :data:`~dpstream.tabular.release.CHUNK_ROWS` rows, each drawn from the small
+        fitted models alone, so the client never holds the rows. Computed (now or after
+        later steps), it is the table :meth:`step` returns for the same draw on one
+        machine: the same rows, order and index, bit for bit when decoding draws nothing
+        (numbers binned by the schema are drawn inside their bins on each side). The
+        table is fixed when this is called: every compute gives the same codes."""
+        return release_frame(self._release_plan(), self._domain)
+
+    def _release_plan(self) -> ReleasePlan:
+        """How the current table's rows are drawn (:mod:`dpstream.tabular.release`)."""
+        d = len(self._domain)
         if self._epochs is not None:
-            return self._epochs.sample(self._sample_rng, method=self._sampling)
-        if self._baseline:
-            return np.concatenate(self._baseline_rows) if self._baseline_rows else empty
-        if self._model is None or self._size == 0:
-            return empty
-        if not self._mixture:
-            return self._model.sample(self._size, self._sample_rng, method=self._sampling)
-        parts = [*self._mixture, self._model]
-        return sample_mixture(parts, self._size, self._sample_rng, self._sampling)
+            return self._epochs.release_plan(self._sample_rng, method=self._sampling)
+        if self._baseline or self._model is None or self._size == 0:
+            rows = self._baseline_rows if self._baseline else []
+            empty = np.zeros((0, d), dtype=np.int64)
+            return ReleasePlan.of_rows(np.concatenate(rows) if rows else empty)
+        key = int(self._sample_rng.integers(2**63))
+        parts = [Part(m) for m in [*self._mixture, self._model]]
+        k, n = len(parts), self._size
+        sizes = [n // k + (p < n % k) for p in range(k)] if self._sampling == "round" else None
+        return ReleasePlan.mixture(d, parts, sizes, (key, self._t), self._sampling, rows=n)
+
+    def _released(self, batch: Any, deletions: Any) -> Any:
+        """A step's release: :meth:`synthetic_dask` when its records were a Dask
+        collection, else the table of :meth:`synthetic_codes`."""
+        if is_collection(batch) or is_collection(deletions):
+            return self.synthetic_dask()
+        return self._table(self.synthetic_codes())
 
     def _table(self, codes: Codes) -> Any:
         try:
