@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numbers
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
@@ -11,7 +12,32 @@ from dpstream import _core
 
 _SEED_BYTES = 32
 
+_T = TypeVar("_T")
 
+
+def refuse_copies(what: str, instead: str) -> Callable[[type[_T]], type[_T]]:
+    """Class decorator: copying or pickling an instance raises ``TypeError`` naming
+    ``dpstream.{what}`` and saying what to do ``instead``.
+
+    A copy would replay the same noise: two outputs with identical noise can be
+    compared or subtracted to cancel it.
+    """
+
+    def refuse(self: object, *_: object) -> NoReturn:
+        raise TypeError(
+            f"dpstream.{what} cannot be copied or pickled: a copy would repeat the same "
+            f"noise; {instead}"
+        )
+
+    def decorate(cls: type[_T]) -> type[_T]:
+        for name in ("__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__"):
+            setattr(cls, name, refuse)
+        return cls
+
+    return decorate
+
+
+@refuse_copies("Rng", "create a new Rng() instead")
 class Rng:
     """A ChaCha12 cryptographically secure generator for privacy noise.
 
@@ -80,19 +106,6 @@ class Rng:
         rng._seed = "restored"
         rng._inner = _core.Rng.from_seeded_state(bytes(state))
         return rng
-
-    def _refuse_copy(self, *_: object) -> NoReturn:
-        # A copy would replay the same noise: two releases with identical noise
-        # can be subtracted to cancel it.
-        raise TypeError(
-            "dpstream.Rng cannot be copied or pickled: a copy would repeat the same noise; "
-            "create a new Rng() instead"
-        )
-
-    __copy__ = _refuse_copy
-    __deepcopy__ = _refuse_copy
-    __reduce__ = _refuse_copy
-    __reduce_ex__ = _refuse_copy
 
     def __repr__(self) -> str:
         if self._seed is None:

@@ -72,7 +72,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, ClassVar, NoReturn, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -81,7 +81,7 @@ from dpstream import _core
 from dpstream._arrays import points_array
 from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
-from dpstream._rng import Rng
+from dpstream._rng import Rng, refuse_copies
 from dpstream.online_dask import update_online
 from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
@@ -121,6 +121,7 @@ def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
     return np.require(arr, dtype=np.uint64, requirements=["C", "A"])
 
 
+@refuse_copies("OnlineSynthesizer", "use dpstream.save/load (or to_bytes/from_bytes) to checkpoint")
 class OnlineSynthesizer:
     """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
 
@@ -411,19 +412,6 @@ class OnlineSynthesizer:
         if inner.seeded and not allow_seeded:
             raise ValueError(seeded_refusal("OnlineSynthesizer"))
         return variant._wrap(inner)
-
-    def _refuse_copy(self, *_: object) -> NoReturn:
-        # A copy would replay the same noise: two continuations from identical
-        # generators can be compared to cancel it.
-        raise TypeError(
-            "dpstream.OnlineSynthesizer cannot be copied or pickled: a copy would repeat "
-            "the same noise; use dpstream.save/load (or to_bytes/from_bytes) to checkpoint"
-        )
-
-    __copy__ = _refuse_copy
-    __deepcopy__ = _refuse_copy
-    __reduce__ = _refuse_copy
-    __reduce_ex__ = _refuse_copy
 
     def __repr__(self) -> str:
         text = (
