@@ -15,7 +15,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from _helpers import assert_truncations_and_flips_refused
+from _helpers import assert_corrupt_checkpoints_refused
 from _synth_inputs import BAD_BATCHES, BAD_EPSILONS
 from conftest import ALPHA, clopper_pearson_lower, clopper_pearson_upper
 from dpstream import OnlineSynthesizer, Rng, metrics, partition, streams
@@ -474,12 +474,7 @@ def _small_checkpoint() -> bytes:
 
 def test_corrupted_bytes_raise(tmp_path: Path) -> None:
     data = _small_checkpoint()
-    assert_truncations_and_flips_refused(OnlineSynthesizer.from_bytes, data, 0x01)
-    path = tmp_path / "bad.dpst"
-    for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
-        path.write_bytes(bad)
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            dpstream.load(path)
+    assert_corrupt_checkpoints_refused(OnlineSynthesizer.from_bytes, data, tmp_path / "bad.dpst")
     sketch = dpstream.sketch.CountMinSketch(1, 4, rng=Rng(seed=1)).to_bytes()
     with pytest.raises(ValueError, match="OnlineSynthesizer"):
         OnlineSynthesizer.from_bytes(sketch)
