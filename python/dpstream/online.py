@@ -175,6 +175,12 @@ class OnlineSynthesizer:
     _epsilon: Fraction
     _released: bool
 
+    def __init_subclass__(cls, *, method: str = "", core: Any = None) -> None:
+        """A method's class names its method and its Rust class."""
+        super().__init_subclass__()
+        if method:
+            cls._METHOD, cls._CORE = method, core
+
     def __new__(
         cls,
         epsilon: RealLike,
@@ -434,7 +440,7 @@ class _Epochal(OnlineSynthesizer):
         return int(self._inner.epochs)
 
 
-class EpochsSynthesizer(_Epochal):
+class EpochsSynthesizer(_Epochal, method="epochs", core=_core.EpochSynthesizer):
     """``OnlineSynthesizer(epsilon, dim)`` (``method="epochs"``, the default): noisy
     histograms per release epoch, a 16-ary tree mechanism over epochs, least squares and
     pruning (the module documentation states the mechanism and its ε split).
@@ -449,8 +455,6 @@ class EpochsSynthesizer(_Epochal):
     """
 
     __slots__ = ()
-    _METHOD = "epochs"
-    _CORE = _core.EpochSynthesizer
     _inner: _core.EpochSynthesizer
 
     @property
@@ -499,7 +503,7 @@ class EpochsSynthesizer(_Epochal):
             raise
 
 
-class PaperSynthesizer(OnlineSynthesizer):
+class PaperSynthesizer(OnlineSynthesizer, method="paper", core=_core.OnlineSynthesizer):
     """``OnlineSynthesizer(epsilon, dim, method="paper")``: He, Vershynin and Zhu's
     Algorithm 1 as printed (the module documentation states it).
 
@@ -514,8 +518,6 @@ class PaperSynthesizer(OnlineSynthesizer):
     """
 
     __slots__ = ()
-    _METHOD = "paper"
-    _CORE = _core.OnlineSynthesizer
     _inner: _core.OnlineSynthesizer
 
     @property
@@ -527,7 +529,7 @@ class PaperSynthesizer(OnlineSynthesizer):
         return self.epsilon
 
 
-class PrivHPSynthesizer(_Epochal):
+class PrivHPSynthesizer(_Epochal, method="privhp", core=_core.ContinualPrivHP):
     """:meth:`OnlineSynthesizer.for_memory` (``method="privhp"``): continual-release PrivHP
     in fixed memory.
 
@@ -543,8 +545,6 @@ class PrivHPSynthesizer(_Epochal):
     """
 
     __slots__ = ()
-    _METHOD = "privhp"
-    _CORE = _core.ContinualPrivHP
     _inner: _core.ContinualPrivHP
 
     @property
