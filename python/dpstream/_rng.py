@@ -14,6 +14,14 @@ _SEED_BYTES = 32
 
 _T = TypeVar("_T")
 
+#: What the ``repr`` of anything whose noise comes from a seeded generator ends with.
+_SEEDED_NOTE = "  # seeded: reproducible, NOT PRIVATE"
+
+
+def seeded_repr(text: str, seeded: bool) -> str:
+    """``text``, a ``repr``, with the NOT PRIVATE warning when the noise is ``seeded``."""
+    return text + _SEEDED_NOTE if seeded else text
+
 
 def refuse_copies(what: str, instead: str) -> Callable[[type[_T]], type[_T]]:
     """Class decorator: copying or pickling an instance raises ``TypeError`` naming
@@ -110,4 +118,4 @@ class Rng:
     def __repr__(self) -> str:
         if self._seed is None:
             return "Rng()"
-        return f"Rng(seed={self._seed!r})  # seeded: reproducible, NOT PRIVATE"
+        return seeded_repr(f"Rng(seed={self._seed!r})", True)

@@ -81,7 +81,7 @@ from dpstream import _core
 from dpstream._arrays import points_array
 from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
-from dpstream._rng import Rng, refuse_copies
+from dpstream._rng import Rng, refuse_copies, seeded_repr
 from dpstream.online_dask import update_online
 from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
@@ -424,9 +424,7 @@ class OnlineSynthesizer:
             f"OnlineSynthesizer(epsilon={self._epsilon}, dim={self.dim}, "
             f"method={self._METHOD!r}, t={self.t}, depth={self.depth})"
         )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(text, self.seeded)
 
 
 class _Epochal(OnlineSynthesizer):

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream._params import core_rng
-from dpstream._rng import Rng
+from dpstream._rng import Rng, seeded_repr
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -163,10 +163,7 @@ class NoisyStream:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        text = self._describe()
-        if self._seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(self._describe(), self._seeded)
 
 
 class ScalarStream(NoisyStream):
