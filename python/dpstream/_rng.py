@@ -1,10 +1,11 @@
-"""The generator behind every noise draw."""
+"""The generator behind every noise draw, and what every object drawing from one shares:
+no copies, the seeded flag and its warning."""
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -21,6 +22,18 @@ _SEEDED_NOTE = "  # seeded: reproducible, NOT PRIVATE"
 def seeded_repr(text: str, seeded: bool) -> str:
     """``text``, a ``repr``, with the NOT PRIVATE warning when the noise is ``seeded``."""
     return text + _SEEDED_NOTE if seeded else text
+
+
+class Seeded:
+    """A wrapper of a Rust object ``_inner`` whose noise comes from its own generator."""
+
+    __slots__ = ()
+    _inner: Any
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise comes from a seeded generator: reproducible, **not private**."""
+        return bool(self._inner.seeded)
 
 
 def refuse_copies(what: str, instead: str) -> Callable[[type[_T]], type[_T]]:

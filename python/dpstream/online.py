@@ -81,7 +81,7 @@ from dpstream import _core
 from dpstream._arrays import points_array
 from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
-from dpstream._rng import Rng, refuse_copies, seeded_repr
+from dpstream._rng import Rng, Seeded, refuse_copies, seeded_repr
 from dpstream.online_dask import update_online
 from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
@@ -122,7 +122,7 @@ def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
 
 
 @refuse_copies("OnlineSynthesizer", "use dpstream.save/load (or to_bytes/from_bytes) to checkpoint")
-class OnlineSynthesizer:
+class OnlineSynthesizer(Seeded):
     """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
 
     Feed points with :meth:`update` (``n`` rows are ``n`` consecutive time
@@ -302,11 +302,6 @@ class OnlineSynthesizer:
     def n_regions(self) -> int:
         """Cells with a private count (public): see the method's class."""
         raise NotImplementedError
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return bool(self._inner.seeded)
 
     @property
     def epsilon_spent(self) -> Fraction:

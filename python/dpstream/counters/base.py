@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream._params import core_rng
-from dpstream._rng import Rng, seeded_repr
+from dpstream._rng import Rng, Seeded, seeded_repr
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -72,19 +72,17 @@ class _CoreScalarStream(_CoreStream, Protocol):
     def run(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 
 
-class NoisyStream:
+class NoisyStream(Seeded):
     """What every counter wrapper shares: the Rust object, time, seeding, memory, repr."""
 
-    __slots__ = ("_inner", "_seeded")
+    __slots__ = ("_inner",)
     #: The Rust class wrapped; ``_CORE.from_bytes(data, rng, allow_seeded)`` loads it.
     _CORE: ClassVar[Any]
     _inner: _CoreStream
-    _seeded: bool
 
     def _attach(self, inner: Any) -> None:
         """Wrap ``inner``, a new or loaded Rust counter."""
         self._inner = inner
-        self._seeded = bool(inner.seeded)
 
     @classmethod
     def from_bytes(
@@ -124,11 +122,6 @@ class NoisyStream:
         """Steps taken so far (public)."""
         return int(self._inner.time)
 
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return self._seeded
-
     def _stream_epsilon(self) -> Fraction:
         eps: Fraction = getattr(self, "epsilon")  # noqa: B009 - subclasses define it
         return eps
@@ -163,7 +156,7 @@ class NoisyStream:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return seeded_repr(self._describe(), self._seeded)
+        return seeded_repr(self._describe(), self.seeded)
 
 
 class ScalarStream(NoisyStream):
