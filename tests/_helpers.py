@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import dpstream
 import numpy as np
 import pytest
 
@@ -77,3 +79,16 @@ def assert_truncations_and_flips_refused(
         flipped[i] ^= bit
         with pytest.raises(ValueError, match="invalid dpstream state"):
             load(bytes(flipped))
+
+
+def assert_corrupt_checkpoints_refused(
+    load: Callable[[bytes], Any], data: bytes, path: Path
+) -> None:
+    """As :func:`assert_truncations_and_flips_refused` (bit ``0x01``), and
+    :func:`dpstream.load` refuses ``path`` holding ``data`` cut or extended by a byte, an
+    empty file, the bare magic or zeros."""
+    assert_truncations_and_flips_refused(load, data, 0x01)
+    for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
+        path.write_bytes(bad)
+        with pytest.raises(ValueError, match="invalid dpstream state"):
+            dpstream.load(path)

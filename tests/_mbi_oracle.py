@@ -28,28 +28,14 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from dpstream.tabular.estimation import (
-    Clique,
-    FloatArray,
-    IntArray,
-    Measurement,
-    check_clique,
-    check_clique_in,
-    check_measurements,
-    check_sample_method,
-    check_sample_size,
-    check_sizes,
-    check_total,
-    clique_cells,
-    clique_shape,
-    round_rows,
-    sample_rows,
-)
+from dpstream.tabular import estimation as est
+from dpstream.tabular.estimation import Clique, FloatArray, IntArray, Measurement
 from dpstream.tabular.model import GraphicalModel
+from dpstream.tabular.model.graphical_model import _sample_conditional
 
 __all__ = ["INSTALL_HINT", "MbiModel", "estimate_mbi", "load_mbi"]
 
@@ -112,6 +98,10 @@ class MbiModel:
         mrf: the underlying ``mbi.MarkovRandomField`` (jax arrays, float64).
     """
 
+    sizes = property(attrgetter("_sizes"))
+    total = property(attrgetter("_total"))
+    cliques = property(attrgetter("_cliques"))
+
     def __init__(
         self,
         sizes: tuple[int, ...],
@@ -147,29 +137,12 @@ class MbiModel:
         self._order = tuple(int(a) for a in reversed(order))
 
     @property
-    def sizes(self) -> tuple[int, ...]:
-        return self._sizes
-
-    @property
-    def total(self) -> float:
-        return self._total
-
-    @property
-    def cliques(self) -> tuple[Clique, ...]:
-        return self._cliques
-
-    @property
     def potentials(self) -> dict[Clique, FloatArray]:
         """Copies of the log-potentials ``θ_C``, flattened in C order."""
         return {c: t.copy() for c, t in self._theta.items()}
 
     def __repr__(self) -> str:
-        widest = max(clique_cells(self._sizes, n) for n in self._nodes)
-        return (
-            f"MbiModel(columns={len(self._sizes)}, cliques={len(self._cliques)}, "
-            f"junction_tree_nodes={len(self._nodes)}, widest_node_cells={widest}, "
-            f"total={self._total:g})"
-        )
+        return f"MbiModel(sizes={self.sizes}, cliques={self.cliques}, total={self.total:g})"
 
     def marginal(self, clique: Sequence[int]) -> FloatArray:
         """Counts of the marginal of ``clique``, flattened in C order; they sum to ``total``.
@@ -179,12 +152,12 @@ class MbiModel:
         covers it: on a calibrated junction tree, the joint of a subtree's columns is
         the product of its nodes' marginals over those of its separators.
         """
-        cl = check_clique(clique)
-        check_clique_in(cl, self._sizes)
+        cl = est.check_clique(clique)
+        est.check_clique_in(cl, self.sizes)
         best: tuple[int, int] | None = None
         for i, node in enumerate(self._nodes):
             if set(cl) <= set(node):
-                key = (clique_cells(self._sizes, node), i)
+                key = (est.clique_cells(self.sizes, node), i)
                 best = key if best is None or key < best else best
         if best is None:
             return self._contract(cl).reshape(-1)
@@ -214,15 +187,15 @@ class MbiModel:
         label = {c: k for k, c in enumerate(sorted({c for i in keep for c in self._nodes[i]}))}
         args: list[Any] = []
         for i in sorted(keep):
-            args += [self._tables[i] / self._total, [label[c] for c in self._nodes[i]]]
+            args += [self._tables[i] / self.total, [label[c] for c in self._nodes[i]]]
         for a, b in sorted(edges):
             sep = tuple(c for c in self._nodes[a] if c in self._nodes[b])
             axes = tuple(k for k, c in enumerate(self._nodes[a]) if c not in sep)
-            marg = np.sum(self._tables[a], axis=axes) / self._total
+            marg = np.sum(self._tables[a], axis=axes) / self.total
             inv = np.divide(1.0, marg, out=np.zeros_like(marg), where=marg > 0)
             args += [inv, [label[c] for c in sep]]
         out: FloatArray = np.einsum(*args, [label[c] for c in cl], optimize="greedy")
-        return out * self._total
+        return out * self.total
 
     def sample(self, n: int, rng: np.random.Generator, *, method: str = "iid") -> IntArray:
         """``n`` synthetic rows ``(n, d)`` (int64 codes) from the model (post-processing).
@@ -238,9 +211,9 @@ class MbiModel:
         (:func:`~dpstream.tabular.estimation.round_rows`, mbi's ``method="round"``
         with its remainder allocated without bias), and shuffles the rows at the end.
         """
-        n = check_sample_size(n)
-        rounded = check_sample_method(method) == "round"
-        sizes = self._sizes
+        n = est.check_sample_size(n)
+        rounded = est.check_sample_method(method) == "round"
+        sizes = self.sizes
         out = np.zeros((n, len(sizes)), dtype=np.int64)
         if n == 0:
             return out
@@ -248,20 +221,20 @@ class MbiModel:
         for col in self._order:
             parents = tuple(sorted({c for nd in self._nodes if col in nd for c in nd} & done))
             cl = tuple(sorted((*parents, col)))
-            table = self.marginal(cl).reshape(clique_shape(sizes, cl))
+            table = self.marginal(cl).reshape(est.clique_shape(sizes, cl))
             joint = np.moveaxis(table, cl.index(col), -1).reshape(-1, sizes[col])
             if parents:
                 rows = np.ravel_multi_index(
-                    tuple(out[:, c] for c in parents), clique_shape(sizes, parents)
+                    tuple(out[:, c] for c in parents), est.clique_shape(sizes, parents)
                 )
                 if rounded:
-                    out[:, col] = round_rows(joint, rows, n, rng)
+                    out[:, col] = est.round_rows(joint, rows, n, rng)
                 else:
                     out[:, col] = _sample_conditional(joint, rows, rng)
             elif rounded:
-                out[:, col] = round_rows(joint.reshape(-1), None, n, rng)
+                out[:, col] = est.round_rows(joint.reshape(-1), None, n, rng)
             else:
-                out[:, col] = sample_rows(joint.reshape(-1), n, rng)
+                out[:, col] = est.sample_rows(joint.reshape(-1), n, rng)
             done.add(col)
         if rounded:
             out = out[rng.permutation(n)]
@@ -279,23 +252,6 @@ def _table(factor: Any) -> FloatArray:
     values = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
     table: FloatArray = np.ascontiguousarray(np.transpose(values, np.argsort(cols)))
     return table
-
-
-def _sample_conditional(
-    joint: FloatArray, rows: npt.NDArray[np.intp], rng: np.random.Generator
-) -> npt.NDArray[np.intp]:
-    """One draw of a column index from row ``rows[k]`` of ``joint`` (normalised per row).
-
-    A row without mass (parents of probability 0 in the model) is uniform.
-    """
-    n_cols = joint.shape[1]
-    mass = joint.sum(axis=1, keepdims=True)
-    cond = np.where(mass > 0, joint / np.where(mass > 0, mass, 1.0), 1.0 / n_cols)
-    cum = np.cumsum(np.maximum(cond, 0.0), axis=1)
-    cum /= cum[:, -1:]
-    u = rng.random(rows.size)
-    idx: npt.NDArray[np.intp] = np.minimum((cum[rows] <= u[:, None]).sum(axis=1), n_cols - 1)
-    return idx
 
 
 def estimate_mbi(
@@ -330,9 +286,9 @@ def estimate_mbi(
         ImportError: mbi is not installed (the message says how to install it).
         ValueError: bad sizes, measurements, total, iters or warm start.
     """
-    sz = check_sizes(sizes)
-    meas = check_measurements(sz, measurements)
-    tot = check_total(total)
+    sz = est.check_sizes(sizes)
+    meas = est.check_measurements(sz, measurements)
+    tot = est.check_total(total)
     if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
         raise ValueError(f"iters must be a non-negative int, got {iters!r}")
     cliques: list[Clique] = [m.clique for m in meas]
@@ -362,7 +318,7 @@ def estimate_mbi(
         warm = None
         if warm_start is not None:
             tables = {
-                c: mbi.Factor(domain.project(c), jnp.asarray(t.reshape(clique_shape(sz, c))))
+                c: mbi.Factor(domain.project(c), jnp.asarray(t.reshape(est.clique_shape(sz, c))))
                 for c, t in warm_start.potentials.items()
                 if c
             }

@@ -12,7 +12,13 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from _helpers import assert_truncations_and_flips_refused, needs_statm, rss_growth
+from _helpers import (
+    assert_corrupt_checkpoints_refused,
+    assert_truncations_and_flips_refused,
+    needs_statm,
+    rss_growth,
+)
+from _synth_inputs import BAD_BATCHES, BAD_EPSILONS
 from conftest import ALPHA, assert_chi_square, merge_small_categories, seeded_checkpoint_loads
 from dpstream import PrivHP, Rng, TreeGenerator, metrics, partition
 from hypothesis import given
@@ -49,13 +55,7 @@ def released(
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "message"),
     [
-        ((0, 2), {}, ValueError, "epsilon must be positive"),
-        ((-0.5, 2), {}, ValueError, "epsilon must be positive"),
-        ((Fraction(-1, 3), 2), {}, ValueError, "epsilon must be positive"),
-        ((float("nan"), 2), {}, ValueError, "epsilon must be finite"),
-        ((float("inf"), 2), {}, ValueError, "epsilon must be finite"),
-        (("1", 2), {}, TypeError, "epsilon"),
-        ((True, 2), {}, TypeError, "epsilon"),
+        *BAD_EPSILONS,
         ((1, 0), {}, ValueError, r"\bdim\b.*got 0"),
         ((1, -1), {}, ValueError, r"\bdim\b"),
         ((1, 2**16 + 1), {}, ValueError, r"\bdim\b"),
@@ -203,28 +203,8 @@ def test_optimal_split_follows_equation_23(dim: int, k: int, depth: int) -> None
 # Update
 # ---------------------------------------------------------------------------------------
 
-_long_bad = np.full((5000, 2), 0.5)
-_long_bad[4999, 1] = 1.25
 
-
-@pytest.mark.parametrize(
-    ("batch", "error", "message"),
-    [
-        (np.zeros((3, 3)), ValueError, r"shape \(n, 2\)"),
-        (np.zeros(4), ValueError, r"shape \(n, 2\)"),
-        (np.zeros((2, 2, 1)), ValueError, r"shape \(n, 2\)"),
-        ([[0.1, np.nan]], ValueError, r"points\[0, 1\] is NaN"),
-        ([[0.2, 0.3], [1.5, 0.2]], ValueError, r"points\[1, 0\] = 1\.5 is outside \[0, 1\]"),
-        ([[0.2, 0.3], [-0.1, 0.2]], ValueError, r"points\[1, 0\] = -0\.1 is outside"),
-        ([[0.2, np.inf]], ValueError, r"points\[0, 1\] = inf is outside"),
-        (_long_bad, ValueError, r"points\[4999, 1\] = 1\.25 is outside"),
-        (np.array([[True, False]]), TypeError, "dtype bool"),
-        (np.array([["0.1", "0.2"]]), TypeError, "dtype <U3"),
-        (np.array([[0.1 + 0j, 0.2]]), TypeError, "dtype complex128"),
-        (np.array([[None, 0.2]]), TypeError, "dtype object"),
-        ("0.1,0.2", TypeError, "numeric"),
-    ],
-)
+@pytest.mark.parametrize(("batch", "error", "message"), BAD_BATCHES)
 def test_bad_batches_raise_and_change_nothing(batch, error, message) -> None:
     good1, good2 = uniform(300, 2, 10), uniform(200, 2, 11)
     p = PrivHP(1, 2, rng=Rng(seed=5), **BASE)
@@ -478,12 +458,8 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
 
 def test_corrupted_generator_bytes_raise(tmp_path: Path) -> None:
     data = _small_generator().to_bytes()
-    assert_truncations_and_flips_refused(TreeGenerator.from_bytes, data, 0x01)
     path = tmp_path / "bad.dpst"
-    for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
-        path.write_bytes(bad)
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            dpstream.load(path)
+    assert_corrupt_checkpoints_refused(TreeGenerator.from_bytes, data, path)
     newer = bytearray(data[:-4])
     newer[8] = 3  # format version 3
     path.write_bytes(bytes(newer) + zlib.crc32(bytes(newer)).to_bytes(4, "little"))

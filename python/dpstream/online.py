@@ -72,7 +72,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, ClassVar, NoReturn, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -81,7 +81,7 @@ from dpstream import _core
 from dpstream._arrays import points_array
 from dpstream._dask import is_collection
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
-from dpstream._rng import Rng
+from dpstream._rng import Rng, Seeded, refuse_copies, seeded_repr
 from dpstream.online_dask import update_online
 from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
@@ -121,7 +121,8 @@ def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
     return np.require(arr, dtype=np.uint64, requirements=["C", "A"])
 
 
-class OnlineSynthesizer:
+@refuse_copies("OnlineSynthesizer", "use dpstream.save/load (or to_bytes/from_bytes) to checkpoint")
+class OnlineSynthesizer(Seeded):
     """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
 
     Feed points with :meth:`update` (``n`` rows are ``n`` consecutive time
@@ -173,6 +174,12 @@ class OnlineSynthesizer:
     _inner: Any
     _epsilon: Fraction
     _released: bool
+
+    def __init_subclass__(cls, *, method: str = "", core: Any = None) -> None:
+        """A method's class names its method and its Rust class."""
+        super().__init_subclass__()
+        if method:
+            cls._METHOD, cls._CORE = method, core
 
     def __new__(
         cls,
@@ -297,11 +304,6 @@ class OnlineSynthesizer:
         raise NotImplementedError
 
     @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return bool(self._inner.seeded)
-
-    @property
     def epsilon_spent(self) -> Fraction:
         """ε spent: from the first :meth:`release` on, what the worst-case point costs
         over all releases together (ε; how: the method's class); 0 before."""
@@ -412,27 +414,12 @@ class OnlineSynthesizer:
             raise ValueError(seeded_refusal("OnlineSynthesizer"))
         return variant._wrap(inner)
 
-    def _refuse_copy(self, *_: object) -> NoReturn:
-        # A copy would replay the same noise: two continuations from identical
-        # generators can be compared to cancel it.
-        raise TypeError(
-            "dpstream.OnlineSynthesizer cannot be copied or pickled: a copy would repeat "
-            "the same noise; use dpstream.save/load (or to_bytes/from_bytes) to checkpoint"
-        )
-
-    __copy__ = _refuse_copy
-    __deepcopy__ = _refuse_copy
-    __reduce__ = _refuse_copy
-    __reduce_ex__ = _refuse_copy
-
     def __repr__(self) -> str:
         text = (
             f"OnlineSynthesizer(epsilon={self._epsilon}, dim={self.dim}, "
             f"method={self._METHOD!r}, t={self.t}, depth={self.depth})"
         )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(text, self.seeded)
 
 
 class _Epochal(OnlineSynthesizer):
@@ -446,7 +433,7 @@ class _Epochal(OnlineSynthesizer):
         return int(self._inner.epochs)
 
 
-class EpochsSynthesizer(_Epochal):
+class EpochsSynthesizer(_Epochal, method="epochs", core=_core.EpochSynthesizer):
     """``OnlineSynthesizer(epsilon, dim)`` (``method="epochs"``, the default): noisy
     histograms per release epoch, a 16-ary tree mechanism over epochs, least squares and
     pruning (the module documentation states the mechanism and its ε split).
@@ -461,8 +448,6 @@ class EpochsSynthesizer(_Epochal):
     """
 
     __slots__ = ()
-    _METHOD = "epochs"
-    _CORE = _core.EpochSynthesizer
     _inner: _core.EpochSynthesizer
 
     @property
@@ -511,7 +496,7 @@ class EpochsSynthesizer(_Epochal):
             raise
 
 
-class PaperSynthesizer(OnlineSynthesizer):
+class PaperSynthesizer(OnlineSynthesizer, method="paper", core=_core.OnlineSynthesizer):
     """``OnlineSynthesizer(epsilon, dim, method="paper")``: He, Vershynin and Zhu's
     Algorithm 1 as printed (the module documentation states it).
 
@@ -526,8 +511,6 @@ class PaperSynthesizer(OnlineSynthesizer):
     """
 
     __slots__ = ()
-    _METHOD = "paper"
-    _CORE = _core.OnlineSynthesizer
     _inner: _core.OnlineSynthesizer
 
     @property
@@ -539,7 +522,7 @@ class PaperSynthesizer(OnlineSynthesizer):
         return self.epsilon
 
 
-class PrivHPSynthesizer(_Epochal):
+class PrivHPSynthesizer(_Epochal, method="privhp", core=_core.ContinualPrivHP):
     """:meth:`OnlineSynthesizer.for_memory` (``method="privhp"``): continual-release PrivHP
     in fixed memory.
 
@@ -555,8 +538,6 @@ class PrivHPSynthesizer(_Epochal):
     """
 
     __slots__ = ()
-    _METHOD = "privhp"
-    _CORE = _core.ContinualPrivHP
     _inner: _core.ContinualPrivHP
 
     @property

@@ -79,14 +79,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpstream._dask import (
-    delayed_list,
-    map_partitions,
-    naming_partition,
-    require,
-    row_blocks,
-    tree_reduce,
-)
+from dpstream import _dask
 from dpstream._params import int_param
 from dpstream.privhp import PrivHP
 
@@ -193,29 +186,29 @@ def _summarize_block(block: Any, template: bytes, threads: int, index: int = 0) 
     refusal names the partition (row numbers are within it)."""
     batch = isinstance(block, np.ndarray) or hasattr(block, "to_numpy")
     items = [block] if batch else block
-    with naming_partition(index):
+    with _dask.naming_partition(index):
         return summarize(template, items, threads=threads)
 
 
 def point_partitions(data: object, dim: int) -> list[Delayed]:
     """One delayed object per partition of a Dask collection of ``dim``-dimensional
     points (or the list of ``dask.delayed`` partitions given)."""
-    given = delayed_list(data)
+    given = _dask.delayed_list(data)
     if given is not None:
         return given
-    da = require("dask.array")
+    da = _dask.require("dask.array")
     if isinstance(data, da.Array):
         if data.ndim != 2:
             raise ValueError(f"a dask array of points must be 2-D (n, d), got {data.ndim}-D")
         cols = data.shape[1]
         if not np.isnan(cols) and cols != dim:
             raise ValueError(f"points must have {dim} columns (the template's dim), got {cols}")
-        return row_blocks(data)
-    db = require("dask.bag")
+        return _dask.row_blocks(data)
+    db = _dask.require("dask.bag")
     if isinstance(data, db.Bag):
         return list(data.to_delayed())
     try:
-        dd = require("dask.dataframe")
+        dd = _dask.require("dask.dataframe")
     except ImportError:  # Dask without its dataframe extra
         dd = None
     if dd is not None and isinstance(data, dd.DataFrame):
@@ -246,9 +239,9 @@ def summary_graph(
 
     def summaries(key: Delayed) -> list[Delayed]:
         parts = point_partitions(data, template.dim)
-        return map_partitions(_summarize_block, parts, key, threads)
+        return _dask.map_partitions(_summarize_block, parts, key, threads)
 
-    return tree_reduce(tmpl, split_every, summaries, _merge_many)
+    return _dask.tree_reduce(tmpl, split_every, summaries, _merge_many)
 
 
 def build_privhp(
@@ -284,7 +277,7 @@ def build_privhp(
     Runs on the active Dask scheduler (a ``dask.distributed.Client`` if one is
     connected). A point outside ``[0,1]^d`` fails its task with ``ValueError``.
     """
-    (summary,) = require().compute(
+    (summary,) = _dask.require().compute(
         summary_graph(data, template, split_every=split_every, threads=threads)
     )
     if not isinstance(summary, PrivHP):  # pragma: no cover - defensive

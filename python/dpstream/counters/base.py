@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import numbers
 from fractions import Fraction
-from typing import NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
+
+from dpstream._params import core_rng
+from dpstream._rng import Rng, Seeded, seeded_repr
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
@@ -69,22 +72,55 @@ class _CoreScalarStream(_CoreStream, Protocol):
     def run(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 
 
-class NoisyStream:
+class NoisyStream(Seeded):
     """What every counter wrapper shares: the Rust object, time, seeding, memory, repr."""
 
-    __slots__ = ("_inner", "_seeded")
+    __slots__ = ("_inner",)
+    #: The Rust class wrapped; ``_CORE.from_bytes(data, rng, allow_seeded)`` loads it.
+    _CORE: ClassVar[Any]
     _inner: _CoreStream
-    _seeded: bool
+
+    def _attach(self, inner: Any) -> None:
+        """Wrap ``inner``, a new or loaded Rust counter."""
+        self._inner = inner
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes | bytearray | memoryview,
+        *,
+        rng: Rng | None = None,
+        allow_seeded: bool = False,
+    ) -> Self:
+        """Load a counter saved by :meth:`to_bytes` (or :func:`dpstream.save`).
+
+        The loaded counter keys its noise with the checkpoint's master key (see
+        the module docs): fed the same increments, every load gives the same
+        releases as the saved counter would have, whatever ``rng`` is. ``rng``
+        (``None``: a fresh OS-seeded generator) is used only by a counter saved
+        before its first step or by an older dpstream, to draw its master key.
+
+        The bytes record whether the saved counter's noise was seeded. Such a
+        checkpoint is **not private** (its noise so far can be recomputed from
+        the seed) and is refused unless ``allow_seeded=True``; loaded, the
+        counter stays :attr:`seeded` (and its ``repr`` says NOT PRIVATE)
+        whatever ``rng`` is. A counter saved by dpstream before the flag was
+        recorded loads as not seeded.
+
+        Raises:
+            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
+            ValueError: the bytes are truncated, corrupted, of another kind
+                or of a newer format version; or they hold a seeded counter
+                and ``allow_seeded`` is false.
+        """
+        obj = cls.__new__(cls)
+        obj._attach(cls._CORE.from_bytes(checked_bytes(data), core_rng(rng), bool(allow_seeded)))
+        return obj
 
     @property
     def time(self) -> int:
         """Steps taken so far (public)."""
         return int(self._inner.time)
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return self._seeded
 
     def _stream_epsilon(self) -> Fraction:
         eps: Fraction = getattr(self, "epsilon")  # noqa: B009 - subclasses define it
@@ -120,10 +156,7 @@ class NoisyStream:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        text = self._describe()
-        if self._seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(self._describe(), self.seeded)
 
 
 class ScalarStream(NoisyStream):

@@ -19,7 +19,6 @@ from dpstream.counters.base import (
     I64_MIN,
     NoisyStream,
     Share,
-    checked_bytes,
     integer_array,
 )
 from dpstream.persistence import register
@@ -63,7 +62,8 @@ class Counter(NoisyStream):
             bounded one; ε so small that a noise scale exceeds ``2**56``.
     """
 
-    __slots__ = ("_epsilon",)
+    __slots__ = ()
+    _CORE = _core.Counter
     _inner: _core.Counter
 
     def __init__(
@@ -82,46 +82,7 @@ class Counter(NoisyStream):
         h = None if horizon is None else int_param(horizon, "horizon", low=1, high=None)
         if h is not None and h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
-        inner_rng = core_rng(rng)
-        self._inner = _core.Counter(kind, eps.numerator, eps.denominator, d, h, inner_rng)
-        self._epsilon = eps
-        self._seeded = bool(self._inner.seeded)
-
-    @classmethod
-    def from_bytes(
-        cls,
-        data: bytes | bytearray | memoryview,
-        *,
-        rng: Rng | None = None,
-        allow_seeded: bool = False,
-    ) -> Counter:
-        """Load a counter saved by :meth:`to_bytes` (or :func:`dpstream.save`).
-
-        The loaded counter keys its noise with the checkpoint's master key (see
-        the module docs): fed the same increments, every load gives the same
-        releases as the saved counter would have, whatever ``rng`` is. ``rng``
-        (``None``: a fresh OS-seeded generator) is used only by a counter saved
-        before its first step or by an older dpstream, to draw its master key.
-
-        The bytes record whether the saved counter's noise was seeded. Such a
-        checkpoint is **not private** (its noise so far can be recomputed from
-        the seed) and is refused unless ``allow_seeded=True``; loaded, the
-        counter stays :attr:`seeded` (and its ``repr`` says NOT PRIVATE)
-        whatever ``rng`` is. A counter saved by dpstream before the flag was
-        recorded loads as not seeded.
-
-        Raises:
-            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
-            ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version; or they hold a seeded counter
-                and ``allow_seeded`` is false.
-        """
-        inner = _core.Counter.from_bytes(checked_bytes(data), core_rng(rng), bool(allow_seeded))
-        obj = cls.__new__(cls)
-        obj._inner = inner
-        obj._epsilon = Fraction(*inner.epsilon())
-        obj._seeded = bool(inner.seeded)
-        return obj
+        self._attach(_core.Counter(kind, eps.numerator, eps.denominator, d, h, core_rng(rng)))
 
     @property
     def kind(self) -> KindName:
@@ -132,7 +93,7 @@ class Counter(NoisyStream):
     @property
     def epsilon(self) -> Fraction:
         """The privacy parameter of the whole stream of releases (exact)."""
-        return self._epsilon
+        return Fraction(*self._inner.epsilon())
 
     @property
     def dim(self) -> int:

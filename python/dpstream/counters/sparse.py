@@ -13,7 +13,7 @@ import numpy as np
 from dpstream import _core
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
-from dpstream.counters.base import ScalarStream, Share, checked_bytes
+from dpstream.counters.base import ScalarStream, Share
 from dpstream.persistence import register
 
 
@@ -73,7 +73,8 @@ class SparseCounter(ScalarStream):
             that a noise scale exceeds ``2**56``.
     """
 
-    __slots__ = ("_epsilon",)
+    __slots__ = ()
+    _CORE = _core.SparseCounter
     _inner: _core.SparseCounter
 
     def __init__(self, epsilon: RealLike, horizon: int, *, rng: Rng | None = None) -> None:
@@ -81,42 +82,12 @@ class SparseCounter(ScalarStream):
         h = int_param(horizon, "horizon", low=1, high=None)
         if h > np.iinfo(np.uint64).max:
             raise ValueError(f"horizon must be below 2**64, got {h}")
-        self._inner = _core.SparseCounter(eps.numerator, eps.denominator, h, core_rng(rng))
-        self._epsilon = eps
-        self._seeded = bool(self._inner.seeded)
-
-    @classmethod
-    def from_bytes(
-        cls,
-        data: bytes | bytearray | memoryview,
-        *,
-        rng: Rng | None = None,
-        allow_seeded: bool = False,
-    ) -> SparseCounter:
-        """Load a counter saved by :meth:`to_bytes`; the generator and the seeded
-        flag as in :meth:`Counter.from_bytes` (a seeded checkpoint needs
-        ``allow_seeded=True``; one saved before the flag was recorded loads as
-        not seeded).
-
-        Raises:
-            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
-            ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version; or they hold a seeded counter
-                and ``allow_seeded`` is false.
-        """
-        inner = _core.SparseCounter.from_bytes(
-            checked_bytes(data), core_rng(rng), bool(allow_seeded)
-        )
-        obj = cls.__new__(cls)
-        obj._inner = inner
-        obj._epsilon = Fraction(*inner.epsilon())
-        obj._seeded = bool(inner.seeded)
-        return obj
+        self._attach(_core.SparseCounter(eps.numerator, eps.denominator, h, core_rng(rng)))
 
     @property
     def epsilon(self) -> Fraction:
         """The privacy parameter of the whole stream (exact)."""
-        return self._epsilon
+        return Fraction(*self._inner.epsilon())
 
     @property
     def horizon(self) -> int:
@@ -167,10 +138,12 @@ class InhomogeneousSparseCounter(ScalarStream):
     Privacy (Lemma 3.3): if two streams differ in the value of one step of
     level ``r >= r_0`` by ±1, the whole sequence of releases is ``ε_r``-DP;
     if the step is before ``t_{r_0}`` the releases do not depend on it.
-    ``time_epsilon``, ``r_0``, the schedule and the time are public.
+    ``time_epsilon``, ``r_0``, the schedule and the time are public. The schedule (a
+    table of level epsilons, or the online synthesizer's) is part of :meth:`to_bytes`.
     """
 
-    __slots__ = ("_time_epsilon",)
+    __slots__ = ()
+    _CORE = _core.InhomogeneousSparseCounter
     _inner: _core.InhomogeneousSparseCounter
 
     def __init__(
@@ -197,42 +170,11 @@ class InhomogeneousSparseCounter(ScalarStream):
         else:
             eps, dim, depth = _online
             pairs, online = None, (eps.numerator, eps.denominator, dim, depth)
-        self._inner = _core.InhomogeneousSparseCounter(
-            teps.numerator, teps.denominator, r0, pairs, online, core_rng(rng)
+        self._attach(
+            _core.InhomogeneousSparseCounter(
+                teps.numerator, teps.denominator, r0, pairs, online, core_rng(rng)
+            )
         )
-        self._time_epsilon = teps
-        self._seeded = bool(self._inner.seeded)
-
-    @classmethod
-    def from_bytes(
-        cls,
-        data: bytes | bytearray | memoryview,
-        *,
-        rng: Rng | None = None,
-        allow_seeded: bool = False,
-    ) -> InhomogeneousSparseCounter:
-        """Load a counter saved by :meth:`to_bytes`; the generator and the seeded
-        flag as in :meth:`Counter.from_bytes` (a seeded checkpoint needs
-        ``allow_seeded=True``; one saved before the flag was recorded loads as
-        not seeded).
-
-        The schedule (a table of level epsilons, or the online synthesizer's)
-        is part of the bytes.
-
-        Raises:
-            TypeError: ``data`` is not bytes, or ``rng`` is not a :class:`dpstream.Rng`.
-            ValueError: the bytes are truncated, corrupted, of another kind
-                or of a newer format version; or they hold a seeded counter
-                and ``allow_seeded`` is false.
-        """
-        inner = _core.InhomogeneousSparseCounter.from_bytes(
-            checked_bytes(data), core_rng(rng), bool(allow_seeded)
-        )
-        obj = cls.__new__(cls)
-        obj._inner = inner
-        obj._time_epsilon = Fraction(*inner.time_epsilon())
-        obj._seeded = bool(inner.seeded)
-        return obj
 
     @classmethod
     def online(
@@ -254,7 +196,7 @@ class InhomogeneousSparseCounter(ScalarStream):
     @property
     def time_epsilon(self) -> Fraction:
         """The ε of the time levels (exact)."""
-        return self._time_epsilon
+        return Fraction(*self._inner.time_epsilon())
 
     @property
     def start_level(self) -> int:

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._rng import Rng
+from dpstream._rng import Rng, seeded_repr
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.policy import Policy, RemovedPolicy
 from dpstream.tabular.selection import Budget, split_budget
@@ -115,6 +115,4 @@ class PublicValues:
             f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
             f"workloads={len(self._workloads)}, policy={self._policy!r}, t={self._t})"
         )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(text, self.seeded)
