@@ -165,6 +165,15 @@ def make_table() -> TabularStream:
     return t
 
 
+def make_public_table() -> TabularStream:
+    """A Paper() stream with public batch sizes (so a deletion can be checked against them)."""
+    t = TabularStream(
+        DOMAIN, 1, workloads=1, policy=Paper(k=1), public_sizes=True, iters=3, rng=Rng(seed=1)
+    )
+    t.step(np.array([[0, 1, 0], [2, 0, 1]]))
+    return t
+
+
 def make_default_table() -> TabularStream:
     """A stream of the default policy, Adaptive() (insertions only)."""
     t = TabularStream(DOMAIN, 1, iters=3, rng=Rng(seed=1))
@@ -223,6 +232,7 @@ FAMILIES: dict[str, tuple[Callable[[], Any], Callable[[Any], object]]] = {
     "TabularStream": (make_table, follow_table),
     "TabularStream (at its horizon)": (make_bounded_table, follow_state),
     "TabularStream (default policy)": (make_default_table, follow_table),
+    "TabularStream (public sizes)": (make_public_table, follow_table),
     "noise (rng)": (make_rng, follow_rng),
     "constructor": (nothing, follow_nothing),
 }
@@ -551,7 +561,7 @@ CASES: list[Case] = [
          "a batch array must have shape (n, 3), got (1, 2)", lambda t: t.step(np.array([[0, 0]]))),
     Case("TabularStream", "a string batch", TypeError, "a batch must be a DataFrame",
          lambda t: t.step("red,0,yes")),
-    Case("TabularStream", "deleting more rows than the table holds", ValueError,
+    Case("TabularStream (public sizes)", "deleting more rows than the table holds", ValueError,
          "deleting 3 records from a table of 2",
          lambda t: t.step(deletions=np.zeros((3, 3), dtype=np.int64))),
     # ---- tabular stream: Dask batches (issue 30); columns and dtypes checked on the client
@@ -574,7 +584,8 @@ CASES: list[Case] = [
          "a Dask batch must be a dask DataFrame, a dask Array or a list of dask.delayed "
          "partitions, got Bag",
          lambda t: t.step(_dask_bag([1, 2]))),
-    Case("TabularStream", "Dask deletions: more rows than the table holds", ValueError,
+    Case("TabularStream (public sizes)", "Dask deletions: more rows than the table holds",
+         ValueError,
          "deleting 3 records from a table of 2",
          lambda t: t.step(
              deletions=_ddf({"color": ["red"] * 3, "size": [0] * 3, "ok": ["no"] * 3}))),

@@ -325,7 +325,7 @@ def decode(
     s._t, s._size = int(header["t"]), int(header["size"])
     s._exact_size = int(header.get("exact_size", s._size))  # old states: exact sizes
     s._insert_only = bool(header.get("insert_only", True))
-    if s._size < 0 or s._exact_size < 0 or (s._public_sizes and s._size != s._exact_size):
+    if s._size < 0 or (s._public_sizes and s._size != s._exact_size):
         raise ValueError("corrupt TabularStream state: sizes")
     if removed is not None:
         return _removed_stream(s, removed, header, arrays, domain)

@@ -33,8 +33,11 @@ privately):
   (``ε·SIZE_SHARE`` = ``ε/20``, the workload counters' kind and horizon;
   :mod:`dpstream.tabular.table_size`); everything that
   needs a size reads that release. It is post-processed: a running maximum while the
-  stream is insert-only, else clipped at 0. The exact size is kept only to refuse
-  deleting more records than the table holds.
+  stream is insert-only, else clipped at 0. Deleting a record that was never inserted is
+  not refused under add/remove (a refusal would depend on the private size): the exact
+  counts of its cells and the exact size go below what they were, the released counts
+  and size follow them (the size clipped at 0). With ``public_sizes`` the sizes are
+  public and a step deleting more records than the table holds is refused.
 * Split (:func:`~dpstream.tabular.selection.split_budget`, one place; ``ε' = ε − ε/20``):
   ``ε'/2`` to selection (``k`` selections of ``ε'/2k`` per step, each reading only
   ``∇f_t``, the released sizes and earlier releases) and ``ε'/2`` to measurement (a record
@@ -201,8 +204,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
                 counter, self._budget.size, 1, horizon=horizon, rng=counter_rng(self._keys, None)
             )
         self._t = 0
-        # The released size |f_t| (public) and the exact size, kept only to refuse deleting
-        # more records than the table holds (never released; sensitive like the counters).
+        # The released size |f_t| (public) and the exact size (never released; sensitive
+        # like the counters; read only with public_sizes, where it is public).
         self._size = 0
         self._exact_size = 0
         # Public (the arguments' form): no step has been given a `deletions` argument.
@@ -308,13 +311,14 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             rows are drawn on the workers when computed (:meth:`synthetic_dask`).
 
         All or nothing. Refused before anything changes (``to_bytes()`` identical): a
-        rejected batch (wrong columns, dtypes, unknown categories, deleting more records
-        than the table holds, deletions with the baseline, a marginal count beyond ``2^27``
-        in one cell), a stream at the counters' ``horizon``, and a model that no workload
-        fits within ``max_model_cells``. If the step still fails after that (a numerical
-        failure of a fit: a bug), the state is rolled back before the error is raised;
-        nothing was released, but the error follows from the step's noisy values, so a
-        retry of the same batch counts as another step against ε.
+        rejected batch (wrong columns, dtypes, unknown categories, with ``public_sizes``
+        deleting more records than the table holds, deletions with the baseline, a
+        marginal count beyond ``2^27`` in one cell), a stream at the counters'
+        ``horizon``, and a model that no workload fits within ``max_model_cells``. If the
+        step still fails after that (a numerical failure of a fit: a bug), the state is
+        rolled back before the error is raised; nothing was released, but the error
+        follows from the step's noisy values, so a retry of the same batch counts as
+        another step against ε.
         """
         if self._removed is not None:
             raise ValueError(self._removed.message)
@@ -325,7 +329,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         if n_dels and self._baseline:
             raise ValueError("the baseline method takes insertions only")
         exact = self._exact_size + n_ins - n_dels
-        if exact < 0:
+        if exact < 0 and self._public_sizes:  # sizes public: the check reveals nothing
             raise ValueError(
                 f"deleting {n_dels} records from a table of {self._exact_size + n_ins}"
             )
