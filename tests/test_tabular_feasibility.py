@@ -22,6 +22,7 @@ from dpstream.tabular import (
     Baseline,
     Domain,
     GraphicalModel,
+    ModelOptions,
     Paper,
     TabularStream,
     junction_tree_size,
@@ -171,9 +172,9 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     """Narrow (the greedy second chance) and wide (the bound alone): after every step the
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
-    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      policy=Paper(), public_sizes=True, iters=10,
-                      rng=dpstream.Rng(seed=9))  # fmt: skip
+    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2,
+                      model=ModelOptions(max_model_cells=cap, iters=10),
+                      policy=Paper(), public_sizes=True, rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
         monkeypatch.setattr(pgm, "junction_tree_size", lambda *a: rebuilds.append(a) or 0)
