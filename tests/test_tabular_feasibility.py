@@ -134,9 +134,14 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: reject candidates at most steps.
 FIXTURES = {
     "paper-10": (10, 6, 6, {"policy": Paper()}),
-    "cap-paper-8": (8, 10, 4, {"max_model_cells": 700, "policy": Paper()}),
-    "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
-    "three-way-paper-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": Paper(k=2)}),
+    "cap-paper-8": (8, 10, 4, {"model": ModelOptions(max_model_cells=700), "policy": Paper()}),
+    "baseline-8": (8, 4, 4, {"policy": Baseline(), "model": ModelOptions(max_model_cells=60)}),
+    "three-way-paper-7": (
+        7,
+        5,
+        4,
+        {"workloads": 3, "model": ModelOptions(max_model_cells=1500), "policy": Paper(k=2)},
+    ),
 }
 BEFORE = {
     "paper-10": [[[0, 5], [2, 3], [6, 9]], [[3, 5], [6, 9], [6, 7]], [[5, 9], [6, 8], [4, 6]], [[1, 2], [3, 4], [4, 6]], [[8, 9], [4, 6], [1, 6]], [[3, 5], [0, 3], [0, 5]]],  # noqa: E501

@@ -307,8 +307,10 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
         ({"estimator": "pgm"}, TypeError),
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
-        ({"iters": 0}, ValueError),
-        ({"sampling": "systematic"}, ValueError),
+        # Fields of ModelOptions now (model=ModelOptions(iters=...)).
+        ({"iters": 30}, TypeError),
+        ({"sampling": "iid"}, TypeError),
+        ({"model": {"iters": 30}}, TypeError),
     ],
 )
 @pytest.mark.parametrize("policy", [Adaptive(), Paper()])
