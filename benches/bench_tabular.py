@@ -9,7 +9,7 @@ rows) or B = 200 (245 steps) rows, in two orders (Section 7.1.2):
 * Adult-ordered: the rows sorted increasingly, lexicographically by all columns (first column
   first), the same stream in every run.
 
-Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``iters=100``:
+Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), 100 iterations:
 ``Baseline(k=3)`` (Algorithm 2, the selection score ``"l2"``), ``Paper(k=3)`` (Algorithm 3 as
 printed: the score of Section 7.2, the remainder from the model, a refit after each
 selection, the mixture release; the column "proposed"; the paper does not state its k), both
@@ -85,7 +85,6 @@ import argparse
 import datetime as dt
 import gzip
 import importlib
-import inspect
 import json
 import math
 import multiprocessing as mp
@@ -118,7 +117,7 @@ from _report import (
 )
 from _seeds import derived_seed
 from dpstream import counters as dp_counters
-from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
+from dpstream.tabular import Domain, ModelOptions, TabularStream, all_workloads, workload_errors
 from dpstream.tabular.policy import Adaptive, Baseline, Paper
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -199,12 +198,8 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0)
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-_STREAM_PARAMS = inspect.signature(TabularStream).parameters
-# How TabularStream draws its synthetic rows (never passed; None: no ``sampling`` keyword, rows
-# drawn i.i.d.).
-SAMPLING: str | None = (
-    str(_STREAM_PARAMS["sampling"].default) if "sampling" in _STREAM_PARAMS else None
-)
+# How TabularStream draws its synthetic rows (never passed: the library default).
+SAMPLING: str = ModelOptions().sampling
 
 # The worked example for reading the paper's RelWE as a relative ℓ2 error: the workload
 # UNIFORM_COLUMN × OTHER_COLUMN when the model keeps UNIFORM_COLUMN uniform.
@@ -762,14 +757,15 @@ def bench_stream(
     policy among them: the library's default if absent). ``legacy_sizes=True``
     (:data:`LEGACY_SIZES`; needs ``public_sizes=True``): the stream at 2ε, the calibration
     of the streams stored before issue 28. ``counter`` is a field of the other policies (the
-    default takes the simple counter only), as is the cell limit passed to them."""
-    settings: dict[str, Any] = {"workloads": 2, "iters": ITERS, "rng": dpstream.Rng(seed=seed)}
+    default takes the simple counter only)."""
+    model = ModelOptions(iters=ITERS, max_model_cells=MAX_MODEL_CELLS)
+    settings: dict[str, Any] = {"workloads": 2, "model": model, "rng": dpstream.Rng(seed=seed)}
     merged = {**settings, **options}
     counter = merged.pop("counter", "simple")
     policy = merged.get("policy", Adaptive())
     if not isinstance(policy, Adaptive):
         policy = replace(policy, counter=counter)
-        merged = {"max_model_cells": MAX_MODEL_CELLS, **merged, "policy": policy}
+        merged = {**merged, "policy": policy}
     elif counter != "simple":
         raise ValueError(f"the default policy takes the simple counter, not {counter!r}")
     legacy = bool(merged.pop(LEGACY_SIZES, False))
@@ -1431,8 +1427,6 @@ def provenance(results: list[Result]) -> str:
 
 
 def sampling_text() -> str:
-    if SAMPLING is None:
-        return "i.i.d. from the fitted model (this dpstream's `TabularStream` has no `sampling`)"
     how = "i.i.d. from the fitted model" if SAMPLING == "iid" else "from the fitted model"
     return f'{how} (`sampling` not passed: the library default, `"{SAMPLING}"`)'
 
@@ -1529,12 +1523,12 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'order"; the section "which order is the paper\'s Adult-ordered?" '
         "compares it with the rows in file order (git history). Batches of "
         "B = 50 rows (977 steps, the last of 42 rows) or B = 200 (245 steps).",
-        f"- `TabularStream(domain, ε, workloads=2, policy=…, iters={ITERS}, "
-        "rng=dpstream.Rng(seed=…))`: baseline `Baseline(k="
+        f"- `TabularStream(domain, ε, workloads=2, policy=…, model=ModelOptions(iters={ITERS}, "
+        f"max_model_cells={MAX_MODEL_CELLS:_}), rng=dpstream.Rng(seed=…))`: baseline `Baseline(k="
         f'{MARGINALS_PER_STEP}, score="l2")` (Algorithm 2) and proposed `Paper(k='
         f"{MARGINALS_PER_STEP})` (Algorithm 3 as printed: the score of Section 7.2, the "
         "remainder from the model, a refit after each selection, the mixture release), "
-        f'both with `estimator="pgm", max_model_cells={MAX_MODEL_CELLS:_}`, and the library '
+        'both with `estimator="pgm"`, and the library '
         "default `Adaptive()` (an MST release per epoch of batches, "
         "`dpstream.tabular.epochs`). The paper does not state its k (workloads selected per "
         f"step); k = {MARGINALS_PER_STEP} here. "

@@ -37,7 +37,7 @@ from dpstream import OnlineSynthesizer, PrivHP, Rng, TreeGenerator, counters, no
 from dpstream.budget import BudgetExceededError
 from dpstream.partitioned import local_cluster
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream
+from dpstream.tabular import Adaptive, Baseline, Domain, ModelOptions, Paper, TabularStream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -160,7 +160,9 @@ DOMAIN = Domain({"color": ["red", "green", "blue"], "size": 2, "ok": ["yes", "no
 
 
 def make_table() -> TabularStream:
-    t = TabularStream(DOMAIN, 1, workloads=1, policy=Paper(k=1), iters=3, rng=Rng(seed=1))
+    t = TabularStream(
+        DOMAIN, 1, workloads=1, policy=Paper(k=1), model=ModelOptions(iters=3), rng=Rng(seed=1)
+    )
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
 
@@ -176,7 +178,7 @@ def make_public_table() -> TabularStream:
 
 def make_default_table() -> TabularStream:
     """A stream of the default policy, Adaptive() (insertions only)."""
-    t = TabularStream(DOMAIN, 1, iters=3, rng=Rng(seed=1))
+    t = TabularStream(DOMAIN, 1, model=ModelOptions(iters=3), rng=Rng(seed=1))
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
 
@@ -190,8 +192,8 @@ def follow_table(t: TabularStream) -> object:
 def make_bounded_table() -> TabularStream:
     """A stream whose "block" counters (size counter included) have taken their horizon."""
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Paper(k=1, counter="block", horizon=1), iters=3,
-        rng=Rng(seed=1),
+        DOMAIN, 1, workloads=1, policy=Paper(k=1, counter="block", horizon=1),
+        model=ModelOptions(iters=3), rng=Rng(seed=1),
     )  # fmt: skip
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t
@@ -640,7 +642,8 @@ CASES: list[Case] = [
          "workload (0, 1) alone needs a model of 8 cells (its marginal 6, the other columns 2), "
          "more than max_model_cells=7: raise max_model_cells to at least 8 or leave out the "
          "larger workloads",
-         lambda _: TabularStream(DOMAIN, 1, policy=Paper(), max_model_cells=7), after=NO_OBJECT),
+         lambda _: TabularStream(DOMAIN, 1, policy=Paper(), model=ModelOptions(max_model_cells=7)),
+         after=NO_OBJECT),
     Case("constructor", "TabularStream public_sizes not a bool", TypeError,
          "public_sizes must be a bool, got str",
          lambda _: TabularStream(DOMAIN, 1, public_sizes="yes"),  # type: ignore[arg-type]

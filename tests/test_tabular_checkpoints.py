@@ -19,7 +19,7 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
-from dpstream.tabular import Baseline, Domain, Paper, TabularStream
+from dpstream.tabular import Baseline, Domain, ModelOptions, Paper, TabularStream
 from dpstream.tabular.policy import RemovedPolicy
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -191,11 +191,13 @@ def test_the_stream_options_of_older_states_become_policy_fields() -> None:
 
 def test_a_new_state_keeps_its_policy_fields() -> None:
     policy = Paper(k=1, counter="block", horizon=3)
-    s = TabularStream(DOMAIN, 1, policy=policy, iters=10, rng=dpstream.Rng(seed=4))
+    s = TabularStream(
+        DOMAIN, 1, policy=policy, model=ModelOptions(iters=10), rng=dpstream.Rng(seed=4)
+    )
     s.step(RECORDS[:50])
     back = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
     assert back.policy == policy and back.t == 1
     assert back.step(RECORDS[50:100]).equals(s.step(RECORDS[50:100]))
-    b = TabularStream(DOMAIN, 1, policy=Baseline(k=1, estimator="mw"), iters=5)
+    b = TabularStream(DOMAIN, 1, policy=Baseline(k=1, estimator="mw"), model=ModelOptions(iters=5))
     b.step(RECORDS[:50])
     assert TabularStream.from_bytes(b.to_bytes()).policy == Baseline(k=1, estimator="mw")

@@ -22,6 +22,7 @@ from dpstream.tabular import (
     Baseline,
     Domain,
     GraphicalModel,
+    ModelOptions,
     Paper,
     TabularStream,
     junction_tree_size,
@@ -133,9 +134,14 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: reject candidates at most steps.
 FIXTURES = {
     "paper-10": (10, 6, 6, {"policy": Paper()}),
-    "cap-paper-8": (8, 10, 4, {"max_model_cells": 700, "policy": Paper()}),
-    "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
-    "three-way-paper-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": Paper(k=2)}),
+    "cap-paper-8": (8, 10, 4, {"model": ModelOptions(max_model_cells=700), "policy": Paper()}),
+    "baseline-8": (8, 4, 4, {"policy": Baseline(), "model": ModelOptions(max_model_cells=60)}),
+    "three-way-paper-7": (
+        7,
+        5,
+        4,
+        {"workloads": 3, "model": ModelOptions(max_model_cells=1500), "policy": Paper(k=2)},
+    ),
 }
 BEFORE = {
     "paper-10": [[[0, 5], [2, 3], [6, 9]], [[3, 5], [6, 9], [6, 7]], [[5, 9], [6, 8], [4, 6]], [[1, 2], [3, 4], [4, 6]], [[8, 9], [4, 6], [1, 6]], [[3, 5], [0, 3], [0, 5]]],  # noqa: E501
@@ -171,9 +177,9 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     """Narrow (the greedy second chance) and wide (the bound alone): after every step the
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
-    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      policy=Paper(), public_sizes=True, iters=10,
-                      rng=dpstream.Rng(seed=9))  # fmt: skip
+    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2,
+                      model=ModelOptions(max_model_cells=cap, iters=10),
+                      policy=Paper(), public_sizes=True, rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
         monkeypatch.setattr(pgm, "junction_tree_size", lambda *a: rebuilds.append(a) or 0)

@@ -29,6 +29,7 @@ from dpstream.tabular import (
     Domain,
     GraphicalModel,
     Measurement,
+    ModelOptions,
     Paper,
     TabularStream,
     estimate_pgm,
@@ -194,7 +195,12 @@ def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
     errors = {}
     for estimator in ("pgm", "mbi"):
         s = TabularStream(
-            d, 2, policy=Paper(k=2), iters=100, public_sizes=True, rng=dpstream.Rng(seed=1)
+            d,
+            2,
+            policy=Paper(k=2),
+            model=ModelOptions(iters=100),
+            public_sizes=True,
+            rng=dpstream.Rng(seed=1),
         )
         if estimator == "mbi":
             s = with_mbi(s)

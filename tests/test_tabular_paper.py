@@ -8,7 +8,7 @@ import hashlib
 import dpstream
 import numpy as np
 from dpstream import streams
-from dpstream.tabular import Domain, Paper, TabularStream
+from dpstream.tabular import Domain, ModelOptions, Paper, TabularStream
 
 
 def latent(columns: int) -> Domain:
@@ -31,7 +31,9 @@ BEFORE = (
 
 def test_fourteen_columns_select_and_release_as_before() -> None:
     rows = streams.latent_class(8 * 300, 14, seed=31)
-    s = TabularStream(latent(14), 1, policy=Paper(), iters=30, rng=dpstream.Rng(seed=31))
+    s = TabularStream(
+        latent(14), 1, policy=Paper(), model=ModelOptions(iters=30), rng=dpstream.Rng(seed=31)
+    )
     selected = []
     for t in range(8):
         s.step(rows[t * 300 : (t + 1) * 300])
@@ -43,7 +45,9 @@ def test_fourteen_columns_select_and_release_as_before() -> None:
 def test_tables_computed_when_read_equal_the_eager_ones() -> None:
     d = 9
     rows = streams.latent_class(4 * 200, d, seed=5)
-    s = TabularStream(latent(d), 1, policy=Paper(k=2), iters=10, rng=dpstream.Rng(5))
+    s = TabularStream(
+        latent(d), 1, policy=Paper(k=2), model=ModelOptions(iters=10), rng=dpstream.Rng(5)
+    )
     for t in range(4):
         s.step(rows[t * 200 : (t + 1) * 200])
     assert s._model is not None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from dpstream import Rng
-from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream, release
+from dpstream.tabular import Adaptive, Baseline, Domain, ModelOptions, Paper, TabularStream, release
 from dpstream.tabular.release import ReleasePlan, shares
 
 pd = pytest.importorskip("pandas")
@@ -60,8 +60,12 @@ def test_a_release_drawn_on_the_workers_equals_one_machine(
     client, small_chunks: int, policy: object, sampling: str
 ) -> None:
     frame = records(2400, 4)
-    one = TabularStream(DOMAIN, 1, policy=policy, sampling=sampling, iters=20, rng=Rng(seed=5))
-    two = TabularStream(DOMAIN, 1, policy=policy, sampling=sampling, iters=20, rng=Rng(seed=5))
+    one = TabularStream(
+        DOMAIN, 1, policy=policy, model=ModelOptions(sampling=sampling, iters=20), rng=Rng(seed=5)
+    )
+    two = TabularStream(
+        DOMAIN, 1, policy=policy, model=ModelOptions(sampling=sampling, iters=20), rng=Rng(seed=5)
+    )
     for part in (frame.iloc[:600], frame.iloc[600:1500], frame.iloc[1500:]):
         want = one.step(part)
         got = two.step(dd.from_pandas(part, npartitions=3))
@@ -77,7 +81,7 @@ def test_a_release_drawn_on_the_workers_equals_one_machine(
 
 
 def test_chunks_drawn_in_any_order_are_the_same_rows(small_chunks: int) -> None:
-    s = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=8))
+    s = TabularStream(DOMAIN, 1, model=ModelOptions(iters=20), rng=Rng(seed=8))
     for part in (records(500, 1), records(900, 2), records(1300, 3)):
         s.step(part)
     plan = s._release_plan()
@@ -107,8 +111,8 @@ def test_every_part_gives_its_rows_and_every_chunk_is_full(small_chunks: int, si
 
 
 def test_a_release_computed_after_later_steps_is_its_own_step(client, small_chunks) -> None:
-    one = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=6))
-    two = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=6))
+    one = TabularStream(DOMAIN, 1, model=ModelOptions(iters=20), rng=Rng(seed=6))
+    two = TabularStream(DOMAIN, 1, model=ModelOptions(iters=20), rng=Rng(seed=6))
     parts = [records(400, 1), records(700, 2), records(300, 3)]
     want = [one.step(p) for p in parts]
     got = [two.step(dd.from_pandas(p, npartitions=2)) for p in parts]
@@ -123,7 +127,7 @@ def test_an_empty_release_is_one_empty_partition(client) -> None:
 
 
 def test_a_release_is_written_as_parquet_by_the_workers(client, small_chunks, tmp_path) -> None:
-    s = TabularStream(DOMAIN, 1, iters=20, rng=Rng(seed=2))
+    s = TabularStream(DOMAIN, 1, model=ModelOptions(iters=20), rng=Rng(seed=2))
     table = s.step(dd.from_pandas(records(1000, 2), npartitions=2))
     table.to_parquet(tmp_path / "release")
     back = pd.read_parquet(tmp_path / "release").sort_index()  # the rows' places

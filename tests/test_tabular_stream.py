@@ -14,6 +14,7 @@ from dpstream.tabular import (
     Adaptive,
     Baseline,
     Domain,
+    ModelOptions,
     Paper,
     TabularStream,
     all_workloads,
@@ -249,7 +250,12 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
     d = small()
     rows = table(d, 600, 1)
     s = TabularStream(
-        d, 1, policy=Paper(k=2), iters=20, public_sizes=True, rng=dpstream.Rng(seed=3)
+        d,
+        1,
+        policy=Paper(k=2),
+        model=ModelOptions(iters=20),
+        public_sizes=True,
+        rng=dpstream.Rng(seed=3),
     )
     assert "NOT PRIVATE" in repr(s)
     out = s.step(pd.DataFrame(rows[:200], columns=list(d.names)))
@@ -269,7 +275,9 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
     rows = table(d, 400, 2)
 
     def make() -> TabularStream:
-        return TabularStream(d, 1, policy=policy, iters=10, rng=dpstream.Rng(seed=5))
+        return TabularStream(
+            d, 1, policy=policy, model=ModelOptions(iters=10), rng=dpstream.Rng(seed=5)
+        )
 
     a, b = make(), make()
     a.step(rows[:100])
@@ -299,8 +307,10 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
         ({"estimator": "pgm"}, TypeError),
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
-        ({"iters": 0}, ValueError),
-        ({"sampling": "systematic"}, ValueError),
+        # Fields of ModelOptions now (model=ModelOptions(iters=...)).
+        ({"iters": 30}, TypeError),
+        ({"sampling": "iid"}, TypeError),
+        ({"model": {"iters": 30}}, TypeError),
     ],
 )
 @pytest.mark.parametrize("policy", [Adaptive(), Paper()])
@@ -320,7 +330,7 @@ def test_baseline_takes_insertions_only_and_grows_by_batches() -> None:
         d,
         1,
         policy=Baseline(k=2, estimator="mw"),
-        iters=10,
+        model=ModelOptions(iters=10),
         public_sizes=True,
         rng=dpstream.Rng(seed=1),
     )
@@ -340,7 +350,9 @@ def test_every_counter_kind_runs() -> None:
         ("unbounded-block", None),
     ]:
         policy = Paper(k=2, counter=counter, horizon=horizon)  # type: ignore[arg-type]
-        s = TabularStream(d, 2, policy=policy, iters=10, rng=dpstream.Rng(seed=2))
+        s = TabularStream(
+            d, 2, policy=policy, model=ModelOptions(iters=10), rng=dpstream.Rng(seed=2)
+        )
         sizes = [len(s.step(rows[100 * t : 100 * (t + 1)])) for t in range(3)]
         # The size counter is of the same kind: released sizes, monotone (insert-only).
         assert sizes == sorted(sizes) and sizes[-1] == s.size > 0
@@ -362,7 +374,7 @@ def test_the_stream_learns_the_correlations_and_beats_independent_columns(
 ) -> None:
     d = small()
     rows = table(d, 4000, 6)
-    s = TabularStream(d, 2, policy=policy, iters=60, rng=dpstream.Rng(seed=11))
+    s = TabularStream(d, 2, policy=policy, model=ModelOptions(iters=60), rng=dpstream.Rng(seed=11))
     for t in range(20):
         synth = s.step(rows[200 * t : 200 * (t + 1)])
     e = workload_errors(rows, synth, d)
@@ -382,7 +394,9 @@ def test_adult_small_run_the_default_beats_baseline() -> None:
     data = data[np.random.default_rng(0).permutation(len(data))]
     results = {}
     for method, policy in (("default", Adaptive()), ("baseline", Baseline())):
-        s = TabularStream(d, 1, policy=policy, iters=40, rng=dpstream.Rng(seed=21))
+        s = TabularStream(
+            d, 1, policy=policy, model=ModelOptions(iters=40), rng=dpstream.Rng(seed=21)
+        )
         for t in range(30):
             synth = s.step(data[200 * t : 200 * (t + 1)])
         results[method] = workload_errors(data, synth, d)
@@ -410,7 +424,7 @@ def test_a_checkpoint_resumes_exactly(policy: object, sampling: str, order: str)
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, policy=policy, iters=20, sampling=sampling,  # type: ignore[arg-type]
+            d, 1, policy=policy, model=ModelOptions(iters=20, sampling=sampling),  # type: ignore[arg-type]
             rng=dpstream.Rng(seed=4),
         )  # fmt: skip
 
@@ -443,7 +457,7 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
             d,
             4,
             policy=Baseline(k=1, score=score),  # type: ignore[arg-type]
-            iters=40,
+            model=ModelOptions(iters=40),
             rng=dpstream.Rng(seed=5),  # type: ignore[arg-type]
         )
         for t in range(20):
@@ -487,7 +501,7 @@ def test_a_state_from_before_policies_resumes_exactly_as_the_policy_it_ran_as(
     policy: Baseline, option: str | None, migrated: object
 ) -> None:
     d = small()
-    s = TabularStream(d, 1, policy=policy, iters=20, rng=dpstream.Rng(seed=3))
+    s = TabularStream(d, 1, policy=policy, model=ModelOptions(iters=20), rng=dpstream.Rng(seed=3))
     for t in range(3):
         s.step(table(d, 100, t))
     old = state_without_option(s, option)
@@ -501,7 +515,9 @@ def test_a_state_from_before_policies_that_ran_algorithm_3_re_releases_and_stops
     """``method="proposed"`` ran as the earlier default policy, whose options were removed:
     the state loads, re-releases its last table and refuses to step, naming them."""
     d = small()
-    s = TabularStream(d, 1, policy=Paper(k=2), iters=20, rng=dpstream.Rng(seed=3))
+    s = TabularStream(
+        d, 1, policy=Paper(k=2), model=ModelOptions(iters=20), rng=dpstream.Rng(seed=3)
+    )
     for t in range(3):
         s.step(table(d, 100, t))
     old = state_without_option(s)
@@ -663,7 +679,7 @@ def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
     back = TabularStream.from_bytes(data, allow_seeded=True)
     assert back.seeded and "NOT PRIVATE" in repr(back)
     assert dpstream.load(path, allow_seeded=True).seeded
-    p = TabularStream(d, 1, policy=Paper(k=1), iters=10)
+    p = TabularStream(d, 1, policy=Paper(k=1), model=ModelOptions(iters=10))
     p.step(rows[:100])
     private = TabularStream.from_bytes(p.to_bytes())
     assert not private.seeded

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Baseline, Domain, Paper, TabularStream
+from dpstream.tabular import Baseline, Domain, ModelOptions, Paper, TabularStream
 
 from ._runs import batched
 from .online_setups import released_count
@@ -293,7 +293,7 @@ def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
                 policy=(
                     Paper(k=1) if score == "paper" else Baseline(k=1, score=score, estimator="mw")  # type: ignore[arg-type]
                 ),
-                iters=20,
+                model=ModelOptions(iters=20),
                 public_sizes=public_sizes,
                 rng=rng,
             )

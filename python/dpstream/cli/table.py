@@ -30,7 +30,7 @@ from dpstream.distributed import marginals_graph, marginals_of
 from dpstream.inputs import check_table, in_command_words
 from dpstream.partitioned import LazyBatch
 from dpstream.runs import _decode_checkpoint
-from dpstream.tabular import Domain, TabularStream
+from dpstream.tabular import Domain, ModelOptions, TabularStream
 from dpstream.tabular.policy import REMOVED_FIELDS, from_dict, to_dict
 
 
@@ -127,17 +127,16 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     labelled = run_input.batches
     # The fingerprint holds the serialised policy (every field), not the option's form.
     fingerprint = {**run_options(opts, eps), "policy": json.dumps(to_dict(policy))}
-    extra: dict[str, Any] = {}
-    if opts.get("max_model_cells") is not None:
-        extra["max_model_cells"] = positive(opts, "max_model_cells")
+    cells = positive(opts, "max_model_cells")
     try:
+        model = ModelOptions() if cells is None else ModelOptions(max_model_cells=cells)
         stream = TabularStream(
             coded,
             eps,
             policy=policy,
+            model=model,
             public_sizes=bool(opts.get("public_sizes")),
             rng=noise_rng(opts),
-            **extra,
         )
     except (TypeError, ValueError, ImportError) as e:
         raise UsageError(in_command_words(str(e), names)) from None

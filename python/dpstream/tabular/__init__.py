@@ -3,7 +3,8 @@
 * :class:`Domain` — the public schema; :func:`workload_errors` — the paper's metrics.
 * :class:`TabularStream` — ε-DP synthetic tables for a stream of records, run by a
   policy: :class:`Adaptive` (the default; insertions), :class:`Paper` (Algorithm 3 as
-  printed; insertions and deletions) or :class:`Baseline` (Algorithm 2).
+  printed; insertions and deletions) or :class:`Baseline` (Algorithm 2); its fit and
+  rows by :class:`ModelOptions`.
 * Estimators (:func:`estimate_pgm`, :func:`estimate_mw`) turn noisy marginals into a
   distribution: post-processing of released measurements (no privacy cost).
 """
@@ -17,6 +18,7 @@ from dpstream.tabular.model import (
     estimate_pgm,
     junction_tree_size,
 )
+from dpstream.tabular.model_options import ModelOptions
 from dpstream.tabular.mw import DenseModel, estimate_mw
 from dpstream.tabular.policy_options import Adaptive, Baseline, Paper
 from dpstream.tabular.selection import Budget
@@ -39,6 +41,7 @@ __all__ = [
     "GraphicalModel",
     "JunctionTree",
     "Measurement",
+    "ModelOptions",
     "Paper",
     "TVErrors",
     "TabularStream",

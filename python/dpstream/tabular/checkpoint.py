@@ -43,6 +43,7 @@ from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.keys import counter_rng
 from dpstream.tabular.model import GraphicalModel
+from dpstream.tabular.model_options import ModelOptions
 from dpstream.tabular.mw import DenseModel
 from dpstream.tabular.policy import RemovedPolicy, from_dict, removed_policy, to_dict
 from dpstream.tabular.policy_options import ESTIMATORS, Adaptive, Baseline, Paper, Policy
@@ -147,7 +148,8 @@ def _get_model(
 def options(epsilon: Fraction, workloads: Any, policy: Policy, **rest: Any) -> dict[str, Any]:
     """The constructor's options as a state's header keeps them (a ``dpstream table`` run's
     fingerprint): ε exact, the workloads as lists, the policy serialised
-    (:func:`~dpstream.tabular.policy.to_dict`), the other options (``rest``) as given."""
+    (:func:`~dpstream.tabular.policy.to_dict`), the other options (``rest``: the
+    :class:`ModelOptions` fields by name, ``public_sizes``) as given."""
     listed = workloads if isinstance(workloads, int) else [list(w) for w in workloads]
     return {"epsilon": str(epsilon), "workloads": listed, "policy": to_dict(policy), **rest}
 
@@ -275,6 +277,8 @@ def _options(header: Mapping[str, Any]) -> tuple[dict[str, Any], RemovedPolicy |
     return cfg, removed
 
 
+#: The stream options that are :class:`ModelOptions` fields (a state's keys).
+_MODEL_OPTIONS = ("iters", "max_model_cells", "sampling")
 #: The stream options that became policy fields.
 _POLICY_OPTIONS = ("counter", "horizon", "estimator")
 
@@ -316,7 +320,8 @@ def decode(
     rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
     if rng_state is not None and not allow_seeded:
         raise ValueError(seeded_refusal("TabularStream"))
-    s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
+    model = ModelOptions(**{k: cfg.pop(k) for k in _MODEL_OPTIONS if k in cfg})
+    s = cls(domain, Fraction(cfg.pop("epsilon")), model=model, rng=Rng(), **cfg)
     # The constructor drew the sampling seed: restore the generator after it.
     s._rng = Rng._from_checkpoint_state(rng_state)
     s._keys = _load_keys(s, arrays)

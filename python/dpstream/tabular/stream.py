@@ -43,7 +43,7 @@ privately):
   ``∇f_t``, the released sizes and earlier releases) and ``ε'/2`` to measurement (a record
   enters only the ``k`` counters selected at its step, ``ε'/2k`` each; a workload
   histogram has ℓ1-sensitivity 1). A step whose later selections find no workload within
-  ``max_model_cells`` ends early (a public rule) and spends less.
+  ``ModelOptions.max_model_cells`` ends early (a public rule) and spends less.
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
@@ -55,13 +55,13 @@ privately):
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from dpstream._dask import is_collection
-from dpstream._params import RealLike, exact_fraction, int_param
+from dpstream._params import RealLike, exact_fraction
 from dpstream._rng import KeyRing, Rng
 from dpstream.counters import Counter, KindName
 from dpstream.persistence import register
@@ -76,6 +76,7 @@ from dpstream.tabular.fitting import CellLimit, make_fit
 from dpstream.tabular.keys import counter_rng, step_rng
 from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
+from dpstream.tabular.model_options import ModelOptions, SamplingName, refuse_moved
 from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
 from dpstream.tabular.policy_options import Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.public_values import PublicValues
@@ -85,9 +86,7 @@ from dpstream.tabular.table_size import next_size
 from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.workloads import Clique, workload_list
 
-__all__ = ["SIZE_SHARE", "Budget", "TabularStream"]
-
-SamplingName = Literal["round", "iid"]
+__all__ = ["SIZE_SHARE", "Budget", "ModelOptions", "TabularStream"]
 
 
 class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpointed):
@@ -108,14 +107,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             insertions only), :class:`Paper` (Algorithm 3 as printed; its counters) or
             :class:`Baseline` (Algorithm 2; its size counter and fit). Every policy has
             the same guarantee.
-        iters: iterations (belief propagations) of each fit.
-        max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
-            candidate only if the model's junction tree with it stays within this many
-            cells (a public rule, :class:`~dpstream.tabular.fitting.CellLimit`). A
-            workload that no model within the bound can hold is refused here (ValueError).
-        sampling: how the synthetic rows are drawn from the fitted model (post-processing):
-            ``"round"`` (default, as Private-PGM's ``synthetic_data``: every cell of each
-            sampled block gets the floor or ceiling of its expected count) or ``"iid"``.
+        model: the fit's iterations, the cell bound of the model and how the rows are
+            drawn (:class:`~dpstream.tabular.model_options.ModelOptions`; public, no ε).
         public_sizes: ``False`` (default): ε-DP for one record added or removed, the size
             released privately. ``True``: the batch sizes are public and exact and the
             guarantee is for one record's values replaced.
@@ -125,6 +118,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             Sampling of synthetic rows uses a numpy generator seeded from it.
     """
 
+    @refuse_moved
     def __init__(
         self,
         domain: Domain,
@@ -132,9 +126,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         *,
         workloads: int | list[Clique] = 2,
         policy: Policy = Adaptive(),  # noqa: B008 - frozen, immutable
-        iters: int = 100,
-        max_model_cells: int = 200_000,
-        sampling: SamplingName = "round",
+        model: ModelOptions = ModelOptions(),  # noqa: B008 - frozen, immutable
         public_sizes: bool = False,
         rng: Rng | None = None,
     ) -> None:
@@ -145,9 +137,12 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._domain = domain
         self._epsilon = exact_fraction(epsilon, "epsilon")
         self._policy = check_policy(policy)
+        if not isinstance(model, ModelOptions):
+            raise TypeError(f"model must be a ModelOptions, got {type(model).__name__}")
+        iters, sampling = model.iters, model.sampling
         self._config = checkpoint.options(
-            self._epsilon, workloads, policy, iters=iters, max_model_cells=max_model_cells,
-            sampling=sampling, public_sizes=public_sizes,
+            self._epsilon, workloads, policy, iters=iters,
+            max_model_cells=model.max_model_cells, sampling=sampling, public_sizes=public_sizes,
         )  # fmt: skip
         self._workloads: list[Clique] = workload_list(domain, workloads)
         cliques = self._workloads
@@ -157,7 +152,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._removed: RemovedPolicy | None = None
         self._stored: tuple[dict[str, Any], dict[str, Any]] | None = None
         if isinstance(policy, Adaptive):
-            self._init_epochs(policy, iters, max_model_cells, sampling, public_sizes, rng)
+            self._init_epochs(policy, model, public_sizes, rng)
             return
         assert isinstance(policy, (Paper, Baseline))
         self._k = min(int(policy.k), len(cliques))
@@ -165,15 +160,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._score: ScoreKind = score_kind(policy)
         counter, horizon = policy.counter, policy.horizon
         estimator = policy.estimator if isinstance(policy, Baseline) else "pgm"
-        if sampling not in ("round", "iid"):
-            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         self._sampling: SamplingName = sampling
-        self._iters = int_param(iters, "iters", low=1, high=None)
+        self._iters = iters
         self._fit = make_fit(estimator, domain.sizes, self._iters)
-        self._limit = CellLimit(
-            domain, cliques, estimator,
-            int_param(max_model_cells, "max_model_cells", low=1, high=None),
-        )  # fmt: skip
+        self._limit = CellLimit(domain, cliques, estimator, model.max_model_cells)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
@@ -224,20 +214,16 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._last_selected: list[int] = []
 
     def _init_epochs(
-        self, policy: Adaptive, iters: int, max_model_cells: int, sampling: object,
-        public_sizes: object, rng: Rng | None,
-    ) -> None:  # fmt: skip
+        self, policy: Adaptive, model: ModelOptions, public_sizes: object, rng: Rng | None
+    ) -> None:
         """The default policy's state (:mod:`dpstream.tabular.epochs`)."""
-        if sampling not in ("round", "iid"):
-            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         # A workload whose own marginal exceeds the bound is refused (the trees' nodes are
         # pairs inside the workloads, so every model stays within it).
-        limit = int_param(max_model_cells, "max_model_cells", low=1, high=None)
-        CellLimit(self._domain, self._workloads, "pgm", limit)
-        self._sampling = sampling
-        self._iters = int_param(iters, "iters", low=1, high=None)
+        CellLimit(self._domain, self._workloads, "pgm", model.max_model_cells)
+        self._sampling = model.sampling
+        self._iters = model.iters
         self._public_sizes = bool(public_sizes)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
