@@ -170,7 +170,13 @@ def make_table() -> TabularStream:
 def make_public_table() -> TabularStream:
     """A Paper() stream with public batch sizes (so a deletion can be checked against them)."""
     t = TabularStream(
-        DOMAIN, 1, workloads=1, policy=Paper(k=1), public_sizes=True, iters=3, rng=Rng(seed=1)
+        DOMAIN,
+        1,
+        workloads=1,
+        policy=Paper(k=1),
+        public_sizes=True,
+        model=ModelOptions(iters=3),
+        rng=Rng(seed=1),
     )
     t.step(np.array([[0, 1, 0], [2, 0, 1]]))
     return t

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 from dpstream import Rng
-from dpstream.tabular import Domain, Paper, TabularStream
+from dpstream.tabular import Domain, ModelOptions, Paper, TabularStream
 
 DOMAIN = Domain({"a": 3, "b": 2})
 
 
 def stream() -> TabularStream:
-    s = TabularStream(DOMAIN, 1, workloads=1, policy=Paper(k=1), iters=3, rng=Rng(seed=4))
+    s = TabularStream(
+        DOMAIN,
+        1,
+        workloads=1,
+        policy=Paper(k=1),
+        model=ModelOptions(iters=3),
+        rng=Rng(seed=4),
+    )
     s.step(np.array([[0, 1], [2, 0]]))
     return s
 
