@@ -64,9 +64,11 @@ from _report import (
     git_revision,
     load_average,
     machine_line,
+    publish,
     rerun_command,
     run_log,
     version,
+    version_lines,
     write_split,
 )
 from dpstream import PrivHP, distributed
@@ -75,6 +77,7 @@ from dpstream.partitioned import local_cluster
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 SECTION_TITLE = "## Distributed PrivHP"
+RELEASE_TITLE = "## Distributed tabular release"
 #: The subsections written to the details file in benches/out, not to RESULTS.md.
 DETAILS = ("### Setup", "### Extrapolation to 10^10 points", "### Notes")
 SEED = 20_261_122
@@ -224,11 +227,11 @@ def main() -> None:
         type=int,
         metavar="N",
         help="only measure the client's peak RSS across a step of an N-row Dask batch, its "
-        "release drawn by the workers or by the client (issue 42; printed, not written)",
+        f"release drawn by the workers or by the client (the section '{RELEASE_TITLE[3:]}')",
     )
     args = parser.parse_args()
     if args.release_rss is not None:
-        release_rss(args.release_rss)
+        release_rss(args.release_rss, (args.results or RESULTS_PATH).resolve(), args.no_write)
         return
     s = QUICK if args.quick else FULL
     command = rerun_command("bench_distributed.py")
@@ -324,13 +327,18 @@ def main() -> None:
         log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path} (details: {details})")
 
 
-def release_rss(n: int) -> None:
-    """Issue 42's measurement (``_release_rss``), on a 2-worker LocalCluster."""
+def release_rss(n: int, results_path: Path, no_write: bool) -> None:
+    """The client's memory across a Dask release (``_release_rss``), on a 2-worker
+    LocalCluster: its section of the results."""
     from dask.distributed import Client
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
     with local_cluster(2) as cluster, Client(cluster, set_as_default=False):
-        print(_release_rss.render(n, _release_rss.measure(cluster.scheduler_address, n)))
+        table = _release_rss.render(n, _release_rss.measure(cluster.scheduler_address, n))
+    command = rerun_command("bench_distributed.py")
+    run = [machine_line(load_average()), *version_lines(f"dask {version('dask')}")]
+    section = "\n".join([RELEASE_TITLE, "", *run, f"- Rerun: `{command}`", "", table, ""])
+    publish(section, RELEASE_TITLE, results_path, no_write)
 
 
 def run_streams(
