@@ -224,6 +224,8 @@ pub(crate) mod tag {
     pub const LEGACY_MASTER: u64 = 6;
     /// A generator of a [`crate::keys::KeyRing`].
     pub const KEY_RING: u64 = 7;
+    /// A run of tests of a sparse counter.
+    pub const SPARSE_RUN: u64 = 8;
 }
 
 /// A 256-bit key derived from a secret `master` key and public or digested
@@ -323,6 +325,14 @@ impl KeyedDigest {
         };
         Self {
             points: [point(0), point(1)],
+            state: [state[0] % DIGEST_PRIME, state[1] % DIGEST_PRIME],
+        }
+    }
+
+    /// A digest under the same key that continues from `state`.
+    pub(crate) fn at(&self, state: [u64; 2]) -> Self {
+        Self {
+            points: self.points,
             state: [state[0] % DIGEST_PRIME, state[1] % DIGEST_PRIME],
         }
     }

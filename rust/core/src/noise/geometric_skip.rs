@@ -165,6 +165,25 @@ impl TailTest {
         }
         Ok(FiringSkipper::new(self.noise.scale(), c)?.first_firing(rng, n))
     }
+
+    /// [`TailTest::first_firing`] decided by one uniform `V` whatever `n`
+    /// (the fast path, or [`FiringSkipper`], never test-by-test draws): the
+    /// first firing test is a function `G(V)`, and the answer is `Some(G)` if
+    /// `G ≤ n`, else `None`. So calls with the same generator state and
+    /// different `n` agree on the tests they share, which lets a keyed run of
+    /// tests be read in pieces. Exact; `n = 0` draws nothing.
+    pub fn first_firing_coupled(&self, rng: &mut Rng, c: i64, n: u64) -> Result<Option<u64>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let k = (64 - n.leading_zeros()) as usize;
+        let first = rng.next_u32();
+        if c >= self.min_c[k] && first != u32::MAX {
+            return Ok(None);
+        }
+        let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
+        Ok(skipper.first_firing_from(rng, n, first))
+    }
 }
 
 /// A uniform `V ∈ [0, 1)` revealed bit by bit: `V ∈ [r/2^n, (r+1)/2^n)`.
