@@ -43,7 +43,8 @@
 
 use super::encoding::{bad, read_rational, write_rational};
 use super::sparse::{
-    read_master, write_master, Draw, SparseKeys, SparseParams, SparseState, MAX_SPARSE_COUNT,
+    read_master, write_master, Draw, RunKeys, SparseKeys, SparseParams, SparseState,
+    MAX_SPARSE_COUNT,
 };
 use super::{check_run_lengths, run_scalar};
 use crate::error::{invalid, Error, Result};
@@ -435,16 +436,15 @@ impl InhomogeneousSparseCounter {
             Some(m) => m,
             None => rng.draw_key(),
         };
-        let seeded = rng.is_seeded();
+        let base = RunKeys::new(&master, rng.is_seeded());
         let result = match &mut self.level {
             // Within the level: the state's advance is all-or-nothing.
             Some((p, s)) if t < p.end => {
                 let position = [u64::from(p.level)];
-                let keys = SparseKeys::new(&master, seeded).at(&position);
-                s.advance_to(p, &keys, t - p.start + 1, Some(value))
+                s.advance_to(p, &base.at(&position), t - p.start + 1, Some(value))
             }
             _ => self
-                .enter_level(&master, seeded, t, value)
+                .enter_level(&base, t, value)
                 .map(|level| self.level = Some(level)),
         };
         match result {
@@ -463,20 +463,14 @@ impl InhomogeneousSparseCounter {
 
     /// The level that step `t` (the first of a level) starts, with `value`
     /// counted; changes nothing.
-    fn enter_level(
-        &self,
-        master: &[u8; 32],
-        seeded: bool,
-        t: u64,
-        value: i64,
-    ) -> Result<(LevelParams, LevelState)> {
+    fn enter_level(&self, base: &RunKeys, t: u64, value: i64) -> Result<(LevelParams, LevelState)> {
         let (p, mut state) = match &self.level {
             Some((p, s)) => {
                 // Empty levels hold no step: no data, no counter, no noise.
                 let next = self.params(nonempty_level(&self.time_epsilon, p.level + 1)?)?;
                 let mut s = s.clone();
                 let position = [u64::from(p.level)];
-                s.close(p, &next, &SparseKeys::new(master, seeded).at(&position))?;
+                s.close(p, &next, &base.at(&position))?;
                 (next, s)
             }
             None => {
@@ -487,8 +481,7 @@ impl InhomogeneousSparseCounter {
         };
         debug_assert!(p.start <= t && t < p.end);
         let position = [u64::from(p.level)];
-        let level_keys = SparseKeys::new(master, seeded).at(&position);
-        state.advance_to(&p, &level_keys, t - p.start + 1, Some(value))?;
+        state.advance_to(&p, &base.at(&position), t - p.start + 1, Some(value))?;
         Ok((p, state))
     }
 

@@ -37,12 +37,13 @@
 //! checkpoint), the state's public position (level, cell) and a keyed digest
 //! of the non-zero values with their times ([`SparseKeys::generator`]). A
 //! *run* is the tests from one count and threshold to the next (from a
-//! non-zero value or a closing test): one uniform of its own generator
-//! decides its first firing test ([`TailTest::first_firing_coupled`]: every
-//! call asks the same uniform about the tests so far, and the answers
-//! agree); a closing test draws its p-sum noise and the next threshold from
-//! another. So the draws do not depend on how the steps are grouped into
-//! calls ([`SparseCounter::skip`] or steps): a checkpoint loaded any number
+//! non-zero value or a closing test): its own generator decides its tests
+//! as a fixed function of its stream (the first 32 one by one in order, the
+//! rest by one uniform: [`TailTest::first_firing_replayable`]), so every call
+//! replays the same draws for the tests so far and the answers agree; a
+//! closing test draws its p-sum noise and the next threshold from another.
+//! So the draws do not depend on how the steps are grouped into calls
+//! ([`SparseCounter::skip`] or steps): a checkpoint loaded any number
 //! of times and fed the same values releases the same values, and other
 //! values give independent noise (distinct inputs of a pseudorandom
 //! function). The tests of a run are independent given its count and
@@ -89,11 +90,12 @@
 //! run of `n` zero steps is `n` independent tests with the same firing
 //! probability `p = P(λ' > T̃_j − N_j)`. [`SparseState::advance`] samples the
 //! first firing test of such a run directly
-//! ([`TailTest::first_firing`]: one 32-bit word when `n·p ≤ 2^{-32}`, exact
-//! inversion otherwise), closes the segment there, and continues with the
+//! ([`TailTest::first_firing_replayable`]: one 32-bit word when
+//! `n·p ≤ 2^{-32}`, else up to 32 tests drawn one by one and exact inversion
+//! for the rest), closes the segment there, and continues with the
 //! rest of the run — the same joint law of segments, thresholds and releases
-//! as step-by-step processing, with work independent of `n`. The test before
-//! a non-zero value belongs to the same run. [`SparseCounter::skip`] exposes
+//! as step-by-step processing, with work bounded independently of `n`. The
+//! test before a non-zero value belongs to the same run. [`SparseCounter::skip`] exposes
 //! this; the online synthesizer advances every region this way.
 //!
 //! Public parameters (ε, `T`, `T_0`, the noise samplers) live in
@@ -115,7 +117,7 @@ use super::{CounterKind, Sensitivity};
 use crate::error::{invalid, Error, Result};
 use crate::noise::{DiscreteLaplace, TailTest};
 use crate::rational::Rational;
-use crate::rng::{derive_key, tag, KeyedDigest, Rng};
+use crate::rng::{chacha12_block, derive_key, tag, DigestPowers, KeyedDigest, Rng, APPEND_WORDS};
 use crate::state::{self, Kind, Reader, Writer};
 
 /// Largest exact count a sparse counter keeps (sums stay far inside `i64`).
@@ -235,22 +237,53 @@ pub(crate) struct SparseState {
     digest: [u64; 2],
 }
 
-/// Where a sparse state's noise comes from: its owner's secret master key,
-/// the state's public position (e.g. its level and cell) and whether the
-/// master key came from a seeded generator (then it is not private).
+/// The keys of sparse states under a secret master key: derived once per
+/// owner (four ChaCha blocks), then [`RunKeys::at`] a state's position.
+pub(crate) struct RunKeys {
+    /// `derive_key(master, [SPARSE_RUN])`: the key of the runs' blocks.
+    run: [u8; 32],
+    /// Whether the master key came from a seeded generator (then it is not
+    /// private).
+    seeded: bool,
+    /// The keyed digest under the master key, empty (its secret points).
+    hash: KeyedDigest,
+    powers: DigestPowers,
+}
+
+impl RunKeys {
+    /// The keys under `master`.
+    pub(crate) fn new(master: &[u8; 32], seeded: bool) -> Self {
+        let hash = KeyedDigest::new(master);
+        Self {
+            run: derive_key(master, &[tag::SPARSE_RUN]),
+            seeded,
+            powers: hash.powers(),
+            hash,
+        }
+    }
+
+    /// The keys of the state at `position` (e.g. its level and cell; at most
+    /// 3 words).
+    pub(crate) fn at<'a>(&'a self, position: &'a [u64]) -> SparseKeys<'a> {
+        SparseKeys {
+            keys: self,
+            position,
+        }
+    }
+}
+
+/// Where a sparse state's noise comes from: its owner's [`RunKeys`] and the
+/// state's public position.
 #[derive(Clone, Copy)]
 pub(crate) struct SparseKeys<'a> {
-    master: &'a [u8; 32],
+    keys: &'a RunKeys,
     position: &'a [u64],
-    seeded: bool,
-    /// The keyed digest under `master`, empty (its secret points, derived once).
-    hash: KeyedDigest,
 }
 
 /// What a keyed generator of a run draws.
 #[derive(Clone, Copy)]
 pub(crate) enum Draw {
-    /// The uniform that decides the run's first firing test.
+    /// The run's tests ([`TailTest::first_firing_replayable`]).
     Tests = 0,
     /// A closing test's p-sum noise and the next segment's threshold.
     Close = 1,
@@ -263,29 +296,32 @@ pub(crate) enum Draw {
     History = 4,
 }
 
-impl<'a> SparseKeys<'a> {
-    /// The keys of the states at no position under `master`.
-    pub(crate) fn new(master: &'a [u8; 32], seeded: bool) -> Self {
-        Self {
-            master,
-            position: &[],
-            seeded,
-            hash: KeyedDigest::new(master),
-        }
+/// The randomness of one keyed draw: one ChaCha block.
+pub(crate) struct KeyedStream {
+    block: [u8; 64],
+    seeded: bool,
+}
+
+impl KeyedStream {
+    /// A word of the block (the fast path of a run's tests reads only this).
+    pub(crate) fn first_u32(&self) -> u32 {
+        u32::from_le_bytes([self.block[0], self.block[1], self.block[2], self.block[3]])
     }
 
-    /// The same keys at `position` (at most 3 words).
-    pub(crate) fn at<'b>(&self, position: &'b [u64]) -> SparseKeys<'b>
-    where
-        'a: 'b,
-    {
-        SparseKeys { position, ..*self }
+    /// A generator keyed by the block's second half (independent of its
+    /// first word).
+    pub(crate) fn rng(&self) -> Rng {
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&self.block[32..]);
+        Rng::keyed_stream(key, 0, self.seeded)
     }
+}
 
+impl SparseKeys<'_> {
     /// `digest` with `words` appended.
     fn absorb(&self, digest: [u64; 2], words: &[u64]) -> [u64; 2] {
-        let mut d = self.hash.at(digest);
-        d.words(words);
+        let mut d = self.keys.hash.at(digest);
+        d.append(words, &self.keys.powers);
         d.state()
     }
 
@@ -294,20 +330,43 @@ impl<'a> SparseKeys<'a> {
     /// function of the master key and these words, so a state loaded any
     /// number of times and fed the same values draws the same noise, in any
     /// grouping of its calls.
+    pub(crate) fn generator(&self, draw: Draw, start: u64, segments: u64, digest: [u64; 2]) -> Rng {
+        self.stream(draw, start, segments, digest).rng()
+    }
+
+    /// The block behind [`SparseKeys::generator`]: its first word and the
+    /// key of the generator.
     ///
     /// The words are hashed by the keyed digest (its points are secret: two
     /// distinct word sequences collide with negligible probability), and the
-    /// hash keyed through the pseudorandom function [`derive_key`] (its first
-    /// half) and the ChaCha stream (its second half): three ChaCha blocks per
-    /// generator.
-    pub(crate) fn generator(&self, draw: Draw, start: u64, segments: u64, digest: [u64; 2]) -> Rng {
-        let mut h = self.hash;
-        h.words(&[draw as u64, start, segments, digest[0], digest[1]]);
-        h.word(self.position.len() as u64);
-        h.words(self.position);
+    /// hash's two halves are the 128-bit input of the pseudorandom function
+    /// [`chacha12_block`] under a key derived from the master key: one ChaCha
+    /// block per run.
+    pub(crate) fn stream(
+        &self,
+        draw: Draw,
+        start: u64,
+        segments: u64,
+        digest: [u64; 2],
+    ) -> KeyedStream {
+        let mut words = [0u64; APPEND_WORDS];
+        let len = 6 + self.position.len();
+        words[..6].copy_from_slice(&[
+            draw as u64,
+            start,
+            segments,
+            digest[0],
+            digest[1],
+            self.position.len() as u64,
+        ]);
+        words[6..len].copy_from_slice(self.position);
+        let mut h = self.keys.hash;
+        h.append(&words[..len], &self.keys.powers);
         let [h0, h1] = h.state();
-        let key = derive_key(self.master, &[tag::SPARSE_RUN, h0]);
-        Rng::keyed_stream(key, h1, self.seeded)
+        KeyedStream {
+            block: chacha12_block(&self.keys.run, h0, h1),
+            seeded: self.keys.seeded,
+        }
     }
 }
 
@@ -522,13 +581,14 @@ impl SparseState {
                 .checked_sub(count)
                 .ok_or_else(|| Error::Overflow("threshold minus count exceeds int64".into()))?;
             let segments = self.segments();
-            // One uniform of the run's own generator decides its first firing
-            // test: every call asks it about the run's tests so far, and the
-            // answers agree ([`TailTest::first_firing_coupled`]).
-            let mut tests = keys.generator(Draw::Tests, start, segments, self.digest);
-            let Some(g) = p
-                .tests
-                .first_firing_coupled(&mut tests, c, end - start + 1)?
+            // The run's own generator decides its tests as a fixed function
+            // of its stream: every call replays the run's tests so far, and
+            // the answers agree ([`TailTest::first_firing_replayable`]).
+            let n = end - start + 1;
+            let tests = keys.stream(Draw::Tests, start, segments, self.digest);
+            let Some(g) =
+                p.tests
+                    .first_firing_replayable(tests.first_u32(), || tests.rng(), c, n)?
             else {
                 break;
             };
@@ -690,7 +750,8 @@ impl SparseCounter {
             Some(m) => m,
             None => rng.draw_key(),
         };
-        let keys = SparseKeys::new(&master, rng.is_seeded());
+        let base = RunKeys::new(&master, rng.is_seeded());
+        let keys = base.at(&[]);
         match f(&mut self.state, &self.params, &keys) {
             Ok(()) => {
                 self.master = Some(master);

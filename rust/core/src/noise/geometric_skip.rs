@@ -84,6 +84,8 @@ impl FiringSkipper {
 
 /// Runs up to this length that may fire are drawn test by test.
 const SHORT_RUN: u64 = 32;
+/// The bit length of [`SHORT_RUN`]: `min_c[SHORT_RUN_BITS]` covers `n ≤ SHORT_RUN`.
+const SHORT_RUN_BITS: usize = 6;
 
 /// Runs of threshold tests "`Z > c`?" with `Z` discrete Laplace of a fixed
 /// scale, as sparse-vector counters make them: [`TailTest::first_firing`]
@@ -166,6 +168,65 @@ impl TailTest {
         Ok(FiringSkipper::new(self.noise.scale(), c)?.first_firing(rng, n))
     }
 
+    /// [`TailTest::first_firing`] as a fixed function of a word `first` and
+    /// the stream of the generator `rng()` (built only when needed) whatever
+    /// `n`: calls with the same randomness and different `n` agree on the
+    /// tests they share, so a keyed run of tests can be read in pieces (each
+    /// call replays the run from its first test). Exact: the tests are
+    /// independent, each fires with probability `P(Z > c)`.
+    ///
+    /// If `c` is far enough from the threshold that the fast path holds for
+    /// every `n ≤ 32`, one uniform `V` whose first 32 bits are `first` decides
+    /// the whole run (as [`TailTest::first_firing_coupled`]). Otherwise the
+    /// first 32 tests are drawn one by one from the generator, in order (each
+    /// a 32-bit word if one test's firing is below `2^{-33}`, completed
+    /// exactly by [`FiringSkipper`] when the word is all ones; else one draw
+    /// of `Z`), and if none fires, the coupled uniform that follows in the
+    /// stream decides the rest. Fails only if a draw of `Z` overflows `i64`
+    /// (probability below `e^{-64}`).
+    pub fn first_firing_replayable(
+        &self,
+        first: u32,
+        rng: impl FnOnce() -> Rng,
+        c: i64,
+        n: u64,
+    ) -> Result<Option<u64>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        if c >= self.min_c[SHORT_RUN_BITS] {
+            if self.silent(c, n, first) {
+                return Ok(None);
+            }
+            let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
+            return Ok(skipper.first_firing_from(&mut rng(), n, first));
+        }
+        let mut rng = rng();
+        for i in 1..=n.min(SHORT_RUN) {
+            let fires = if c >= self.min_c[1] {
+                self.first_firing_coupled(&mut rng, c, 1)?.is_some()
+            } else {
+                self.noise.sample(&mut rng)? > c
+            };
+            if fires {
+                return Ok(Some(i));
+            }
+        }
+        if n <= SHORT_RUN {
+            return Ok(None);
+        }
+        let rest = self.first_firing_coupled(&mut rng, c, n - SHORT_RUN)?;
+        Ok(rest.map(|g| g + SHORT_RUN))
+    }
+
+    /// The fast path: whether a uniform `V` whose first 32 bits are `first`
+    /// decides that none of `n ≥ 1` tests fires (`n·p ≤ 2^{-32}`, `first` not
+    /// all ones).
+    fn silent(&self, c: i64, n: u64, first: u32) -> bool {
+        let k = (64 - n.leading_zeros()) as usize;
+        c >= self.min_c[k] && first != u32::MAX
+    }
+
     /// [`TailTest::first_firing`] decided by one uniform `V` whatever `n`
     /// (the fast path, or [`FiringSkipper`], never test-by-test draws): the
     /// first firing test is a function `G(V)`, and the answer is `Some(G)` if
@@ -176,9 +237,8 @@ impl TailTest {
         if n == 0 {
             return Ok(None);
         }
-        let k = (64 - n.leading_zeros()) as usize;
         let first = rng.next_u32();
-        if c >= self.min_c[k] && first != u32::MAX {
+        if self.silent(c, n, first) {
             return Ok(None);
         }
         let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;

@@ -58,7 +58,7 @@
 
 use crate::counters::{
     level_start, level_sum_noise, nonempty_level, read_master, write_master, Draw, LevelParams,
-    LevelState, SparseKeys,
+    LevelState, RunKeys,
 };
 use crate::error::{invalid, Error, Result};
 use crate::partition::consistency::enforce_tree;
@@ -106,6 +106,8 @@ pub struct OnlineSynthesizer {
     /// construction, stored in checkpoints): cell `θ` of depth `j` in level
     /// `r` keys its noise by it, `(j, θ, r)` and its values.
     master: [u8; 32],
+    /// The counters' keys under `master` (derived once).
+    keys: RunKeys,
     time: u64,
     /// The level of `time`, `None` before `t_0`. The depth is the level.
     level: Option<u32>,
@@ -191,6 +193,7 @@ impl OnlineSynthesizer {
             epsilon: epsilon.clone(),
             dim,
             master,
+            keys: RunKeys::new(&master, rng.is_seeded()),
             rng,
             time: 0,
             level: None,
@@ -357,9 +360,7 @@ impl OnlineSynthesizer {
     /// existing cell and create the cells of the new depths.
     fn enter_level(&mut self, next: u32, params: Vec<LevelParams>) -> Result<()> {
         let old = self.depth() as usize;
-        let seeded = self.rng.is_seeded();
-        let master = self.master;
-        let base = SparseKeys::new(&master, seeded);
+        let base = &self.keys;
         for (j, cells) in self.cells.iter_mut().enumerate() {
             let p = &self.params[j];
             for (theta, cell) in cells.iter_mut().enumerate() {
@@ -424,9 +425,7 @@ impl OnlineSynthesizer {
         if self.dim == 1 && self.level.is_some() {
             self.history.push(code);
         }
-        let seeded = self.rng.is_seeded();
-        let master = self.master;
-        let base = SparseKeys::new(&master, seeded);
+        let base = &self.keys;
         for (j, (cells, p)) in self.cells.iter_mut().zip(&self.params).enumerate() {
             let theta = (code >> (MAX_DEPTH - 1 - j as u32)) as usize;
             let position = [theta as u64, (j as u64 + 1) << 32 | u64::from(p.level)];
@@ -460,9 +459,7 @@ impl OnlineSynthesizer {
     /// Advance every cell to the current time and append its `N_θ` to
     /// `counts` in heap order. Fails only on a noise draw beyond `i64`.
     fn catch_up(&mut self, counts: &mut Vec<i64>) -> Result<()> {
-        let seeded = self.rng.is_seeded();
-        let master = self.master;
-        let base = SparseKeys::new(&master, seeded);
+        let base = &self.keys;
         for (j, (cells, p)) in self.cells.iter_mut().zip(&self.params).enumerate() {
             let upto = self.time - p.start + 1;
             for (theta, cell) in cells.iter_mut().enumerate() {
