@@ -20,19 +20,40 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test test-rust test-python test-mbi test-planted planted-build audit-long lint bench reproduce develop docs clean
+.PHONY: demo test check test-rust test-python test-python-all examples test-mbi test-planted \
+	planted-build audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
 	$(BIN)/dpstream demo --out demo-output
 
-test: test-rust test-python test-mbi test-planted
+# Two tiers (pytest markers in pyproject.toml; conftest.py marks tests/audit/ `audit` and
+# tests/test_bench_*.py `bench`, individually slow tests carry `slow`):
+#  make test   the fast tier, <= 8 minutes from a fresh clone on 2 cores, build included:
+#              cargo test for the core, then the unit and fast statistical tests (a unit
+#              test of each mechanism and capability; pytest about 3 minutes under load).
+#  make check  everything (<= 30 minutes, what CI runs): cargo test, every pytest test but
+#              the `long` ones (the fast tier plus `slow`, the privacy audits and the tests
+#              that run bench scripts: pytest about 9 to 16 minutes), the mbi cross-check
+#              and the planted-bug audits.
+FAST := not (long or slow or audit or bench)
+
+test: test-rust test-python
+
+check: test-rust test-python-all test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
 
-test-python: $(EXT) $(DEPS)
-	cargo build --release -q -p dpstream-core --example privhp_edge
-	$(BIN)/python -m pytest -q
+# The Rust examples the edge tests run (tests never build Rust; a missing one fails here).
+EXAMPLES := privhp_edge continual_edge
+examples:
+	cargo build --release -q -p dpstream-core $(addprefix --example ,$(EXAMPLES))
+
+test-python: $(EXT) $(DEPS) examples
+	DPSTREAM_REQUIRE_EXAMPLES=1 $(BIN)/python -m pytest -q -m "$(FAST)"
+
+test-python-all: $(EXT) $(DEPS) examples
+	DPSTREAM_REQUIRE_EXAMPLES=1 $(BIN)/python -m pytest -q
 
 # The extension built into python/dpstream by .venv's maturin is abi3: the mbi venv imports
 # it from the source tree. The tests fail (not skip) here if mbi cannot be imported.
@@ -63,7 +84,7 @@ planted-build: $(DEPS)
 	cp $(PLANTED_TARGET)/release/lib_core.so $(PLANTED_PKG)/dpstream/_core.abi3.so
 
 # Long privacy audits (pytest marker `long`, deselected by the default pytest options, so
-# not part of `make test`): method="paper" with the replaced step deciding two Algorithm-2
+# not part of `make test` nor `make check`): method="paper" with the replaced step deciding two Algorithm-2
 # threshold crossings, 2 × 50 000 runs (about 7 minutes of CPU); the merged-block audits
 # on 3 seeds (about 8 minutes); the planted redraw bug on two more seeds (docs/audits.md).
 audit-long: $(EXT) $(DEPS) planted-build
@@ -105,6 +126,8 @@ bench: $(EXT) $(DEPS) $(BENCH_DEPS)
 # whole online sweep (R up to 1000, d = 1..3, every ε), the paper's Adult tables (every
 # dataset, ε and method, 3 runs: ~5 h from scratch; finished streams are kept in
 # benches/out/tabular_streams and reused), and the real-table suite at every ε (~45 min).
+# They are studies: their reports go to research/ (online_paper.md, online_sweeps.md,
+# tabular_paper.md, tabular_suite.md), not to benches/RESULTS.md.
 reproduce: $(EXT) $(DEPS) $(BENCH_DEPS)
 	$(BIN)/python benches/bench_tabular_suite.py --results
 	$(BIN)/python benches/bench_online.py
@@ -117,7 +140,8 @@ develop: $(EXT) $(DEPS)
 docs: $(EXT) $(DEPS)
 	$(BIN)/python -m pip install -q "pdoc>=14"
 	$(BIN)/python -m pdoc dpstream dpstream.online dpstream.privhp dpstream.tabular \
-		dpstream.distributed dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
+		dpstream.distributed dpstream.privhp_dask dpstream.online_dask dpstream.tabular.dask \
+		dpstream.cli dpstream.budget dpstream.io dpstream.runs -o docs/api
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
 import os
 import platform
+import shlex
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import dpstream
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 #: Everything the scripts regenerate (stored streams, per-setting tables, figures): git-ignored.
@@ -16,12 +24,13 @@ OUT_DIR = REPO_DIR / "benches" / "out"
 
 RESULTS_HEADER = (
     "# dpstream benchmark results\n\n"
-    "Each section below is written by the benchmark script named in it; rerun the command given\n"
-    "there to refresh it. Absolute rates depend on the machine; the ratios, measured against the\n"
-    "peers in the same run, are the figures to compare. The sections hold the summary tables;\n"
-    "the scripts write the streams, the per-setting tables and the figures next to each other in\n"
-    "the git-ignored `benches/out/`. `make bench` reruns the side-by-side benchmarks (about 30\n"
-    "minutes on 2 cores), `make reproduce` the papers' experiments (hours).\n"
+    "One section per capability, each written by the benchmark script named in it; rerun the\n"
+    "command given there to refresh it. Absolute rates depend on the machine; the ratios,\n"
+    "measured against the peers in the same run, are the figures to compare. The sections hold\n"
+    "the summary tables; the scripts write the streams, the per-setting tables and the figures\n"
+    "to the git-ignored `benches/out/`. `make bench` reruns these benchmarks (about 30 minutes on\n"
+    "2 cores). The papers' reproductions and the sweeps (`make reproduce`, hours) write to\n"
+    "`research/`.\n"
 )
 
 
@@ -69,6 +78,87 @@ def git_revision() -> str:
     return f"{rev}, with uncommitted changes" if dirty else rev
 
 
+def load_average() -> str:
+    """The 1-minute load average, or 'n/a' where the platform has none."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "n/a"
+
+
+def run_log(began: float) -> Callable[[str], None]:
+    """A progress log to standard error, each line headed by the seconds since ``began``
+    (a ``time.perf_counter()`` reading)."""
+
+    def log(msg: str) -> None:
+        print(f"[{time.perf_counter() - began:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def rerun_command(script: str, argv: list[str] | None = None) -> str:
+    """The command that reruns ``benches/{script}`` with ``argv`` (default: this run's
+    arguments), from the repository root."""
+    args = sys.argv[1:] if argv is None else argv
+    return shlex.join([".venv/bin/python", f"benches/{script}", *args])
+
+
+def add_output_options(parser: argparse.ArgumentParser, duration: str, figures: str) -> None:
+    """``--quick`` (a smoke run taking ``duration``), ``--results`` and ``--figure-dir``
+    (the directory of the PNG ``figures``)."""
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"tiny smoke run ({duration}); unless --results/--figure-dir are given it writes "
+        "to a temporary directory, never over benches/RESULTS.md",
+    )
+    parser.add_argument("--results", type=Path, help="RESULTS.md to update")
+    parser.add_argument("--figure-dir", type=Path, help=f"directory of the PNG {figures}")
+
+
+def output_paths(
+    args: argparse.Namespace, script: str, results: Path, figures: Path
+) -> tuple[Path, Path]:
+    """The RESULTS.md and the figure directory of a run: ``--results`` and ``--figure-dir``;
+    with ``--quick`` and either missing, in a new temporary directory (never over
+    benches/RESULTS.md); else ``results`` and ``figures``. Absolute."""
+    results_path, figure_dir = args.results, args.figure_dir
+    if args.quick and (results_path is None or figure_dir is None):
+        tmp = Path(tempfile.mkdtemp(prefix=f"{script}_quick_"))
+        results_path = results_path or tmp / "RESULTS.md"
+        figure_dir = figure_dir or tmp / "figures"
+    return (results_path or results).resolve(), (figure_dir or figures).resolve()
+
+
+def save_figure(fig: Any, path: Path, dpi: int) -> None:
+    """Write the matplotlib figure ``fig`` to ``path`` (its directory made) and close it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
+def machine_line(loads: str = "") -> str:
+    """The ``- Machine:`` line of a section's Run list: platform, architecture, CPU and
+    cores, then ``loads`` (the load averages of the run), if given."""
+    text = (
+        f"- Machine: {platform.platform()}; {platform.uname().machine}; {cpu_model()}; "
+        f"os.cpu_count() = {os.cpu_count()}"
+    )
+    return f"{text}; {loads}" if loads else text
+
+
+def version_lines(others: str) -> list[str]:
+    """The ``- Python`` and ``- dpstream`` lines of a section's Run list: the versions of
+    Python, dpstream (and its git revision), numpy, then ``others`` (e.g. ``pandas 2.2.3``)."""
+    return [
+        f"- Python {platform.python_version()} ({platform.python_implementation()})",
+        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
+        + others,
+    ]
+
+
 def diag_run_lines(command: str) -> list[str]:
     """The machine, versions and rerun lines of a diagnostic section's "Run" list (the
     ``benches/diag_*.py`` scripts; the benchmarks give more detail)."""
@@ -107,12 +197,13 @@ def write_section(section: str, title: str, results_path: Path) -> None:
 def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> tuple[str, str]:
     """The RESULTS.md summary of ``section`` and its full text for ``details_path``.
 
-    The full text is ``section`` itself. The summary drops the ``### `` subsections titled in
-    ``moved`` (long per-setting tables, figures) and every embedded figure (``![...](...)`` lines
-    and the caption lines that start with the figure's path in backquotes), and puts, where the
-    first moved subsection was, a ``### Per-setting tables`` (``... and figures``) subsection
-    naming the file that holds them. Figures and the details file are regenerated, never committed
-    (``benches/out/`` is git-ignored), so the summary names them without linking them.
+    The full text is ``section`` itself. The summary drops the ``### `` subsections whose
+    titles start with one of ``moved`` (per-setting tables, setup, notes) and every embedded
+    figure (``![...](...)`` lines and the caption lines that start with the figure's path in
+    backquotes), and puts, where the first moved subsection was, a ``### Details``
+    (``... and figures``) subsection naming the file that holds them. Figures and the details
+    file are regenerated, never committed (``benches/out/`` is git-ignored), so the summary
+    names them without linking them.
     """
     shown = (
         details_path.relative_to(REPO_DIR)
@@ -121,13 +212,17 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
     )
     lines = section.rstrip("\n").splitlines()
     figure_links = {ln[ln.rfind("(") + 1 : ln.rfind(")")] for ln in lines if ln.startswith("![")}
-    held = [t.removeprefix("### ") for t in moved if t in (ln.strip() for ln in lines)]
+
+    def is_moved(line: str) -> bool:
+        return line.startswith("### ") and line.strip().startswith(moved)
+
+    held = [ln.strip().removeprefix("### ") for ln in lines if is_moved(ln)]
     if figure_links:
         held.append(
             "the figures " + ", ".join(f"`{shown.parent / link}`" for link in sorted(figure_links))
         )
     pointer = [
-        "### Per-setting tables" + (" and figures" if figure_links else ""),
+        "### Details" + (" and figures" if figure_links else ""),
         "",
         f"Written by the same run next to its regenerated data, in `{shown}` (not committed): "
         + "; ".join(held)
@@ -138,7 +233,7 @@ def split_details(section: str, moved: tuple[str, ...], details_path: Path) -> t
     skipping = placed = False
     for line in lines:
         if line.startswith("### ") or line.startswith("## "):
-            skipping = line.strip() in moved
+            skipping = is_moved(line)
             if skipping and not placed:
                 out += pointer
                 placed = True
@@ -173,6 +268,40 @@ def write_split(
     summary, details = split_details(section, moved, details_path)
     write_details(details, details_path)
     write_section(summary, title, results_path)
+
+
+def report_section(
+    section: str,
+    title: str,
+    results_path: Path,
+    moved: tuple[str, ...],
+    details_path: Path,
+    no_write: bool,
+    log: Callable[[str], None],
+) -> None:
+    """Print ``section``; unless ``no_write``, also write it (:func:`write_split`) and log
+    it."""
+    print(section)
+    if not no_write:
+        write_split(section, title, results_path, moved, details_path)
+        log(f"wrote the section '{title[3:]}' of {results_path}")
+
+
+def require_modules(
+    parser: argparse.ArgumentParser, script: str, needed: list[tuple[str, str]], make: str
+) -> None:
+    """Exit now (status 2), not after minutes of computation, if a module of ``needed``
+    ``(module, distribution)`` is missing, saying how to install it (``make``: the make
+    target that does)."""
+    for module, dist in needed:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            parser.exit(
+                2,
+                f"{script} needs {dist} ({exc}): `make {make}` installs it, or run "
+                f"`.venv/bin/python -m pip install {dist}`\n",
+            )
 
 
 def add_steps_option(parser: argparse.ArgumentParser, default: int) -> None:

@@ -395,7 +395,14 @@ def _randhie() -> Loaded:
     return t.result(_stable(year), year)
 
 
-_RD = "Rdatasets (Arel-Bundock), an R data package's table"
+def _rd(name: str, package: str, item: str, what: str, *fields: Any, note: str = "") -> Table:
+    """The entry of ``rdatasets.data(package, item)``: ``what`` it holds, then the
+    :class:`Table` fields from :attr:`Table.time` on."""
+    origin = f"Rdatasets (Arel-Bundock), an R data package's table: {what}"
+    source = f"rdatasets.data('{package}', '{item}')"
+    return Table(name, "rdatasets", source, f"{origin} (R package {package}{note})", *fields)
+
+
 TABLES: dict[str, Table] = {
     t.name: t
     for t in (
@@ -405,35 +412,26 @@ TABLES: dict[str, Table] = {
               "dpstream.datasets.load_nycflights",
               "US BTS on-time data, NYC departures 2013 (R package nycflights13)",
               "week of 2013 (0-52) of the scheduled departure", (0, 52), False, _flights),
-        Table("gss_wages", "rdatasets", "rdatasets.data('stevedata', 'gss_wages')",
-              f"{_RD}: General Social Survey 1974-2018 (R package stevedata)",
-              "GSS survey year", (1974, 2018), False, _gss_wages),
-        Table("nass", "rdatasets", "rdatasets.data('DAAG', 'nassCDS')",
-              f"{_RD}: US NASS CDS car crashes 1997-2002 (R package DAAG)",
-              "year of the accident", (1997, 2002), False, _nass),
-        Table("mpls_stops", "rdatasets", "rdatasets.data('carData', 'MplsStops')",
-              f"{_RD}: Minneapolis police stops 2017 (R package carData)",
-              "week of 2017 (0-52), local time", (0, 52), False, _mpls),
-        Table("movies", "rdatasets", "rdatasets.data('ggplot2movies', 'movies')",
-              f"{_RD}: IMDb movies 1893-2005 (R package ggplot2movies)",
-              "decade of release (1890 = 1890s)", (1890, 2000), False, _movies),
-        Table("pizza", "rdatasets", "rdatasets.data('gt', 'pizzaplace')",
-              f"{_RD}: a pizza shop's 2015 sales (R package gt)",
-              "week of 2015 (0-52) of the order", (0, 52), False, _pizza),
-        Table("nlswork", "rdatasets", "rdatasets.data('sampleSelection', 'nlswork')",
-              f"{_RD}: NLS young women 1968-88 panel (R package sampleSelection; Stata)",
-              "survey year", (1968, 1988), False, _nlswork),
-        Table("fertility", "rdatasets", "rdatasets.data('AER', 'Fertility')",
-              f"{_RD}: 1980 US census mothers, Angrist-Evans (R package AER)",
-              None, None, False, _fertility),
+        _rd("gss_wages", "stevedata", "gss_wages", "General Social Survey 1974-2018",
+            "GSS survey year", (1974, 2018), False, _gss_wages),
+        _rd("nass", "DAAG", "nassCDS", "US NASS CDS car crashes 1997-2002",
+            "year of the accident", (1997, 2002), False, _nass),
+        _rd("mpls_stops", "carData", "MplsStops", "Minneapolis police stops 2017",
+            "week of 2017 (0-52), local time", (0, 52), False, _mpls),
+        _rd("movies", "ggplot2movies", "movies", "IMDb movies 1893-2005",
+            "decade of release (1890 = 1890s)", (1890, 2000), False, _movies),
+        _rd("pizza", "gt", "pizzaplace", "a pizza shop's 2015 sales",
+            "week of 2015 (0-52) of the order", (0, 52), False, _pizza),
+        _rd("nlswork", "sampleSelection", "nlswork", "NLS young women 1968-88 panel",
+            "survey year", (1968, 1988), False, _nlswork, note="; Stata"),
+        _rd("fertility", "AER", "Fertility", "1980 US census mothers, Angrist-Evans",
+            None, None, False, _fertility),
         Table("weather", "nycflights13", "nycflights13.weather",
               "hourly weather at the NYC airports 2013 (R package nycflights13)",
               "week of 2013 (0-52)", (0, 52), True, _weather),
-        Table("diamonds", "rdatasets", "rdatasets.data('ggplot2', 'diamonds')",
-              f"{_RD}: 53,940 diamonds (R package ggplot2)", None, None, True, _diamonds),
-        Table("randhie", "rdatasets", "rdatasets.data('sampleSelection', 'RandHIE')",
-              f"{_RD}: RAND Health Insurance Experiment (R package sampleSelection)",
-              "study year (1-5)", (1, 5), True, _randhie),
+        _rd("diamonds", "ggplot2", "diamonds", "53,940 diamonds", None, None, True, _diamonds),
+        _rd("randhie", "sampleSelection", "RandHIE", "RAND Health Insurance Experiment",
+            "study year (1-5)", (1, 5), True, _randhie),
     )
 }  # fmt: skip
 

@@ -31,7 +31,7 @@ time is linear in n; it is extrapolated from the measured rate of the 10^10 conf
 the per-partition overheads (encode, decode, merge), the final release and the reduction
 depth are measured and listed. Reading 160 GB of input from storage is not included.
 
-The results replace the "Distributed PrivHP (issue 6)" section of ``benches/RESULTS.md``.
+The results replace the "Distributed PrivHP" section of ``benches/RESULTS.md``.
 Run from the repository root::
 
     .venv/bin/python benches/bench_distributed.py           # about 2 minutes
@@ -45,11 +45,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import logging
-import os
 import platform
-import shlex
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -58,16 +55,31 @@ from pathlib import Path
 from typing import Any
 
 import _distributed_streams as streams
+import _release_rss
 import dpstream
 import numpy as np
 from _distributed_streams import fmt_bytes, fmt_duration
-from _report import OtherCpu, cpu_model, git_revision, version, write_section
+from _report import (
+    OtherCpu,
+    git_revision,
+    load_average,
+    machine_line,
+    publish,
+    rerun_command,
+    run_log,
+    version,
+    version_lines,
+    write_split,
+)
 from dpstream import PrivHP, distributed
 from dpstream.partitioned import local_cluster
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-SECTION_TITLE = "## Distributed PrivHP (issue 6)"
+SECTION_TITLE = "## Distributed PrivHP"
+RELEASE_TITLE = "## Distributed tabular release"
+#: The subsections written to the details file in benches/out, not to RESULTS.md.
+DETAILS = ("### Setup", "### Extrapolation to 10^10 points", "### Notes")
 SEED = 20_261_122
 DIM = 2
 EPSILON = 1
@@ -106,13 +118,6 @@ def worker_rss() -> int:
     import psutil
 
     return int(psutil.Process().memory_info().rss)
-
-
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
 
 
 @dataclass
@@ -214,12 +219,22 @@ def main() -> None:
         "--part",
         choices=["all", "privhp", "streams"],
         default="all",
-        help="privhp: issue 6's PrivHP section; streams: issue 30's tabular stream and "
+        help="privhp: the PrivHP section; streams: the tabular stream and "
         "online synthesizer section; all: both",
     )
+    parser.add_argument(
+        "--release-rss",
+        type=int,
+        metavar="N",
+        help="only measure the client's peak RSS across a step of an N-row Dask batch, its "
+        f"release drawn by the workers or by the client (the section '{RELEASE_TITLE[3:]}')",
+    )
     args = parser.parse_args()
+    if args.release_rss is not None:
+        release_rss(args.release_rss, (args.results or RESULTS_PATH).resolve(), args.no_write)
+        return
     s = QUICK if args.quick else FULL
-    command = shlex.join([".venv/bin/python", "benches/bench_distributed.py", *sys.argv[1:]])
+    command = rerun_command("bench_distributed.py")
     results_path = args.results
     if args.quick and results_path is None:
         results_path = Path(tempfile.mkdtemp(prefix="bench_distributed_")) / "RESULTS.md"
@@ -231,10 +246,7 @@ def main() -> None:
 
     logging.getLogger("distributed").setLevel(logging.WARNING)
     began = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[{time.perf_counter() - began:6.1f} s] {msg}", file=sys.stderr, flush=True)
-
+    log = run_log(began)
     configs = [
         Config(
             f"sized for n = {n:.0e}".replace("e+0", "e").replace("e+", "e"),
@@ -258,7 +270,13 @@ def main() -> None:
             streams_section = run_streams(args.quick, clients, log, command, began)
             print(streams_section)
             if not args.no_write:
-                write_section(streams_section, streams.SECTION_TITLE, results_path)
+                write_split(
+                    streams_section,
+                    streams.SECTION_TITLE,
+                    results_path,
+                    streams.DETAILS,
+                    results_path.parent / "out" / "bench_distributed_streams.md",
+                )
                 log(f"wrote the section '{streams.SECTION_TITLE[3:]}' of {results_path}")
         if args.part == "streams":
             return
@@ -304,8 +322,23 @@ def main() -> None:
     section = render(s, configs, cases, startup, rss, costs, command, runtime)
     print(section)
     if not args.no_write:
-        write_section(section, SECTION_TITLE, results_path)
-        log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
+        details = results_path.parent / "out" / "bench_distributed.md"
+        write_split(section, SECTION_TITLE, results_path, DETAILS, details)
+        log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path} (details: {details})")
+
+
+def release_rss(n: int, results_path: Path, no_write: bool) -> None:
+    """The client's memory across a Dask release (``_release_rss``), on a 2-worker
+    LocalCluster: its section of the results."""
+    from dask.distributed import Client
+
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    with local_cluster(2) as cluster, Client(cluster, set_as_default=False):
+        table = _release_rss.render(n, _release_rss.measure(cluster.scheduler_address, n))
+    command = rerun_command("bench_distributed.py")
+    run = [machine_line(load_average()), *version_lines(f"dask {version('dask')}")]
+    section = "\n".join([RELEASE_TITLE, "", *run, f"- Rerun: `{command}`", "", table, ""])
+    publish(section, RELEASE_TITLE, results_path, no_write)
 
 
 def run_streams(
@@ -323,9 +356,10 @@ def run_streams(
         "### Run",
         "",
         f"- Date: {now}; this part {(time.perf_counter() - began) / 60:.1f} min",
-        f"- Machine: {platform.platform()}; {platform.uname().machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after: "
-        f"{' / '.join(loads)} (it counts this benchmark's own processes); {other}",
+        machine_line(
+            f"1-minute load average before / after: {' / '.join(loads)} (it counts this "
+            f"benchmark's own processes); {other}"
+        ),
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",
@@ -345,7 +379,6 @@ def render(
     runtime: float,
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
 
     def best(case: Case, cfg: Config) -> float:
         return min(case.times[cfg.label])
@@ -366,10 +399,11 @@ def render(
         "### Run",
         "",
         f"- Date: {now}; whole script {runtime / 60:.1f} min",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the timed "
-        f"rounds: {' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
-        f"{OTHER[0][0] if OTHER else 'CPU time of other processes: not measured'}",
+        machine_line(
+            f"1-minute load average before / after the timed rounds: "
+            f"{' / '.join(LOADS) or 'n/a'} (it counts this benchmark's own processes); "
+            f"{OTHER[0][0] if OTHER else 'CPU time of other processes: not measured'}"
+        ),
         f"- Python {platform.python_version()}; dpstream {dpstream.__version__} "
         f"(git {git_revision()}), numpy {version('numpy')}, dask {version('dask')}, "
         f"distributed {version('distributed')}",

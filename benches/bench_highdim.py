@@ -19,7 +19,7 @@ memory is its own):
 * the epochs closed by the end (the default policy, ``Adaptive()``:
   :mod:`dpstream.tabular.epochs`).
 
-Also: the feasibility rule of ``Paper()``'s selections (``pgm.ModelTree``) against the
+Also: the feasibility rule of ``Paper()``'s selections (``model.ModelTree``) against the
 greedy rebuild, on random models.
 
 ``--quick`` (tests): 2 steps of 200 rows at 6 and 8 columns. Default: ``STEPS`` steps per
@@ -48,7 +48,9 @@ sys.path.insert(0, str(HERE))
 
 from _report import diag_run_lines, publish  # noqa: E402
 
-SECTION_TITLE = "## High-dimensional tabular streams (issue 31)"
+SECTION_TITLE = "## High-dimensional tabular stream"
+#: The subsections written to the details file in benches/out, not to RESULTS.md.
+DETAILS = ("### Seconds per step", "### The feasibility rule")
 COLUMNS = (14, 30, 50, 100)
 QUICK_COLUMNS = (6, 8)
 BATCH = 1_000
@@ -152,7 +154,9 @@ def agreement(columns: int, models: int, values: int = 6) -> dict[str, int]:
     pairs (1 to 3·columns); then every pair outside it is asked both ways."""
     import random
 
-    from dpstream.tabular import junction_tree_size, pgm
+    from dpstream.tabular import junction_tree_size
+    from dpstream.tabular import model as pgm
+    from dpstream.tabular.model import growth, junction_tree
 
     rng = random.Random(columns)
     sizes = (values,) * columns
@@ -167,9 +171,9 @@ def agreement(columns: int, models: int, values: int = 6) -> dict[str, int]:
             if len(cliques) < stop and tree.cells_with(c) <= cap:
                 tree, cliques = tree.added(c), [*cliques, c]
         # the fit's tree: the smaller of the greedy one and the chain
-        nodes = pgm._model_nodes(sizes, cliques, None)
+        nodes = growth.model_nodes(sizes, cliques, None)
         counts["over"] += sum(int(np.prod([values] * len(n))) for n in nodes) > cap
-        base = pgm.ModelTree(sizes, pgm._tree_of_nodes(sizes, nodes))
+        base = pgm.ModelTree(sizes, junction_tree.tree_of_nodes(sizes, nodes))
         for c in pairs:
             if c in cliques:
                 continue
@@ -300,7 +304,7 @@ def render(
         "random bound of 2–20 cells per category, then every pair outside the model asked "
         "both ways: the rule of "
         "the select step (the model's junction tree with the pair inserted, "
-        "`pgm.ModelTree`) and a greedy triangulation of all the cliques (the only check "
+        "`model.ModelTree`) and a greedy triangulation of all the cliques (the only check "
         "before). Up to 20 columns, a stream gives a pair the bound refuses a second chance "
         "from the greedy rebuild, so there only the 'bound accepts' column can differ; the "
         "fit keeps the smaller of the two trees, so a model never exceeds its bound "
@@ -387,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         results, agreements, command.rstrip(), time.perf_counter() - start, before,
         args.before_commit,
     )  # fmt: skip
-    publish(section, SECTION_TITLE, args.results, args.no_write)
+    publish(section, SECTION_TITLE, args.results, args.no_write, DETAILS, "bench_highdim")
     ratios = [
         f"{r['columns']}: {float(r['median_seconds']) / float(results[0]['median_seconds']):.1f}×"
         for r in results

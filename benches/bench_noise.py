@@ -13,7 +13,7 @@ and, as a secondary table, discrete Gaussian noise (dpstream and OpenDP's ``make
 Every case is timed once per round, rounds interleave the libraries (these machines are noisy, so
 a transient load hits all of them alike), and the best round counts. Before timing, each case's
 output is checked (mean near 0, standard deviation near the distribution's) so that a broken peer
-call is caught rather than timed. The results replace the "Noise throughput (issue 2)" section
+call is caught rather than timed. The results replace the "Noise" section
 of ``benches/RESULTS.md``.
 
 Run from the repository root::
@@ -29,8 +29,6 @@ import argparse
 import datetime as dt
 import gc
 import math
-import os
-import platform
 import shlex
 import sys
 import time
@@ -41,12 +39,12 @@ from typing import Any
 
 import dpstream
 import numpy as np
-from _report import cpu_model, git_revision, version, write_section
+from _report import machine_line, version, version_lines, write_section
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-SECTION_TITLE = "## Noise throughput (issue 2)"
+SECTION_TITLE = "## Noise"
 INSTALL_HINT = (
     "run `make bench` (its bench-deps step runs `pip install opendp diffprivlib` into .venv), "
     "or `.venv/bin/python -m pip install opendp diffprivlib`"
@@ -460,7 +458,6 @@ def render(
     cases: list[Case], skipped: list[Skipped], args: argparse.Namespace, command: str
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     lines = [
         SECTION_TITLE,
         "",
@@ -475,19 +472,18 @@ def render(
         "### Run",
         "",
         f"- Date: {now}",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"opendp {version('opendp')}, diffprivlib {version('diffprivlib')} "
-        f"(scikit-learn {version('scikit-learn')})",
+        machine_line(),
+        *version_lines(
+            f"opendp {version('opendp')}, diffprivlib {version('diffprivlib')} "
+            f"(scikit-learn {version('scikit-learn')})"
+        ),
         f"- Rerun (from the repository root): `{command}` (or `make bench`)",
         "",
         "### Discrete Laplace, P(z) ~ exp(-|z| / scale)",
         "",
         *throughput_table(cases, "laplace", skipped),
         "",
-        "### Ratios and issue 2's targets",
+        "### Ratios and targets",
         "",
     ]
     ratio_lines, summary = ratio_rows(cases)

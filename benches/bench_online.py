@@ -48,8 +48,8 @@ configuration; the best and median of a few rounds, each with a fresh synthesize
 * same-run peers: ``PrivHP.update`` of the offline full hierarchy (depth 19) on the same
   10^6 points, and the offline build + release + ``sample(t)`` at the same t.
 
-The results replace the "OnlineSynthesizer utility and throughput (issue 4)" section of
-``benches/RESULTS.md`` (the summary tables); every measurement and the figures
+The results replace the "OnlineSynthesizer against the offline hierarchy" section of
+``research/online_paper.md`` (the summary tables); every measurement and the figures
 ``online_*.png`` go to the git-ignored ``benches/out/`` (``bench_online.md``, ``figures/``).
 Run from the repository root::
 
@@ -65,14 +65,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import importlib
 import math
 import multiprocessing as mp
 import os
-import platform
-import shlex
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -81,22 +76,24 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import _report
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import OUT_DIR, cpu_model, git_revision, version, write_split
+from _seeds import derived_seed
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
 BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-FIGURE_DIR = OUT_DIR / "figures"
+#: A reproduction of the paper's rates: its report is a study, in research/ (not RESULTS.md).
+RESULTS_PATH = BENCH_DIR.parent / "research" / "online_paper.md"
+FIGURE_DIR = _report.OUT_DIR / "figures"
 FIGURE_W1 = "online_w1.png"
 FIGURE_RATIO = "online_ratio.png"
 FIGURE_TIMING = "online_throughput.png"
 #: The subsections written to the details file in benches/out, not to RESULTS.md.
 DETAILS = ("### Utility: every measurement",)
-SECTION_TITLE = "## OnlineSynthesizer utility and throughput (issue 4)"
+SECTION_TITLE = "## OnlineSynthesizer against the offline hierarchy"
 
 # Issue 4's target: 10^6 steps with a release every 10^4 in under 10 s on one core.
 TARGET_LOOP_SECONDS = 10.0
@@ -157,27 +154,15 @@ FULL = Settings(
     tp_batch=10_000,
     tp_rounds=3,
 )
-QUICK = Settings(
-    quick=True,
-    dims=(1, 2, 3),
-    epsilons=(Fraction(1, 2), Fraction(1), Fraction(2)),
-    grid=(100, 316, 1000, 3162),
-    fit_min=316,
-    reps=2,
-    n_projections=10,
-    tp_points=100_000,
-    tp_release_at=(1_000, 10_000, 100_000),
-    tp_batch=5_000,
-    tp_rounds=2,
-)
+QUICK = replace(
+    FULL, quick=True, grid=(100, 316, 1000, 3162), fit_min=316, reps=2,
+    tp_points=100_000, tp_release_at=(1_000, 10_000, 100_000), tp_batch=5_000, tp_rounds=2,
+)  # fmt: skip
 
 
 def seed_of(*parts: int) -> int:
     """A distinct reproducible seed for each tuple of small non-negative integers."""
-    s = BASE_SEED
-    for p in parts:
-        s = s * 1_000_003 + p
-    return s % (1 << 64)
+    return derived_seed(BASE_SEED, *parts)
 
 
 def eps_text(eps: Fraction) -> str:
@@ -407,13 +392,6 @@ class Timing:
     state: dict[str, int]
 
 
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
-
-
 def timed(call: Callable[[], Any]) -> tuple[float, Any]:
     gc.collect()
     gc.disable()
@@ -430,7 +408,7 @@ def run_throughput(s: Settings, log: Callable[[str], None]) -> Timing:
     x = dpstream.streams.uniform(n, d, seed=seed_of(9))
     tm = Timing([], [], [], [], [], [], [], [], {})
     iters = n // batch
-    LOADS.append(load_average())
+    LOADS.append(_report.load_average())
     for rnd in range(1, s.tp_rounds + 1):
         began = time.perf_counter()
         # Segments in one update call each, a release at the end of each.
@@ -510,7 +488,7 @@ def run_throughput(s: Settings, log: Callable[[str], None]) -> Timing:
             offs.append(secs)
         tm.offline_seconds.append(offs)
         log(f"throughput round {rnd}/{s.tp_rounds}: {time.perf_counter() - began:.1f} s")
-    LOADS.append(load_average())
+    LOADS.append(_report.load_average())
     return tm
 
 
@@ -787,7 +765,6 @@ def render(
     phase_times: dict[str, float],
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     quick = (
         ["**QUICK SMOKE RUN (`--quick`): tiny sizes, not the benchmark's figures.**", ""]
         if s.quick
@@ -808,12 +785,11 @@ def render(
         f"- Date: {now}; whole script {runtime / 60:.1f} min (throughput "
         f"{phase_times['throughput'] / 60:.1f} min, utility {phase_times['utility'] / 60:.1f} "
         f"min on {s.workers} worker processes)",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the "
-        f"throughput rounds: {' / '.join(LOADS) or 'n/a'}",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"matplotlib {version('matplotlib')}",
+        _report.machine_line(
+            f"1-minute load average before / after the throughput rounds: "
+            f"{' / '.join(LOADS) or 'n/a'}"
+        ),
+        *_report.version_lines(f"matplotlib {_report.version('matplotlib')}"),
         f"- Rerun (from the repository root): `{command}`"
         + ("" if s.quick else " (or `make reproduce`)"),
         "",
@@ -937,9 +913,7 @@ def plot_w1(s: Settings, c: Curves, path: Path) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle(f"OnlineSynthesizer vs offline full hierarchy, mean of {s.reps} runs", fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 0.98))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _report.save_figure(fig, path, 100)
 
 
 def plot_ratio(s: Settings, c: Curves, path: Path) -> None:
@@ -975,9 +949,7 @@ def plot_ratio(s: Settings, c: Curves, path: Path) -> None:
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _report.save_figure(fig, path, 100)
 
 
 def plot_timing(s: Settings, tm: Timing, path: Path) -> None:
@@ -998,9 +970,7 @@ def plot_timing(s: Settings, tm: Timing, path: Path) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _report.save_figure(fig, path, 100)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1008,14 +978,7 @@ def plot_timing(s: Settings, tm: Timing, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="tiny smoke run (seconds); unless --results/--figure-dir are given it writes to a "
-        "temporary directory, never over benches/RESULTS.md",
-    )
-    parser.add_argument("--results", type=Path, help="RESULTS.md to update")
-    parser.add_argument("--figure-dir", type=Path, help="directory of the PNG figures")
+    _report.add_output_options(parser, "seconds", "figures")
     parser.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="utility worker processes"
     )
@@ -1024,14 +987,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     s = replace(QUICK if args.quick else FULL, workers=max(1, args.workers))
-    command = shlex.join([".venv/bin/python", "benches/bench_online.py", *sys.argv[1:]])
-    results_path, figure_dir = args.results, args.figure_dir
-    if args.quick and (results_path is None or figure_dir is None):
-        tmp = Path(tempfile.mkdtemp(prefix="bench_online_quick_"))
-        results_path = results_path or tmp / "RESULTS.md"
-        figure_dir = figure_dir or tmp / "figures"
-    results_path = (results_path or RESULTS_PATH).resolve()
-    figure_dir = (figure_dir or FIGURE_DIR).resolve()
+    command = _report.rerun_command("bench_online.py")
+    results_path, figure_dir = _report.output_paths(args, "bench_online", RESULTS_PATH, FIGURE_DIR)
     paths = {
         "w1": figure_dir / FIGURE_W1,
         "ratio": figure_dir / FIGURE_RATIO,
@@ -1044,20 +1001,12 @@ def main() -> None:
     if not hasattr(dpstream, "OnlineSynthesizer"):
         parser.exit(2, "bench_online.py: this dpstream has no OnlineSynthesizer (`make develop`)\n")
     if not args.no_write:
-        try:
-            importlib.import_module("matplotlib")
-        except ImportError as exc:
-            parser.exit(
-                2,
-                f"bench_online.py needs matplotlib ({exc}): `make reproduce` installs it, or run "
-                "`.venv/bin/python -m pip install matplotlib`\n",
-            )
+        _report.require_modules(
+            parser, "bench_online.py", [("matplotlib", "matplotlib")], "reproduce"
+        )
 
     began = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[{time.perf_counter() - began:6.1f} s] {msg}", file=sys.stderr, flush=True)
-
+    log = _report.run_log(began)
     tm = run_throughput(s, log)
     tm.state["depth_off"] = offline_depth(Fraction(s.tp_epsilon), s.tp_points)
     mid = time.perf_counter()
@@ -1071,10 +1020,9 @@ def main() -> None:
         log(f"wrote {', '.join(str(p) for p in paths.values())}")
     runtime = time.perf_counter() - began
     section = render(s, c, tm, links, command, runtime, phase_times)
-    print(section)
-    if not args.no_write:
-        write_split(section, SECTION_TITLE, results_path, DETAILS, details_path)
-        log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
+    _report.report_section(
+        section, SECTION_TITLE, results_path, DETAILS, details_path, args.no_write, log
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,8 @@ half-width (Student t). Rerun from the repository root::
     .venv/bin/python benches/bench_online_compare.py --streams blobs,rings --dims 2 --eps 1 \
         --releases 10,100   # targeted: the sweep's methods, table printed, RESULTS.md untouched
 
-The summary goes to the section "Online synthetic points: side by side" of
-``benches/RESULTS.md``; per-setting tables, the raw CSV and the figure go to ``--out``
+The summary goes to the section "Online synthesizer" of ``benches/RESULTS.md`` (a sweep's to
+``research/online_sweeps.md``); per-setting tables, the raw CSV and the figure go to ``--out``
 (default ``benches/out/online_compare``, ignored by git).
 """
 
@@ -80,9 +80,17 @@ sys.path.insert(0, str(HERE))
 from _report import diag_run_lines, write_section  # noqa: E402
 from bench_online import dyadic_bound  # noqa: E402
 
-SECTION = "Online synthetic points: side by side"
+SECTION = "Online synthesizer"
+#: The sweeps (make reproduce) are studies: their sections go to research/, not RESULTS.md.
+SWEEPS_PATH = HERE.parent / "research" / "online_sweeps.md"
 GRID = {1: 4096, 2: 256, 3: 64}
 SIZES = ((0.02, 0.1), (0.1, 0.3), (0.3, 0.7))
+NAN = float("nan")
+#: The columns of a row of results, in order.
+COLUMNS = (
+    "stream", "d", "eps", "R", "seed", "release", "t", "method",
+    "range_err", "range_rel", "w1", "seconds",
+)  # fmt: skip
 T95 = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 7: 2.45, 8: 2.36, 9: 2.31, 10: 2.26}
 
 
@@ -320,40 +328,17 @@ def run_setting(
         base = float(np.abs(truth - uni).mean())
         for name, y in releases.items():
             err = float(np.abs(truth - box_fractions(y, boxes)).mean())
-            rows.append(
-                dict(
-                    stream=stream,
-                    d=d,
-                    eps=eps,
-                    R=r,
-                    seed=seed,
-                    release=i,
-                    t=t,
-                    method=name,
-                    range_err=err,
-                    range_rel=err / base,
-                    w1=w1(xt, y),
-                    seconds=float("nan"),
-                )
-            )
+            rows.append(_row(stream, d, eps, r, seed, i, t, name, err, err / base, w1(xt, y), NAN))
     return rows
 
 
+def _row(*values: object) -> dict[str, object]:
+    """A row of results from its values in the order of :data:`COLUMNS`."""
+    return dict(zip(COLUMNS, values, strict=True))
+
+
 def _timing(stream, d, eps, r, seed, i, t, name, seconds):  # type: ignore[no-untyped-def]
-    return dict(
-        stream=stream,
-        d=d,
-        eps=eps,
-        R=r,
-        seed=seed,
-        release=i,
-        t=t,
-        method=name + " (time)",
-        range_err=float("nan"),
-        range_rel=float("nan"),
-        w1=float("nan"),
-        seconds=seconds,
-    )
+    return _row(stream, d, eps, r, seed, i, t, name + " (time)", NAN, NAN, NAN, seconds)
 
 
 # ----------------------------------------------------------------------------- summary
@@ -372,8 +357,11 @@ def slope(ts: list[int], errs: list[float]) -> float:
     return float(np.polyfit(np.log(ts), np.log(errs), 1)[0])
 
 
-def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object]]]:
-    """Markdown summary and per-setting records (final release and ratios)."""
+def _relative_errors(
+    rows: list[dict[str, object]],
+) -> dict[tuple, dict[str, dict[int, list[float]]]]:
+    """The relative range errors (one per seed), by setting ``(stream, d, eps, R)``, method
+    and release; timing rows left out."""
     keyed: dict[tuple, dict[str, dict[int, list[float]]]] = {}
     for row in rows:
         if str(row["method"]).endswith("(time)"):
@@ -381,6 +369,12 @@ def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object
         key = (row["stream"], row["d"], row["eps"], row["R"])
         per = keyed.setdefault(key, {}).setdefault(str(row["method"]), {})
         per.setdefault(int(row["release"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
+    return keyed
+
+
+def summarise(rows: list[dict[str, object]]) -> tuple[str, list[dict[str, object]]]:
+    """Markdown summary and per-setting records (final release and ratios)."""
+    keyed = _relative_errors(rows)
     records = []
     for key, per in sorted(keyed.items(), key=lambda kv: tuple(map(str, kv[0]))):
         stream, d, eps, r = key
@@ -506,13 +500,7 @@ def figure(rows: list[dict[str, object]], out: Path) -> Path | None:
 def fixed_memory_table(rows: list[dict[str, object]]) -> str:
     """The fixed-memory rows (d = 2): final release and its worst ratio to naive composition
     over every evaluated release (means over seeds), like the main table's default columns."""
-    per: dict[tuple, dict[str, dict[int, list[float]]]] = {}
-    for row in rows:
-        if str(row["method"]).endswith("(time)"):
-            continue
-        key = (row["stream"], row["d"], row["eps"], row["R"])
-        by = per.setdefault(key, {}).setdefault(str(row["method"]), {})
-        by.setdefault(int(row["release"]), []).append(float(row["range_rel"]))  # type: ignore[arg-type]
+    per = _relative_errors(rows)
     lines = [
         f"| stream | d | ε | R | {FIXED} | default | naive ε/R (replace) "
         "| worst fixed/naive, replace (add/remove) | final fixed/default |",
@@ -753,6 +741,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed_memory_throughput(200_000, 50_000, 1) if args.quick else fixed_memory_throughput()
     )
     fig = figure(rows, args.out)
+    (args.out / "online_w1.md").write_text(w1_table(rows) + "\n")
     mode = "--quick" if args.quick else "--full" if args.full else ""
     body = "\n".join(
         [
@@ -764,9 +753,7 @@ def main(argv: list[str] | None = None) -> int:
             table,
             "",
             "W1 of the final release (exact for d = 1; the dyadic upper bound for d >= 2), mean "
-            "over seeds:",
-            "",
-            w1_table(rows),
+            f"over seeds, per setting (regenerated, not in git): `{args.out / 'online_w1.md'}`.",
             "",
             f"Release times (the default and the paper, per release): {timing_table(rows)}.",
             "",
@@ -797,8 +784,8 @@ def _write_sweep(
     seeds: int,
     seconds: float,
 ) -> int:
-    """The sweep's section of RESULTS.md: the targets' table; the per-setting table stays in
-    ``--out`` (``online_compare_settings.md``)."""
+    """The sweep's section of research/online_sweeps.md: the targets' table; the per-setting
+    table stays in ``--out`` (``online_compare_settings.md``)."""
     mode = "--full" if args.full else "--sweep-r1000" if args.sweep_r1000 else "--sweep"
     body = "\n".join(
         [
@@ -816,7 +803,7 @@ def _write_sweep(
     if not args.no_write:
         title = f"## {SECTION}: sweep ({mode})"
         run = diag_run_lines(f".venv/bin/python benches/bench_online_compare.py {mode}")
-        write_section("\n".join([title, "", *run, "", body]), title, HERE / "RESULTS.md")
+        write_section("\n".join([title, "", *run, "", body]), title, SWEEPS_PATH)
     return 0
 
 

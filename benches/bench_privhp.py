@@ -36,7 +36,7 @@ vectorised numpy implementation of the same update and against Apache DataSketch
 ``count_min_sketch`` performing the same sketch updates (12 sketched levels x 1 update per
 point, 3 hashes each).
 
-The results replace the "PrivHP utility and throughput (issue 3)" section of
+The results replace the "PrivHP" section of
 ``benches/RESULTS.md``. Run from the repository root::
 
     .venv/bin/python benches/bench_privhp.py           # full run, a few minutes
@@ -52,38 +52,37 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import importlib.metadata
 import math
 import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import _report
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import OUT_DIR, cpu_model, git_revision, version, write_split
+from _seeds import derived_seed
 from dpstream import PrivHP, Rng
 from dpstream.metrics import wasserstein1
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-FIGURE_DIR = OUT_DIR / "figures"
+FIGURE_DIR = _report.OUT_DIR / "figures"
 FIGURE_NAME = "privhp_tradeoff.png"
 #: The subsections written to the details file in benches/out, not to RESULTS.md.
 DETAILS = (
+    "### Utility: setup",
     "### Memory / utility trade-off (Corollary 1)",
     "### Utility: every configuration",
+    "### Notes",
 )
-SECTION_TITLE = "## PrivHP utility and throughput (issue 3)"
+SECTION_TITLE = "## PrivHP"
 
 # Issue 3's throughput targets for PrivHP.update.
 TARGET_RATE = 5_000_000.0  # points per second
@@ -147,41 +146,19 @@ class Settings:
 
 
 FULL = Settings(
-    quick=False,
-    n=1 << 16,
-    epsilon=1,
-    dims=(1, 2, 3),
-    ks=(4, 16, 64, 256, 1024, 4096),
-    widths=(16, 64, 256, 1024),
-    rows=1,
-    reps=3,
-    m=1500,
-    tp_points=2_000_000,
-    tp_rounds=3,
-    peer_points=2_000_000,
-)
-QUICK = Settings(
-    quick=True,
-    n=1 << 12,
-    epsilon=1,
-    dims=(1, 2, 3),
-    ks=(4, 64),
-    widths=(16, 256),
-    rows=1,
-    reps=2,
-    m=200,
-    tp_points=200_000,
-    tp_rounds=2,
-    peer_points=50_000,
-)
+    quick=False, n=1 << 16, epsilon=1, dims=(1, 2, 3),
+    ks=(4, 16, 64, 256, 1024, 4096), widths=(16, 64, 256, 1024), rows=1,
+    reps=3, m=1500, tp_points=2_000_000, tp_rounds=3, peer_points=2_000_000,
+)  # fmt: skip
+QUICK = replace(
+    FULL, quick=True, n=1 << 12, ks=(4, 64), widths=(16, 256), reps=2, m=200,
+    tp_points=200_000, tp_rounds=2, peer_points=50_000,
+)  # fmt: skip
 
 
 def seed_of(*parts: int) -> int:
     """A distinct reproducible seed for each tuple of small non-negative integers."""
-    s = BASE_SEED
-    for p in parts:
-        s = s * 1_000_003 + p
-    return s % (1 << 64)
+    return derived_seed(BASE_SEED, *parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -608,17 +585,10 @@ def throughput_cases(s: Settings, x: FloatArray) -> tuple[list[Case], str | None
     return cases, None
 
 
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
-
-
 def run_throughput(s: Settings, log: Callable[[str], None]) -> tuple[list[Case], str | None]:
     x = dpstream.streams.uniform(s.tp_points, s.tp_dim, seed=seed_of(13))
     cases, skipped = throughput_cases(s, x)
-    LOADS.append(load_average())
+    LOADS.append(_report.load_average())
     for rnd in range(1, s.tp_rounds + 1):
         start = time.perf_counter()
         for case in cases:
@@ -637,7 +607,7 @@ def run_throughput(s: Settings, log: Callable[[str], None]) -> tuple[list[Case],
             case.times.append(elapsed)
             del state
         log(f"throughput round {rnd}/{s.tp_rounds}: {time.perf_counter() - start:.1f} s")
-    LOADS.append(load_average())
+    LOADS.append(_report.load_average())
     return cases, skipped
 
 
@@ -824,7 +794,6 @@ def render(
     runtime: float,
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     n_sketch = s.tp_depth - min(s.tp_k.bit_length() - 1, s.tp_depth)
     quick = (
         ["**QUICK SMOKE RUN (`--quick`): tiny sizes, not the benchmark's figures.**", ""]
@@ -843,13 +812,14 @@ def render(
         "### Run",
         "",
         f"- Date: {now}; whole script {runtime / 60:.1f} min",
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average before / after the "
-        f"throughput rounds: {' / '.join(LOADS) or 'n/a'}",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"POT {version('pot')}, datasketches {version('datasketches')}, "
-        f"matplotlib {version('matplotlib')}",
+        _report.machine_line(
+            f"1-minute load average before / after the throughput rounds: "
+            f"{' / '.join(LOADS) or 'n/a'}"
+        ),
+        *_report.version_lines(
+            f"POT {_report.version('pot')}, datasketches {_report.version('datasketches')}, "
+            f"matplotlib {_report.version('matplotlib')}"
+        ),
         f"- Rerun (from the repository root): `{command}`"
         + ("" if s.quick else " (or `make bench`)"),
         "",
@@ -1003,9 +973,7 @@ def plot(s: Settings, trials: list[Trial], path: Path) -> None:
         fontsize=11,
     )
     fig.tight_layout(rect=(0, 0.06, 1, 0.97))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _report.save_figure(fig, path, 110)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1013,27 +981,14 @@ def plot(s: Settings, trials: list[Trial], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="tiny smoke run (< 1 min); unless --results/--figure-dir are given it writes to a "
-        "temporary directory, never over benches/RESULTS.md",
-    )
-    parser.add_argument("--results", type=Path, help="RESULTS.md to update")
-    parser.add_argument("--figure-dir", type=Path, help="directory of the PNG figure")
+    _report.add_output_options(parser, "< 1 min", "figure")
     parser.add_argument(
         "--no-write", action="store_true", help="print the section without writing anything"
     )
     args = parser.parse_args()
     s = QUICK if args.quick else FULL
-    command = shlex.join([".venv/bin/python", "benches/bench_privhp.py", *sys.argv[1:]])
-    results_path, figure_dir = args.results, args.figure_dir
-    if args.quick and (results_path is None or figure_dir is None):
-        tmp = Path(tempfile.mkdtemp(prefix="bench_privhp_quick_"))
-        results_path = results_path or tmp / "RESULTS.md"
-        figure_dir = figure_dir or tmp / "figures"
-    results_path = (results_path or RESULTS_PATH).resolve()
-    figure_dir = (figure_dir or FIGURE_DIR).resolve()
+    command = _report.rerun_command("bench_privhp.py")
+    results_path, figure_dir = _report.output_paths(args, "bench_privhp", RESULTS_PATH, FIGURE_DIR)
     figure_path = figure_dir / FIGURE_NAME
     # The per-setting tables and figures go to benches/out (next to --figure-dir).
     details_path = figure_dir.parent / "bench_privhp.md"
@@ -1041,21 +996,10 @@ def main() -> None:
 
     # Fail now, not after minutes of computation, if a needed package is missing.
     needed = [("ot", "pot")] + ([] if args.no_write else [("matplotlib", "matplotlib")])
-    for module, dist in needed:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            parser.exit(
-                2,
-                f"bench_privhp.py needs {dist} ({exc}): `make bench` installs it, or run "
-                f"`.venv/bin/python -m pip install {dist}`\n",
-            )
+    _report.require_modules(parser, "bench_privhp.py", needed, "bench")
 
     began = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[{time.perf_counter() - began:6.1f} s] {msg}", file=sys.stderr, flush=True)
-
+    log = _report.run_log(began)
     check_paths(s)
     trials = run_utility(s, log)
     cases, skipped = run_throughput(s, log)
@@ -1066,10 +1010,9 @@ def main() -> None:
         log(f"wrote {figure_path}")
     runtime = time.perf_counter() - began
     section = render(s, trials, cases, skipped, figure_link, command, runtime)
-    print(section)
-    if not args.no_write:
-        write_split(section, SECTION_TITLE, results_path, DETAILS, details_path)
-        log(f"wrote the section '{SECTION_TITLE[3:]}' of {results_path}")
+    _report.report_section(
+        section, SECTION_TITLE, results_path, DETAILS, details_path, args.no_write, log
+    )
 
 
 def _one_thread(p: PrivHP) -> PrivHP:

@@ -9,7 +9,7 @@ rows) or B = 200 (245 steps) rows, in two orders (Section 7.1.2):
 * Adult-ordered: the rows sorted increasingly, lexicographically by all columns (first column
   first), the same stream in every run.
 
-Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), ``iters=100``:
+Methods. ``dpstream.tabular.TabularStream`` with all 2-way workloads (91), 100 iterations:
 ``Baseline(k=3)`` (Algorithm 2, the selection score ``"l2"``), ``Paper(k=3)`` (Algorithm 3 as
 printed: the score of Section 7.2, the remainder from the model, a refit after each
 selection, the mixture release; the column "proposed"; the paper does not state its k), both
@@ -46,14 +46,14 @@ metric evaluation excluded); the issue's target is one full Adult-randomized-bs-
 ε = 1 in under 15 minutes on this 2-core machine.
 
 Grids (``--quick`` / ``--bench`` / default / ``--full``): see ``GRIDS`` below and the "Run"
-paragraph this script writes. The results replace the "Tabular stream on Adult (issue 5)"
-section of ``benches/RESULTS.md`` (``--bench``: the section "Tabular stream on Adult: side by
-side (make bench)"), which holds the summary tables; the per-setting tables (Tables 1–3, the
-time per stream) and the figures ``tabular_*.png`` are written next to the streams, in the
-git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The reproduction's final
-figures (every dataset, ε, method and counter: the mean over runs of the six metrics over the
-last 10 steps, with the git revisions that computed the streams) stay in git as
-``benches/tabular_final.csv``. Run from the repository root::
+paragraph this script writes. The results replace the "Tabular stream on Adult: the paper's
+tables" section of ``research/tabular_paper.md`` (``--bench``: the section "Tabular stream on
+Adult: side by side (make bench)"), which holds the summary tables; the per-setting tables
+(Tables 1–3, the time per stream) and the figures ``tabular_*.png`` are written next to the
+streams, in the git-ignored ``benches/out/`` (``bench_tabular.md``, ``figures/``). The
+reproduction's final figures (every dataset, ε, method and counter: the mean over runs of the
+six metrics over the last 10 steps, with the git revisions that computed the streams) stay in
+git as ``research/tabular_final.csv``. Run from the repository root::
 
     .venv/bin/python benches/bench_tabular.py --bench   # make bench: ~12 min on 2 cores
     .venv/bin/python benches/bench_tabular.py           # default grid, ~2 h on 2 cores
@@ -85,15 +85,11 @@ import argparse
 import datetime as dt
 import gzip
 import importlib
-import inspect
 import json
 import math
 import multiprocessing as mp
 import os
-import platform
-import shlex
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -106,18 +102,32 @@ from typing import Any
 import dpstream
 import numpy as np
 import numpy.typing as npt
-from _report import OUT_DIR, cpu_model, git_revision, version, write_split
+from _report import (
+    OUT_DIR,
+    cpu_model,
+    git_revision,
+    load_average,
+    machine_line,
+    output_paths,
+    rerun_command,
+    save_figure,
+    version,
+    version_lines,
+    write_split,
+)
+from _seeds import derived_seed
 from dpstream import counters as dp_counters
-from dpstream.tabular import Domain, TabularStream, all_workloads, workload_errors
+from dpstream.tabular import Domain, ModelOptions, TabularStream, all_workloads, workload_errors
 from dpstream.tabular.policy import Adaptive, Baseline, Paper
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
+#: A reproduction of the paper's tables: its report is a study, in research/ (not RESULTS.md).
+RESULTS_PATH = REPO_DIR / "research" / "tabular_paper.md"
 FIGURE_DIR = OUT_DIR / "figures"
 # The Adult copy shipped with the package (identical to ../shared/data/adult).
 DATA_DIR = (REPO_DIR / "python" / "dpstream" / "data").resolve()
-SECTION_TITLE = "## Tabular stream on Adult (issue 5)"
+SECTION_TITLE = "## Tabular stream on Adult: the paper's tables"
 #: The section of the ``--bench`` grid (``make bench``): the reproduction's stays as it is.
 BENCH_SECTION_TITLE = "## Tabular stream on Adult: side by side (make bench)"
 #: The subsections of a section that go to the details file (``benches/out``), not RESULTS.md.
@@ -188,12 +198,8 @@ EPSILONS = (0.5, 1.0, 2.0, 4.0)
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-_STREAM_PARAMS = inspect.signature(TabularStream).parameters
-# How TabularStream draws its synthetic rows (never passed; None: no ``sampling`` keyword, rows
-# drawn i.i.d.).
-SAMPLING: str | None = (
-    str(_STREAM_PARAMS["sampling"].default) if "sampling" in _STREAM_PARAMS else None
-)
+# How TabularStream draws its synthetic rows (never passed: the library default).
+SAMPLING: str = ModelOptions().sampling
 
 # The worked example for reading the paper's RelWE as a relative ℓ2 error: the workload
 # UNIFORM_COLUMN × OTHER_COLUMN when the model keeps UNIFORM_COLUMN uniform.
@@ -461,10 +467,7 @@ def restrict(
 
 def seed_of(*parts: int) -> int:
     """A distinct reproducible seed for each tuple of small non-negative integers."""
-    s = BASE_SEED
-    for p in parts:
-        s = s * 1_000_003 + p
-    return s % (1 << 64)
+    return derived_seed(BASE_SEED, *parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -753,12 +756,18 @@ def bench_stream(
     iterations and cell limit) and a seeded generator; ``options`` add or override (the
     policy among them: the library's default if absent). ``legacy_sizes=True``
     (:data:`LEGACY_SIZES`; needs ``public_sizes=True``): the stream at 2ε, the calibration
-    of the streams stored before issue 28. The default policy takes only the simple
-    counter, the PGM fit and no cell limit of its own: those are passed to the others."""
-    settings: dict[str, Any] = {"workloads": 2, "iters": ITERS, "rng": dpstream.Rng(seed=seed)}
+    of the streams stored before issue 28. ``counter`` is a field of the other policies (the
+    default takes the simple counter only)."""
+    model = ModelOptions(iters=ITERS, max_model_cells=MAX_MODEL_CELLS)
+    settings: dict[str, Any] = {"workloads": 2, "model": model, "rng": dpstream.Rng(seed=seed)}
     merged = {**settings, **options}
-    if not isinstance(merged.get("policy", Adaptive()), Adaptive):
-        merged = {"estimator": "pgm", "max_model_cells": MAX_MODEL_CELLS, **merged}
+    counter = merged.pop("counter", "simple")
+    policy = merged.get("policy", Adaptive())
+    if not isinstance(policy, Adaptive):
+        policy = replace(policy, counter=counter)
+        merged = {**merged, "policy": policy}
+    elif counter != "simple":
+        raise ValueError(f"the default policy takes the simple counter, not {counter!r}")
     legacy = bool(merged.pop(LEGACY_SIZES, False))
     if legacy and not merged.get("public_sizes"):
         raise ValueError("legacy_sizes needs public_sizes=True")
@@ -1147,7 +1156,7 @@ def side_by_side(results: list[Result]) -> list[str]:
     return lines
 
 
-#: The final figures of the reproduction, kept in git next to RESULTS.md (the streams are not).
+#: The final figures of the reproduction, kept in git next to its report (the streams are not).
 FINAL_CSV = "tabular_final.csv"
 
 
@@ -1348,9 +1357,7 @@ def plot_dataset(
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=9)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.035 * rows, 1, 0.97))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, 100)
     return True
 
 
@@ -1393,13 +1400,6 @@ def plot_all(results: list[Result], figure_dir: Path) -> list[tuple[str, Path]]:
 # RESULTS.md
 
 
-def load_average() -> str:
-    try:
-        return f"{os.getloadavg()[0]:.2f}"
-    except OSError:
-        return "n/a"
-
-
 @dataclass
 class RunInfo:
     command: str
@@ -1427,8 +1427,6 @@ def provenance(results: list[Result]) -> str:
 
 
 def sampling_text() -> str:
-    if SAMPLING is None:
-        return "i.i.d. from the fitted model (this dpstream's `TabularStream` has no `sampling`)"
     how = "i.i.d. from the fitted model" if SAMPLING == "iid" else "from the fitted model"
     return f'{how} (`sampling` not passed: the library default, `"{SAMPLING}"`)'
 
@@ -1437,7 +1435,6 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
            details_path: Path, example: UniformExample,
            noise_refs: dict[int, float], counter_text: list[str]) -> str:  # fmt: skip
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    uname = platform.uname()
     n_cached = sum(r.cached for r in results)
     quick = (
         [
@@ -1506,12 +1503,11 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         f"- Streams by the code and machine that computed them: {provenance(results)}",
         f"- Grid (`{grid.name}`): {grid.description}.",
         *subset,
-        f"- Machine: {platform.platform()}; {uname.machine}; {cpu_model()}; "
-        f"os.cpu_count() = {os.cpu_count()}; 1-minute load average at start / end: "
-        f"{' / '.join(info.loads) or 'n/a'} (the machine is shared: other jobs ran alongside)",
-        f"- Python {platform.python_version()} ({platform.python_implementation()})",
-        f"- dpstream {dpstream.__version__} (git {git_revision()}), numpy {version('numpy')}, "
-        f"pandas {version('pandas')}, matplotlib {version('matplotlib')}",
+        machine_line(
+            f"1-minute load average at start / end: {' / '.join(info.loads) or 'n/a'} "
+            "(the machine is shared: other jobs ran alongside)"
+        ),
+        *version_lines(f"pandas {version('pandas')}, matplotlib {version('matplotlib')}"),
         f"- Rerun (from the repository root): `{info.command}`"
         + {"bench": " (or `make bench`)", "full": " (or `make reproduce`)"}.get(grid.name, "")
         + ": it reuses the stored streams that the code still reproduces and runs the rest; "
@@ -1527,12 +1523,12 @@ def render(grid: Grid, results: list[Result], figures: list[tuple[str, Path]], i
         'order"; the section "which order is the paper\'s Adult-ordered?" '
         "compares it with the rows in file order (git history). Batches of "
         "B = 50 rows (977 steps, the last of 42 rows) or B = 200 (245 steps).",
-        f"- `TabularStream(domain, ε, workloads=2, policy=…, iters={ITERS}, "
-        "rng=dpstream.Rng(seed=…))`: baseline `Baseline(k="
+        f"- `TabularStream(domain, ε, workloads=2, policy=…, model=ModelOptions(iters={ITERS}, "
+        f"max_model_cells={MAX_MODEL_CELLS:_}), rng=dpstream.Rng(seed=…))`: baseline `Baseline(k="
         f'{MARGINALS_PER_STEP}, score="l2")` (Algorithm 2) and proposed `Paper(k='
         f"{MARGINALS_PER_STEP})` (Algorithm 3 as printed: the score of Section 7.2, the "
         "remainder from the model, a refit after each selection, the mixture release), "
-        f'both with `estimator="pgm", max_model_cells={MAX_MODEL_CELLS:_}`, and the library '
+        'both with `estimator="pgm"`, and the library '
         "default `Adaptive()` (an MST release per epoch of batches, "
         "`dpstream.tabular.epochs`). The paper does not state its k (workloads selected per "
         f"step); k = {MARGINALS_PER_STEP} here. "
@@ -1806,14 +1802,8 @@ def main() -> None:
     # A report's rerun command is the one that computes what it reports.
     argv = [a for a in argv if a != "--report-only"]
     store = args.store if args.store is not None else None if args.quick else STORE_DIR
-    command = shlex.join([".venv/bin/python", "benches/bench_tabular.py", *argv])
-    results_path, figure_dir = args.results, args.figure_dir
-    if args.quick and (results_path is None or figure_dir is None):
-        tmp = Path(tempfile.mkdtemp(prefix="bench_tabular_quick_"))
-        results_path = results_path or tmp / "RESULTS.md"
-        figure_dir = figure_dir or tmp / "figures"
-    results_path = (results_path or RESULTS_PATH).resolve()
-    figure_dir = (figure_dir or FIGURE_DIR).resolve()
+    command = rerun_command("bench_tabular.py", argv)
+    results_path, figure_dir = output_paths(args, "bench_tabular", RESULTS_PATH, FIGURE_DIR)
     # The per-setting tables go next to the figures (benches/out unless --figure-dir is given).
     details_path = figure_dir.parent / (
         "bench_tabular_bench.md" if grid.name == "bench" else "bench_tabular.md"

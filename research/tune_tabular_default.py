@@ -5,6 +5,7 @@ R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
 ``research/tabular_default.md``.
 
     .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
+    .venv/bin/python research/tune_tabular_default.py fresh-half --no-alternatives
 """
 
 from __future__ import annotations
@@ -22,22 +23,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import _alternatives as alt
 import _tables
 from dpstream import Rng
-from dpstream.tabular import Adaptive, TabularStream, epochs, tv_errors
+from dpstream.tabular import Adaptive, TabularStream, epoch_split, tv_errors
 
+
+def _split(shares: str) -> epoch_split.Split:
+    """A variant's ε split from its shares ``"fresh settle select tree fresh_tree"``
+    (fractions); ``size`` is 1/40 in every variant."""
+    fresh, settle, select, tree, fresh_tree = (Fraction(x) for x in shares.split())
+    return epoch_split.Split(fresh, settle, select, tree, fresh_tree, size=Fraction(1, 40))
+
+
+#: ``name: (growth, split)``.
 VARIANTS = {
-    "current": (2.0, epochs.SPLIT),
-    "growth1.5": (1.5, epochs.SPLIT),
-    "more-one-way": (
-        2.0,
-        epochs.Split(
-            fresh=Fraction(1, 8),
-            settle=Fraction(1, 4),
-            select=Fraction(1, 10),
-            tree=Fraction(3, 10),
-            fresh_tree=Fraction(1, 5),
-            size=Fraction(1, 40),
-        ),
-    ),
+    "current": (2.0, epoch_split.SPLIT),
+    "growth1.5": (1.5, epoch_split.SPLIT),
+    "more-one-way": (2.0, _split("1/8 1/4 1/10 3/10 1/5")),
+    "half-one-way": (2.0, _split("1/4 1/4 1/10 1/4 1/8")),
+    "fresh-half": (2.0, _split("1/2 0 1/8 1/4 1/10")),
+    "fresh-3/8": (2.0, _split("3/8 0 1/8 3/8 1/10")),
 }
 
 
@@ -52,9 +55,8 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         synth = alt.independent(parts, domain, 1.0, Rng(seed=seed))
     else:
         growth, shares = VARIANTS[method]
-        epochs.SPLIT = shares  # the study's variant of the module constant
         stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
-        stream._epochs.budget = epochs.split(stream.epsilon, shares)  # type: ignore[union-attr]
+        stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         for batch in parts:
             stream.step(batch)
         synth = stream.synthetic_codes()
@@ -63,8 +65,10 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
-    methods = [*sys.argv[1].split(","), "mst", "independent"] if len(sys.argv) > 1 else [
-        *VARIANTS, "mst", "independent"]  # fmt: skip
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    methods = args[0].split(",") if args else list(VARIANTS)
+    if "--no-alternatives" not in sys.argv:
+        methods += ["mst", "independent"]
     tables = [n for n, t in _tables.TABLES.items() if t.tuning]
     jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), (0, 1), methods))
     with Pool(2) as pool:

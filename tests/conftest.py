@@ -22,8 +22,40 @@ import pytest
 from hypothesis import HealthCheck, settings
 from scipy import special, stats
 
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
 #: The benchmark scripts: their tests run them through their command line.
-BENCHES = Path(__file__).resolve().parents[1] / "benches"
+BENCHES = ROOT / "benches"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the check tier by path, before ``-m`` deselects: the privacy audits
+    (``tests/audit/``) as ``audit`` and the tests that run the bench scripts
+    (``tests/test_bench_*.py``) as ``bench``. ``make test`` runs neither (nor ``slow``)."""
+    for item in items:
+        path = Path(item.path)
+        if TESTS / "audit" in path.parents:
+            item.add_marker(pytest.mark.audit)
+        elif path.parent == TESTS and path.name.startswith("test_bench_"):
+            item.add_marker(pytest.mark.bench)
+
+
+def example_binary(name: str) -> Path:
+    """The release build of the Rust example ``rust/core/examples/<name>.rs``, which the
+    Makefile builds before pytest (tests never build Rust). Missing, the test is skipped,
+    or fails if ``DPSTREAM_REQUIRE_EXAMPLES`` is set (as ``make test`` and ``make check`` do)."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    binary = (ROOT / target) / "release" / "examples" / name
+    if not binary.exists():
+        why = (
+            f"{binary} is not built: run `cargo build --release -p dpstream-core "
+            f"--example {name}` (make test does)"
+        )
+        if os.environ.get("DPSTREAM_REQUIRE_EXAMPLES"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return binary
 
 
 def run_bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:

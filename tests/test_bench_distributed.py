@@ -24,9 +24,13 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    text = results.read_text()
-    assert "## Distributed tabular stream and online synthesizer (issue 30)" in text
-    assert "QUICK SMOKE RUN" in text and "Distributed PrivHP (issue 6)" not in text
+    summary = results.read_text()
+    assert "## Distributed tabular stream and online synthesizer" in summary
+    assert "QUICK SMOKE RUN" in summary and "Distributed PrivHP" not in summary
+    # RESULTS.md keeps the rates; the rest goes to the details file next to it
+    assert "### Counting throughput" in summary and "### Setup" not in summary
+    text = (tmp_path / "out" / "bench_distributed_streams.md").read_text()
+    assert "### Setup" in text and "### Counting throughput" in text
     for capability in ("table (8 columns", "online, epochs (default)", "online, for_memory"):
         rows = [line for line in text.splitlines() if line.startswith(f"| {capability}")]
         # rates x2, where the time goes (1 and 2 workers), client x2, extrapolation
@@ -39,3 +43,19 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
     # ... and the first one again on clusters with Dask's default worker settings
     assert "| 50,000, Dask's default worker settings | 4 |" in text
     assert "per round: median" in text
+
+
+def test_release_rss_measures_both_releases_and_checks_them_equal() -> None:
+    """``--release-rss N`` (issue 42): the client's peak RSS across a step whose release is
+    written by the workers, and drawn on the client; the script checks them equal."""
+    pytest.importorskip("dask.distributed")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--release-rss", "30000"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "30,000-row Dask batch" in done.stdout
+    for label in ("drawn and written (Parquet) by the workers", "on the client"):
+        assert f"| {label} |" in done.stdout

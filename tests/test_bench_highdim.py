@@ -21,13 +21,16 @@ def test_quick_run_writes_its_section_and_per_setting_outputs(tmp_path: Path) ->
     )
     text = results.read_text()
     assert "## Another section\n\nkept" in text  # other sections stay
-    assert "## High-dimensional tabular streams (issue 31)" in text
+    assert "## High-dimensional tabular stream" in text
     assert "benches/bench_highdim.py --quick`" in text  # the rerun command
     rows = [ln for ln in text.splitlines() if ln.startswith(("| 6 | 15 |", "| 8 | 28 |"))]
     assert len(rows) == 2
     assert rows[0].startswith("| 6 | 15 |") and rows[1].startswith("| 8 | 28 |")
-    # the feasibility comparison: 8 columns, 2 random models, no fit over its bound
-    agree = [ln for ln in text.splitlines() if ln.startswith("| 8 | 2 |")]
+    # the feasibility comparison (in the details file): 8 columns, 2 random models, no fit
+    # over its bound
+    assert "### The feasibility rule" not in text
+    details = (tmp_path / "out" / "bench_highdim.md").read_text()
+    agree = [ln for ln in details.splitlines() if ln.startswith("| 8 | 2 |")]
     assert len(agree) == 1 and agree[0].endswith("| 0 |")
     for d, workloads in ((6, 15), (8, 28)):
         r = json.loads((out / f"columns-{d}-steps-2.json").read_text())
@@ -46,7 +49,7 @@ def test_no_write_prints_the_section(tmp_path: Path) -> None:
          "--out", str(tmp_path)],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    assert run.stdout.startswith("## High-dimensional tabular streams (issue 31)")
+    assert run.stdout.startswith("## High-dimensional tabular stream\n")
     assert "| 5 | 10 |" in run.stdout
     assert (tmp_path / "columns-5-steps-1.json").exists()
     blocks = [ln for ln in run.stdout.splitlines() if ln.startswith("| 5 | ") and "step" in ln]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import run_bench
 
-TITLE = "## Tabular stream on Adult (issue 5)"
+TITLE = "## Tabular stream on Adult: the paper's tables"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +43,7 @@ def test_a_run_stores_its_streams_and_a_rerun_reuses_only_what_it_reproduces(
     # RESULTS.md: the summaries and the side by side; the long tables go next to the data.
     assert "### Side by side" in text and "| Adult-randomized-bs-200 | 1 |" in text
     assert "### Tables 1–2" not in text and "### Time per stream" not in text
-    assert "### Per-setting tables" in text and "--steps" in text
+    assert "### Details" in text and "--steps" in text
     details = (tmp_path / "out" / "bench_tabular.md").read_text()
     assert details.startswith(TITLE) and "### Tables 1–2" in details
     assert "### Time per stream" in details and "### Side by side" in details

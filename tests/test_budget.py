@@ -10,7 +10,7 @@ import pytest
 from dpstream.budget import BudgetExceededError, Ledger
 from dpstream.counters import Counter, InhomogeneousSparseCounter, SparseCounter
 from dpstream.sketch import CountMinSketch
-from dpstream.tabular import Domain, Paper, TabularStream
+from dpstream.tabular import Domain, ModelOptions, Paper, TabularStream
 
 
 def test_ledger_arithmetic_is_exact() -> None:
@@ -77,7 +77,7 @@ def test_continual_objects_spend_their_epsilon_with_the_first_release() -> None:
     syn.release(size=3)
     assert (syn.epsilon_spent, syn.epsilon_remaining) == (1, 0)
     d = Domain({"a": 2, "b": 2})
-    ts = TabularStream(d, 2, policy=Paper(k=1), estimator="mw", iters=5)
+    ts = TabularStream(d, 2, policy=Paper(k=1), model=ModelOptions(iters=5))
     assert ts.epsilon_spent == 0
     ts.step(np.array([[0, 1], [1, 1]]))
     assert (ts.epsilon_spent, ts.epsilon_remaining) == (2, 0)

@@ -129,6 +129,7 @@ def test_config_file_with_flags_overriding(points_csv: Path, tmp_path: Path) -> 
     assert result.returncode == 2 and "unknown option 'colour'" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["before-checkpoint", "after-checkpoint", "after-write"])
 def test_a_killed_run_resumes_without_loss_or_double_spending(
     points_csv: Path, tmp_path: Path, fault: str
@@ -229,12 +230,14 @@ def test_table_with_string_categories(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "c.csv", index=False)
     (tmp_path / "d.json").write_text('{"colour": ["red", "green", "blue"], "n": 3}')
     out = tmp_path / "o"
-    (tmp_path / "p.toml").write_text('[policy]\nname = "baseline"\nk = 1\nscore = "l2-cell"\n')
+    (tmp_path / "p.toml").write_text(
+        '[policy]\nname = "baseline"\nk = 1\nscore = "l2-cell"\nestimator = "mw"\n'
+    )
     code = main(
         [
             "table", "--input", str(tmp_path / "c.csv"), "--domain", str(tmp_path / "d.json"),
             "--batch-size", "100", "--epsilon", "2", "--config", str(tmp_path / "p.toml"),
-            "--estimator", "mw", "--out", str(out), "--quiet",
+            "--out", str(out), "--quiet",
         ]
     )  # fmt: skip
     assert code == 0
@@ -268,6 +271,7 @@ def test_table_matches_labelled_columns_by_their_text(tmp_path: Path) -> None:
     assert set(release["hour"]) <= set(range(5, 24)) and len(release) > 0
 
 
+@pytest.mark.slow
 def test_demo_runs_both_commands(tmp_path: Path) -> None:
     result = run("demo", "--out", str(tmp_path / "d"), "--quiet")
     assert result.returncode == 0, result.stderr
@@ -283,6 +287,7 @@ def test_demo_runs_both_commands(tmp_path: Path) -> None:
     assert run("demo", "--out", str(tmp_path / "d"), "--quiet").returncode == 0
 
 
+@pytest.mark.slow
 def test_a_killed_table_run_resumes_exactly(tmp_path: Path) -> None:
     pd.read_csv(ADULT / "adult.csv", nrows=800).to_csv(tmp_path / "a.csv", index=False)
 

@@ -91,6 +91,7 @@ def scheduler() -> Iterator[str]:
         yield str(cluster.scheduler_address)
 
 
+@pytest.mark.slow
 def test_cluster_runs_equal_one_process_byte_for_byte(
     inputs: tuple[Path, Path, Path], tmp_path: Path, scheduler: str
 ) -> None:
@@ -124,6 +125,7 @@ def test_cluster_runs_equal_one_process_byte_for_byte(
             assert metrics["w1"].between(0, 0.2).all()
 
 
+@pytest.mark.slow
 def test_checkpoints_resume_and_continue_on_a_parquet_directory(
     inputs: tuple[Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -233,6 +235,7 @@ def test_errors_are_one_line_with_exit_2(
         assert message in err and err.count("\n") == 1, err
 
 
+@pytest.mark.slow
 def test_a_single_file_checkpoint_resumes_on_a_parquet_directory(
     inputs: tuple[Path, Path, Path], tmp_path: Path, scheduler: str
 ) -> None:

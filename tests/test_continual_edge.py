@@ -3,28 +3,17 @@ R releases and a memory report without Python, and a checkpoint that Python load
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import dpstream
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-BINARY = REPO / "target" / "release" / "examples" / "continual_edge"
-CARGO_BUILD = ["cargo", "build", "--release", "-q", "-p", "dpstream-core"]
-CARGO_BUILD += ["--example", "continual_edge"]
+from conftest import example_binary
 
 
 @pytest.fixture(scope="module")
 def edge_binary() -> Path:
-    if shutil.which("cargo") is None and not BINARY.exists():
-        pytest.skip("cargo is not installed and the example is not built")
-    if shutil.which("cargo") is not None:
-        build = subprocess.run(CARGO_BUILD, cwd=REPO, capture_output=True, text=True, timeout=900)
-        assert build.returncode == 0, f"cargo build failed:\n{build.stderr[-4000:]}"
-    assert BINARY.exists(), f"{BINARY} was not built"
-    return BINARY
+    return example_binary("continual_edge")
 
 
 def test_stream_releases_and_a_checkpoint_python_loads(edge_binary: Path, tmp_path: Path) -> None:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import dpstream
 import numpy as np
 import pytest
+from _helpers import assert_truncations_and_flips_refused
 from conftest import seeded_checkpoint_loads
 from dpstream import Rng
 from dpstream.counters import KINDS, Counter, InhomogeneousSparseCounter, SparseCounter
@@ -40,31 +43,48 @@ def values(n: int, seed: int = 0) -> np.ndarray:
     return (np.random.default_rng(seed).random(n) < 0.4).astype(np.int64)
 
 
+def assert_continues_after_load(
+    make_counter: Callable[[Rng], Any],
+    load: Callable[..., Any],
+    xs: np.ndarray,
+    at: int,
+    same: tuple[str, ...],
+    check: Callable[[Any, Any], None] = lambda loaded, first: None,
+) -> None:
+    """A counter ``make_counter(rng)`` saved after ``xs[:at]`` and loaded (``load``) with
+    the same seeded generator re-encodes to the saved bytes, has the attributes ``same``
+    (and whatever ``check(loaded, first)`` asserts) of the saved one, ``time == at``, and
+    then releases what an uninterrupted run over ``xs`` releases."""
+    whole = make_counter(Rng(seed=at)).run(xs)
+    rng = Rng(seed=at)
+    first = make_counter(rng)
+    head = first.run(xs[:at])
+    data = first.to_bytes()
+    loaded = load(data, rng=rng, allow_seeded=True)
+    assert loaded.to_bytes() == data
+    assert [getattr(loaded, name) for name in same] == [getattr(first, name) for name in same]
+    assert getattr(loaded, "time", at) == at
+    check(loaded, first)
+    np.testing.assert_array_equal(np.concatenate([head, loaded.run(xs[at:])]), whole)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dim", [1, 3])
 @pytest.mark.parametrize("at", [0, 1, 7, 16, 33, 64])
 def test_counter_continues_exactly_after_load(kind: str, dim: int, at: int) -> None:
-    xs = increments(dim, seed=at)
-    whole = make(kind, dim, rng=Rng(seed=at)).run(xs)
+    def check(loaded: Counter, first: Counter) -> None:
+        np.testing.assert_array_equal(loaded.release, first.release)
+        assert loaded.seeded
+        assert "NOT PRIVATE" in repr(loaded)
 
-    rng = Rng(seed=at)
-    first = make(kind, dim, rng=rng)
-    head = first.run(xs[:at])
-    data = first.to_bytes()
-    loaded = Counter.from_bytes(data, rng=rng, allow_seeded=True)
-    assert loaded.to_bytes() == data
-    assert (loaded.kind, loaded.epsilon, loaded.dim, loaded.horizon, loaded.time) == (
-        first.kind,
-        first.epsilon,
-        first.dim,
-        first.horizon,
+    assert_continues_after_load(
+        lambda rng: make(kind, dim, rng=rng),
+        Counter.from_bytes,
+        increments(dim, seed=at),
         at,
+        ("kind", "epsilon", "dim", "horizon"),
+        check,
     )
-    np.testing.assert_array_equal(loaded.release, first.release)
-    assert loaded.seeded
-    assert "NOT PRIVATE" in repr(loaded)
-    tail = loaded.run(xs[at:])
-    np.testing.assert_array_equal(np.vstack([head, tail]), whole)
 
 
 def test_bounded_counter_keeps_its_horizon() -> None:
@@ -78,22 +98,13 @@ def test_bounded_counter_keeps_its_horizon() -> None:
 
 @pytest.mark.parametrize("at", [0, 1, 50, 199, 300])
 def test_sparse_counter_continues_exactly_after_load(at: int) -> None:
-    xs = values(300, seed=at)
-    whole = SparseCounter(1, 300, rng=Rng(seed=at)).run(xs)
-    rng = Rng(seed=at)
-    first = SparseCounter(1, 300, rng=rng)
-    head = first.run(xs[:at])
-    data = first.to_bytes()
-    loaded = SparseCounter.from_bytes(data, rng=rng, allow_seeded=True)
-    assert loaded.to_bytes() == data
-    assert (loaded.epsilon, loaded.horizon, loaded.threshold, loaded.time) == (
-        first.epsilon,
-        first.horizon,
-        first.threshold,
+    assert_continues_after_load(
+        lambda rng: SparseCounter(1, 300, rng=rng),
+        SparseCounter.from_bytes,
+        values(300, seed=at),
         at,
+        ("epsilon", "horizon", "threshold", "release", "segments"),
     )
-    assert (loaded.release, loaded.segments) == (first.release, first.segments)
-    np.testing.assert_array_equal(np.concatenate([head, loaded.run(xs[at:])]), whole)
 
 
 def inhomogeneous(schedule: str, rng: Rng) -> InhomogeneousSparseCounter:
@@ -107,23 +118,17 @@ def inhomogeneous(schedule: str, rng: Rng) -> InhomogeneousSparseCounter:
 @pytest.mark.parametrize("schedule", ["table", "online"])
 @pytest.mark.parametrize("at", [0, 1, 3, 4, 31, 32, 100])
 def test_inhomogeneous_counter_continues_exactly_after_load(schedule: str, at: int) -> None:
-    xs = values(200, seed=at)
-    whole = inhomogeneous(schedule, Rng(seed=at)).run(xs)
-    rng = Rng(seed=at)
-    first = inhomogeneous(schedule, rng)
-    head = first.run(xs[:at])
-    data = first.to_bytes()
-    loaded = InhomogeneousSparseCounter.from_bytes(data, rng=rng, allow_seeded=True)
-    assert loaded.to_bytes() == data
-    assert (loaded.time_epsilon, loaded.start_level, loaded.first_time, loaded.level) == (
-        first.time_epsilon,
-        first.start_level,
-        first.first_time,
-        first.level,
+    def check(loaded: InhomogeneousSparseCounter, first: InhomogeneousSparseCounter) -> None:
+        assert loaded.level_epsilon(3) == first.level_epsilon(3)
+
+    assert_continues_after_load(
+        lambda rng: inhomogeneous(schedule, rng),
+        InhomogeneousSparseCounter.from_bytes,
+        values(200, seed=at),
+        at,
+        ("time_epsilon", "start_level", "first_time", "level", "release"),
+        check,
     )
-    assert loaded.level_epsilon(3) == first.level_epsilon(3)
-    assert loaded.release == first.release
-    np.testing.assert_array_equal(np.concatenate([head, loaded.run(xs[at:])]), whole)
 
 
 def all_counters() -> list[Counter | SparseCounter | InhomogeneousSparseCounter]:
@@ -172,13 +177,7 @@ def test_corrupted_truncated_and_foreign_bytes_are_refused(index: int) -> None:
     cls = type(c)
     data = c.to_bytes()
     opt_in = {"allow_seeded": True}  # every sample is seeded
-    for i in range(len(data)):
-        bad = bytearray(data)
-        bad[i] ^= 0x20
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            cls.from_bytes(bytes(bad))
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            cls.from_bytes(data[:i])
+    assert_truncations_and_flips_refused(cls.from_bytes, data, 0x20)
     for other in (Counter, SparseCounter, InhomogeneousSparseCounter):
         if other is not cls:
             with pytest.raises(ValueError, match=f"expected a {other.__name__}"):

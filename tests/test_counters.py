@@ -353,6 +353,7 @@ def mean_abs_error(
     return float(maes[sel].mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "small", "large", "predicted"),
     [

@@ -147,6 +147,7 @@ def test_bad_arguments_are_refused(client) -> None:
         distributed.build_privhp(bad, t)
 
 
+@pytest.mark.slow
 def test_worker_processes_ship_summaries_as_bytes() -> None:
     """Real worker processes: blocks and summaries are pickled between processes (blocks
     arrive as possibly misaligned protocol-5 buffers)."""

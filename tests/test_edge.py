@@ -3,7 +3,6 @@ fixed memory, an ε-DP generator written to a file that Python loads."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -11,31 +10,16 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from conftest import example_binary
 from dpstream import PrivHP, Rng, TreeGenerator
 
-REPO = Path(__file__).resolve().parent.parent
-BINARY = REPO / "target" / "release" / "examples" / "privhp_edge"
 N_POINTS = 5000
-CARGO_BUILD = ["cargo", "build", "--release", "-q", "-p", "dpstream-core"]
-CARGO_BUILD += ["--example", "privhp_edge"]
 ARGS = ["--epsilon", "1", "--dim", "2", "--memory-bytes", "200000", "--expected-n", "5000"]
 
 
 @pytest.fixture(scope="module")
 def edge_binary() -> Path:
-    if shutil.which("cargo") is None and not BINARY.exists():
-        pytest.skip("cargo is not installed and the example is not built")
-    if shutil.which("cargo") is not None:
-        build = subprocess.run(
-            CARGO_BUILD,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        assert build.returncode == 0, f"cargo build failed:\n{build.stderr[-4000:]}"
-    assert BINARY.exists(), f"{BINARY} was not built"
-    return BINARY
+    return example_binary("privhp_edge")
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +102,14 @@ GOOD = ["0.1,0.2", "0.3,0.4"]
 TAIL = ["0.5,0.5", "0.6,0.6", "0.7,0.7", "0.8,0.8", "0.9,0.9"]
 
 
+def run_with_line(
+    binary: Path, tmp_path: Path, line: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The binary, seeded, on GOOD, then ``line`` (line 3), then TAIL; and its output path."""
+    out = tmp_path / "gen.dpst"
+    return run(binary, "\n".join([*GOOD, line, *TAIL]) + "\n", out, "--seed", "1"), out
+
+
 @pytest.mark.parametrize(
     ("bad_line", "detail"),
     [
@@ -129,9 +121,7 @@ TAIL = ["0.5,0.5", "0.6,0.6", "0.7,0.7", "0.8,0.8", "0.9,0.9"]
     ids=["three-values", "one-value", "non-number", "empty-field"],
 )
 def test_bad_lines_are_named(edge_binary: Path, tmp_path: Path, bad_line: str, detail: str) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, bad_line, *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, out = run_with_line(edge_binary, tmp_path, bad_line)
     assert result.returncode == 2, result.stderr
     assert "line 3" in result.stderr, result.stderr
     assert detail in result.stderr, result.stderr
@@ -142,9 +132,7 @@ def test_bad_lines_are_named(edge_binary: Path, tmp_path: Path, bad_line: str, d
 def test_out_of_range_values_fail_with_status_2(
     edge_binary: Path, tmp_path: Path, bad_value: str
 ) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, f"0.5,{bad_value}", *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, out = run_with_line(edge_binary, tmp_path, f"0.5,{bad_value}")
     assert result.returncode == 2, result.stderr
     assert "outside [0, 1]" in result.stderr or "NaN" in result.stderr, result.stderr
     assert not out.exists()
@@ -154,9 +142,7 @@ def test_out_of_range_values_fail_with_status_2(
 def test_out_of_range_values_name_their_line(
     edge_binary: Path, tmp_path: Path, bad_value: str
 ) -> None:
-    out = tmp_path / "gen.dpst"
-    text = "\n".join([*GOOD, f"0.5,{bad_value}", *TAIL]) + "\n"
-    result = run(edge_binary, text, out, "--seed", "1")
+    result, _ = run_with_line(edge_binary, tmp_path, f"0.5,{bad_value}")
     assert result.returncode == 2
     assert "line 3" in result.stderr, result.stderr
 

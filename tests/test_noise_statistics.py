@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -184,6 +185,7 @@ def test_gaussian_chi_square(sigma: float) -> None:
     assert bins >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [1, 1e3])
 @pytest.mark.parametrize("factor", [0.95, 1.05])
 def test_gaussian_chi_square_detects_a_wrong_sigma(sigma: float, factor: float) -> None:
@@ -225,30 +227,39 @@ EXACT_GAUSSIAN = [
 ]
 
 
+#: The samplers of the exact-parameter tests: the sampler, the exact CDF and the audited
+#: half-width for a float parameter, and the seed of the draws.
+EXACT_SAMPLERS: dict[str, tuple[Any, Any, Any, int]] = {
+    "laplace": (noise.discrete_laplace, laplace_cdf, laplace_half_width, 6000),
+    "gaussian": (noise.discrete_gaussian, gaussian_cdf, gaussian_half_width, 6100),
+}
+
+
+def assert_exact_parameter_distribution(
+    name: str, parameter: Any, draws: int, min_expected: float | None
+) -> None:
+    """``draws`` of sampler ``name`` at the exact ``parameter`` follow the distribution
+    of the float nearest it."""
+    draw, cdf, half_width, seed = EXACT_SAMPLERS[name]
+    x = float(Fraction(parameter))
+    z = draw(parameter, draws, rng=Rng(seed=seed))
+    assert_integer_distribution(
+        z, cdf(x), half_width(x, draws), f"{name}({parameter!r})", min_expected
+    )
+
+
 @pytest.mark.parametrize(
     ("scale", "draws", "min_expected"), EXACT_LAPLACE, ids=[repr(s) for s, *_ in EXACT_LAPLACE]
 )
-def test_laplace_exact_parameter_distribution(
-    scale: object, draws: int, min_expected: float | None
-) -> None:
-    b = float(Fraction(scale))  # type: ignore[arg-type]
-    z = noise.discrete_laplace(scale, draws, rng=Rng(seed=6000))  # type: ignore[arg-type]
-    assert_integer_distribution(
-        z, laplace_cdf(b), laplace_half_width(b, draws), f"laplace({scale!r})", min_expected
-    )
+def test_laplace_exact_parameter_distribution(scale, draws, min_expected) -> None:
+    assert_exact_parameter_distribution("laplace", scale, draws, min_expected)
 
 
 @pytest.mark.parametrize(
     ("sigma", "draws", "min_expected"), EXACT_GAUSSIAN, ids=[repr(s) for s, *_ in EXACT_GAUSSIAN]
 )
-def test_gaussian_exact_parameter_distribution(
-    sigma: object, draws: int, min_expected: float | None
-) -> None:
-    s = float(Fraction(sigma))  # type: ignore[arg-type]
-    z = noise.discrete_gaussian(sigma, draws, rng=Rng(seed=6100))  # type: ignore[arg-type]
-    assert_integer_distribution(
-        z, gaussian_cdf(s), gaussian_half_width(s, draws), f"gaussian({sigma!r})", min_expected
-    )
+def test_gaussian_exact_parameter_distribution(sigma, draws, min_expected) -> None:
+    assert_exact_parameter_distribution("gaussian", sigma, draws, min_expected)
 
 
 def test_laplace_tenth_has_the_right_zero_mass() -> None:

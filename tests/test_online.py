@@ -15,6 +15,8 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from _helpers import assert_corrupt_checkpoints_refused
+from _synth_inputs import BAD_BATCHES, BAD_EPSILONS
 from conftest import ALPHA, clopper_pearson_lower, clopper_pearson_upper
 from dpstream import OnlineSynthesizer, Rng, metrics, partition, streams
 from hypothesis import given, settings
@@ -52,14 +54,7 @@ def state(s: OnlineSynthesizer) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "message"),
     [
-        ((0, 2), {}, ValueError, "epsilon must be positive"),
-        ((-0.5, 2), {}, ValueError, "epsilon must be positive"),
-        ((Fraction(-1, 3), 2), {}, ValueError, "epsilon must be positive"),
-        ((float("nan"), 2), {}, ValueError, "epsilon must be finite"),
-        ((float("inf"), 2), {}, ValueError, "epsilon must be finite"),
-        (("1", 2), {}, TypeError, "epsilon"),
-        ((True, 2), {}, TypeError, "epsilon"),
-        ((None, 2), {}, TypeError, "epsilon"),
+        *BAD_EPSILONS,
         ((1, 0), {}, ValueError, r"\bdim\b.*got 0"),
         ((1, -1), {}, ValueError, r"\bdim\b"),
         ((1, 4097), {}, ValueError, r"\bdim\b.*4097"),
@@ -213,29 +208,8 @@ def test_memory_is_the_same_after_a_checkpoint() -> None:
 # Updates and their refusals
 # ---------------------------------------------------------------------------------------
 
-_long_bad = np.full((5000, 2), 0.5)
-_long_bad[4999, 1] = 1.25
 
-
-@pytest.mark.parametrize(
-    ("batch", "error", "message"),
-    [
-        (np.zeros((3, 3)), ValueError, r"shape \(n, 2\)"),
-        (np.zeros(4), ValueError, r"shape \(n, 2\)"),
-        (np.zeros((2, 2, 1)), ValueError, r"shape \(n, 2\)"),
-        ([[0.1, np.nan]], ValueError, r"NaN"),
-        ([[0.2, 0.3], [1.5, 0.2]], ValueError, r"1\.5"),
-        ([[0.2, 0.3], [-0.1, 0.2]], ValueError, r"-0\.1"),
-        ([[0.2, np.inf]], ValueError, r"inf"),
-        ([[0.2, -np.inf]], ValueError, r"inf"),
-        (_long_bad, ValueError, r"1\.25"),
-        (np.array([[True, False]]), TypeError, "dtype bool"),
-        (np.array([["0.1", "0.2"]]), TypeError, "dtype <U3"),
-        (np.array([[0.1 + 0j, 0.2]]), TypeError, "dtype complex128"),
-        (np.array([[None, 0.2]]), TypeError, "dtype object"),
-        ("0.1,0.2", TypeError, "numeric"),
-    ],
-)
+@pytest.mark.parametrize(("batch", "error", "message"), BAD_BATCHES)
 def test_bad_batches_raise_and_change_nothing(batch, error, message) -> None:
     good1, good2 = uniform(300, 2, 10), uniform(200, 2, 11)
     s, twin = seeded(seed=5), seeded(seed=5)
@@ -361,6 +335,7 @@ def test_releases_are_random_and_post_processing() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(
     cuts=st.lists(st.integers(0, 700), max_size=6),
@@ -499,18 +474,7 @@ def _small_checkpoint() -> bytes:
 
 def test_corrupted_bytes_raise(tmp_path: Path) -> None:
     data = _small_checkpoint()
-    for i in range(len(data)):
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            OnlineSynthesizer.from_bytes(data[:i])
-        flipped = bytearray(data)
-        flipped[i] ^= 0x01
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            OnlineSynthesizer.from_bytes(bytes(flipped))
-    path = tmp_path / "bad.dpst"
-    for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
-        path.write_bytes(bad)
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            dpstream.load(path)
+    assert_corrupt_checkpoints_refused(OnlineSynthesizer.from_bytes, data, tmp_path / "bad.dpst")
     sketch = dpstream.sketch.CountMinSketch(1, 4, rng=Rng(seed=1)).to_bytes()
     with pytest.raises(ValueError, match="OnlineSynthesizer"):
         OnlineSynthesizer.from_bytes(sketch)
@@ -580,6 +544,7 @@ def test_accuracy_on_uniform_data() -> None:
     assert w < 0.1, f"W1(data, synthetic) = {w:.4f}"
 
 
+@pytest.mark.slow
 def test_clustered_data_is_recovered_far_better_than_by_a_uniform_sample() -> None:
     x = streams.clustered(20_000, 2, n_clusters=4, spread=0.03, seed=7)
     s = seeded(1, 2, 8)
@@ -662,6 +627,7 @@ def test_leaf_counts_are_epsilon_dp() -> None:
     assert bound <= 1, f"privacy audit: log-ratio lower bound {bound:.4f} > ε"
 
 
+@pytest.mark.slow
 def test_leaf_counts_are_epsilon_dp_with_little_noise() -> None:
     # ε = 16: levels start at t = 1 (depth 4), 2 and 4; step 3 lies in level 5, closed by
     # t = 4. The noise is small enough here for the audit to see the changed point: the

@@ -119,6 +119,7 @@ EPSILONS = st.sampled_from([Fraction(1, 4), 0.5, 1, 2, Fraction(7, 3), 5])
 SENSITIVITIES = st.sampled_from([1, 0.5, 2, Fraction(3, 2)])
 
 
+@pytest.mark.slow
 @settings(max_examples=15)
 @given(scores=SCORES, epsilon=EPSILONS, sensitivity=SENSITIVITIES)
 def test_rust_matches_reference(scores: list[Real], epsilon: Real, sensitivity: Real) -> None:

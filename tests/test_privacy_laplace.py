@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from conftest import ALPHA, clopper_pearson_lower, clopper_pearson_upper
+from _event_bounds import event_counts, event_names, log_ratio_bounds, strongest
+from conftest import ALPHA
 from dpstream import Rng, noise
 
 EPSILONS = [0.5, 1, 2]
@@ -52,37 +53,14 @@ def event_range(epsilon: float) -> tuple[int, int]:
     return COUNT - reach, COUNT + 1 + reach
 
 
-def event_counts(s: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Counts of the events ``{v}``, then ``{<= v}``, then ``{>= v}``, for v in [lo, hi]."""
-    inside = s[(s >= lo) & (s <= hi)] - lo
-    point = np.bincount(inside, minlength=hi - lo + 1)
-    at_most = np.cumsum(point) + np.count_nonzero(s < lo)
-    at_least = np.cumsum(point[::-1])[::-1] + np.count_nonzero(s > hi)
-    return np.concatenate([point, at_most, at_least])
-
-
 def audit(x: np.ndarray, y: np.ndarray, lo: int, hi: int) -> Audit:
     """Max over events and both directions of a 1 - ALPHA lower bound on the log ratio."""
-    values = np.arange(lo, hi + 1)
-    names = (
-        [f"Z == {v}" for v in values]
-        + [f"Z <= {v}" for v in values]
-        + [f"Z >= {v}" for v in values]
-    )
-    kx, ky = event_counts(x, lo, hi), event_counts(y, lo, hi)
+    names = event_names("Z", lo, hi)
     comparisons = 2 * len(names)  # each event, both directions
     a = ALPHA / (2 * comparisons)  # two one-sided bounds per comparison
-    with np.errstate(divide="ignore"):
-        fwd = np.log(clopper_pearson_lower(kx, x.size, a)) - np.log(
-            clopper_pearson_upper(ky, y.size, a)
-        )
-        rev = np.log(clopper_pearson_lower(ky, y.size, a)) - np.log(
-            clopper_pearson_upper(kx, x.size, a)
-        )
-    i, j = int(np.argmax(fwd)), int(np.argmax(rev))
-    if fwd[i] >= rev[j]:
-        return Audit(float(fwd[i]), f"P({names[i]} | c) / P({names[i]} | c+1)", comparisons)
-    return Audit(float(rev[j]), f"P({names[j]} | c+1) / P({names[j]} | c)", comparisons)
+    bound, k, forward = strongest(*log_ratio_bounds(x, y, lo, hi, a))
+    num, den = ("c", "c+1") if forward else ("c+1", "c")
+    return Audit(bound, f"P({names[k]} | {num}) / P({names[k]} | {den})", comparisons)
 
 
 @pytest.mark.parametrize("epsilon", EPSILONS)

@@ -4,7 +4,6 @@ release, sampling, persistence, memory sizing, merging, accuracy and fixed memor
 from __future__ import annotations
 
 import math
-import os
 import struct
 import zlib
 from fractions import Fraction
@@ -13,6 +12,13 @@ from pathlib import Path
 import dpstream
 import numpy as np
 import pytest
+from _helpers import (
+    assert_corrupt_checkpoints_refused,
+    assert_truncations_and_flips_refused,
+    needs_statm,
+    rss_growth,
+)
+from _synth_inputs import BAD_BATCHES, BAD_EPSILONS
 from conftest import ALPHA, assert_chi_square, merge_small_categories, seeded_checkpoint_loads
 from dpstream import PrivHP, Rng, TreeGenerator, metrics, partition
 from hypothesis import given
@@ -49,13 +55,7 @@ def released(
 @pytest.mark.parametrize(
     ("args", "kwargs", "error", "message"),
     [
-        ((0, 2), {}, ValueError, "epsilon must be positive"),
-        ((-0.5, 2), {}, ValueError, "epsilon must be positive"),
-        ((Fraction(-1, 3), 2), {}, ValueError, "epsilon must be positive"),
-        ((float("nan"), 2), {}, ValueError, "epsilon must be finite"),
-        ((float("inf"), 2), {}, ValueError, "epsilon must be finite"),
-        (("1", 2), {}, TypeError, "epsilon"),
-        ((True, 2), {}, TypeError, "epsilon"),
+        *BAD_EPSILONS,
         ((1, 0), {}, ValueError, r"\bdim\b.*got 0"),
         ((1, -1), {}, ValueError, r"\bdim\b"),
         ((1, 2**16 + 1), {}, ValueError, r"\bdim\b"),
@@ -203,28 +203,8 @@ def test_optimal_split_follows_equation_23(dim: int, k: int, depth: int) -> None
 # Update
 # ---------------------------------------------------------------------------------------
 
-_long_bad = np.full((5000, 2), 0.5)
-_long_bad[4999, 1] = 1.25
 
-
-@pytest.mark.parametrize(
-    ("batch", "error", "message"),
-    [
-        (np.zeros((3, 3)), ValueError, r"shape \(n, 2\)"),
-        (np.zeros(4), ValueError, r"shape \(n, 2\)"),
-        (np.zeros((2, 2, 1)), ValueError, r"shape \(n, 2\)"),
-        ([[0.1, np.nan]], ValueError, r"points\[0, 1\] is NaN"),
-        ([[0.2, 0.3], [1.5, 0.2]], ValueError, r"points\[1, 0\] = 1\.5 is outside \[0, 1\]"),
-        ([[0.2, 0.3], [-0.1, 0.2]], ValueError, r"points\[1, 0\] = -0\.1 is outside"),
-        ([[0.2, np.inf]], ValueError, r"points\[0, 1\] = inf is outside"),
-        (_long_bad, ValueError, r"points\[4999, 1\] = 1\.25 is outside"),
-        (np.array([[True, False]]), TypeError, "dtype bool"),
-        (np.array([["0.1", "0.2"]]), TypeError, "dtype <U3"),
-        (np.array([[0.1 + 0j, 0.2]]), TypeError, "dtype complex128"),
-        (np.array([[None, 0.2]]), TypeError, "dtype object"),
-        ("0.1,0.2", TypeError, "numeric"),
-    ],
-)
+@pytest.mark.parametrize(("batch", "error", "message"), BAD_BATCHES)
 def test_bad_batches_raise_and_change_nothing(batch, error, message) -> None:
     good1, good2 = uniform(300, 2, 10), uniform(200, 2, 11)
     p = PrivHP(1, 2, rng=Rng(seed=5), **BASE)
@@ -478,18 +458,8 @@ def test_generator_bytes_and_files_round_trip(tmp_path: Path) -> None:
 
 def test_corrupted_generator_bytes_raise(tmp_path: Path) -> None:
     data = _small_generator().to_bytes()
-    for i in range(len(data)):
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            TreeGenerator.from_bytes(data[:i])
-        flipped = bytearray(data)
-        flipped[i] ^= 0x01
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            TreeGenerator.from_bytes(bytes(flipped))
     path = tmp_path / "bad.dpst"
-    for bad in (data[:-1], data + b"\x00", b"", b"DPSTREAM", bytes(100)):
-        path.write_bytes(bad)
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            dpstream.load(path)
+    assert_corrupt_checkpoints_refused(TreeGenerator.from_bytes, data, path)
     newer = bytearray(data[:-4])
     newer[8] = 3  # format version 3
     path.write_bytes(bytes(newer) + zlib.crc32(bytes(newer)).to_bytes(4, "little"))
@@ -648,27 +618,17 @@ def test_accuracy_smoke() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        resident_pages = int(f.read().split()[1])
-    return resident_pages * os.sysconf("SC_PAGE_SIZE")
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc/self/statm")
+@needs_statm
 def test_ten_million_points_in_fixed_memory() -> None:
     p = PrivHP(1, 2, k=256, width=1024, rows=2, depth=20, rng=Rng(seed=1))
     reported = p.memory_bytes()
     assert reported > 12 * 2 * 1024 * 8  # 12 sketch levels of 2 x 1024 cells
-    gen = np.random.default_rng(2024)
-    batch = np.empty((100_000, 2))
-    gen.random(out=batch)
-    p.update(batch)
-    baseline = rss_bytes()
-    for _ in range(99):
-        gen.random(out=batch)
+
+    def each(_: int, batch: np.ndarray) -> None:
         p.update(batch)
         assert p.memory_bytes() == reported
-    grown = rss_bytes() - baseline
+
+    grown = rss_growth(p.update, each)
     assert p.points_seen == 10**7
     assert grown <= 4 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10^7 points"
     g = p.release(rng=Rng(seed=3))
@@ -777,13 +737,7 @@ def test_summaries_pickle_and_copy_but_rng_does_not() -> None:
 
 def test_corrupted_summary_bytes_raise() -> None:
     data = PrivHP(1, 2, k=2, width=4, depth=3, rng=Rng(seed=1)).to_bytes()
-    for i in range(len(data)):
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            PrivHP.from_bytes(data[:i])
-        flipped = bytearray(data)
-        flipped[i] ^= 0x04
-        with pytest.raises(ValueError, match="invalid dpstream state"):
-            PrivHP.from_bytes(bytes(flipped))
+    assert_truncations_and_flips_refused(PrivHP.from_bytes, data, 0x04)
     with pytest.raises(ValueError, match="expected a PrivHP, found a TreeGenerator"):
         PrivHP.from_bytes(_small_generator().to_bytes())
     with pytest.raises(TypeError, match="data must be bytes"):

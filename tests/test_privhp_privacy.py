@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from conftest import ALPHA, clopper_pearson_lower, clopper_pearson_upper
+from _event_bounds import event_names, log_ratio_bounds, strongest
+from conftest import ALPHA
 from dpstream import PrivHP, Rng
 from dpstream.sketch import CountMinSketch, CountSketch
 
@@ -64,15 +65,6 @@ class Audit:
     event: str
 
 
-def event_counts(s: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Counts of ``{v}``, then ``{<= v}``, then ``{>= v}`` for v in [lo, hi]."""
-    inside = s[(s >= lo) & (s <= hi)] - lo
-    point = np.bincount(inside, minlength=hi - lo + 1)
-    at_most = np.cumsum(point) + np.count_nonzero(s < lo)
-    at_least = np.cumsum(point[::-1])[::-1] + np.count_nonzero(s > hi)
-    return np.concatenate([point, at_most, at_least])
-
-
 def audit(stats: list[Statistic]) -> dict[str, Audit]:
     """For each statistic, the largest 1 - ALPHA lower bound on a log probability ratio
     over its events and both directions; Bonferroni over all statistics together."""
@@ -80,38 +72,15 @@ def audit(stats: list[Statistic]) -> dict[str, Audit]:
     a = ALPHA / (2 * comparisons)
     out = {}
     for s in stats:
-        values = np.arange(s.lo, s.hi + 1)
-        names = (
-            [f"{s.name} == {v}" for v in values]
-            + [f"{s.name} <= {v}" for v in values]
-            + [f"{s.name} >= {v}" for v in values]
-        )
-        ka, kb = event_counts(s.a, s.lo, s.hi), event_counts(s.b, s.lo, s.hi)
-        with np.errstate(divide="ignore"):
-            fwd = np.log(clopper_pearson_lower(ka, s.a.size, a)) - np.log(
-                clopper_pearson_upper(kb, s.b.size, a)
-            )
-            rev = np.log(clopper_pearson_lower(kb, s.b.size, a)) - np.log(
-                clopper_pearson_upper(ka, s.a.size, a)
-            )
-        i, j = int(np.argmax(fwd)), int(np.argmax(rev))
-        if fwd[i] >= rev[j]:
-            out[s.name] = Audit(float(fwd[i]), f"P({names[i]} | A) / P({names[i]} | B)")
-        else:
-            out[s.name] = Audit(float(rev[j]), f"P({names[j]} | B) / P({names[j]} | A)")
+        names = event_names(s.name, s.lo, s.hi)
+        bound, k, forward = strongest(*log_ratio_bounds(s.a, s.b, s.lo, s.hi, a))
+        num, den = ("A", "B") if forward else ("B", "A")
+        out[s.name] = Audit(bound, f"P({names[k]} | {num}) / P({names[k]} | {den})")
     return out
 
 
 def test_audit_helpers_are_exact() -> None:
-    s = np.array([-5, 0, 1, 1, 2, 3, 3, 3, 9])
-    counts = event_counts(s, 0, 3)
-    vals = range(4)
-    assert counts.tolist() == (
-        [int(np.sum(s == v)) for v in vals]
-        + [int(np.sum(s <= v)) for v in vals]
-        + [int(np.sum(s >= v)) for v in vals]
-    )
-    # Identical samples give no evidence of any loss.
+    # Identical samples give no evidence of any loss (event_counts: test_privacy_laplace.py).
     x = np.random.default_rng(0).integers(0, 5, 1000)
     assert audit([Statistic("x", x, x.copy(), 0, 4)])["x"].bound <= 0
 
@@ -168,13 +137,21 @@ def cell_samples(kind, rows: int, width: int, extra: int, epsilon, seed: int) ->
     return key_cells(kind, rows, width, sketch_cells(kind, rows, width, extra, epsilon, seed))
 
 
-def test_released_count_min_sketch_cell_is_epsilon_dp() -> None:
+def key_cell_audit(kind, extra: int, seeds: tuple[int, int], below: int = 0) -> Audit:
+    """The audit of KEY's cell in a 1 x 8 sketch released at ε = 1, on ``key_stream(0)``
+    and on ``key_stream(extra)``, over the values from ``c - below - r`` to
+    ``c + extra + r`` (``c``: the exact cell, ``r``: the reach of the noise)."""
     epsilon, rows, width = 1, 1, 8
-    a = cell_samples(CountMinSketch, rows, width, 0, epsilon, seed=1)
-    b = cell_samples(CountMinSketch, rows, width, 1, epsilon, seed=2)
-    c = int(exact_key_cells(CountMinSketch, rows, width)[0])
+    a = cell_samples(kind, rows, width, 0, epsilon, seed=seeds[0])
+    b = cell_samples(kind, rows, width, extra, epsilon, seed=seeds[1])
+    c = int(exact_key_cells(kind, rows, width)[0])
     r = reach(rows / epsilon)
-    result = audit([Statistic("cell", a[:, 0], b[:, 0], c - r, c + 1 + r)])["cell"]
+    return audit([Statistic("cell", a[:, 0], b[:, 0], c - below - r, c + extra + r)])["cell"]
+
+
+def test_released_count_min_sketch_cell_is_epsilon_dp() -> None:
+    epsilon = 1
+    result = key_cell_audit(CountMinSketch, 1, (1, 2))
     assert result.bound <= epsilon, (
         f"privacy audit failed: log-ratio lower bound {result.bound:.4f} for {result.event}"
     )
@@ -184,16 +161,13 @@ def test_released_count_min_sketch_cell_is_epsilon_dp() -> None:
 
 
 def test_released_count_sketch_cell_is_epsilon_dp() -> None:
-    epsilon, rows, width = 1, 1, 8
-    a = cell_samples(CountSketch, rows, width, 0, epsilon, seed=3)
-    b = cell_samples(CountSketch, rows, width, 1, epsilon, seed=4)
-    c = int(exact_key_cells(CountSketch, rows, width)[0])  # the neighbour's is c ± 1
-    r = reach(rows / epsilon)
-    result = audit([Statistic("cell", a[:, 0], b[:, 0], c - 1 - r, c + 1 + r)])["cell"]
+    epsilon = 1
+    result = key_cell_audit(CountSketch, 1, (3, 4), below=1)  # the neighbour's is c ± 1
     assert result.bound <= epsilon, f"audit failed: {result.bound:.4f} for {result.event}"
     assert result.bound >= 0.6 * epsilon, f"audit lost its resolution: {result}"
 
 
+@pytest.mark.slow
 def test_released_sketch_with_three_rows_is_epsilon_dp() -> None:
     """rows = 3: each row's cell of the key is (ε/3)-DP, and their sum (sensitivity 3,
     three independent Laplace(3/ε) draws) is ε-DP."""
@@ -219,15 +193,12 @@ def test_released_sketch_with_three_rows_is_epsilon_dp() -> None:
         )
 
 
+@pytest.mark.slow
 def test_audit_catches_a_sketch_at_twice_the_sensitivity() -> None:
     # Broken on purpose: release at ε but neighbours two occurrences apart, which is what
     # noise at half the scale would do to a true neighbour. The true loss is 2ε.
-    epsilon, rows, width = 1, 1, 8
-    a = cell_samples(CountMinSketch, rows, width, 0, epsilon, seed=7)
-    b = cell_samples(CountMinSketch, rows, width, 2, epsilon, seed=8)
-    c = int(exact_key_cells(CountMinSketch, rows, width)[0])
-    r = reach(rows / epsilon)
-    result = audit([Statistic("cell", a[:, 0], b[:, 0], c - r, c + 2 + r)])["cell"]
+    epsilon = 1
+    result = key_cell_audit(CountMinSketch, 2, (7, 8))
     assert result.bound > epsilon, f"the audit missed a 2ε mechanism: bound {result.bound:.4f}"
 
 
@@ -287,6 +258,7 @@ def privhp_statistics(
     ]
 
 
+@pytest.mark.slow
 def test_privhp_release_is_epsilon_dp(privhp_samples) -> None:
     tot_a, leaf_a = privhp_samples[0]
     tot_b, leaf_b = privhp_samples[1]
@@ -309,6 +281,7 @@ def test_privhp_release_is_epsilon_dp(privhp_samples) -> None:
     )
 
 
+@pytest.mark.slow
 def test_audit_catches_privhp_on_streams_four_points_apart(privhp_samples) -> None:
     # Not neighbours: X and X + 4·{x} may be up to 4ε apart. The same audit must see
     # more than ε, or it could not have caught a PrivHP that leaks like this.

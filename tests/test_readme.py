@@ -32,6 +32,7 @@ def test_readme_example_runs(index: int, tmp_path: Path, monkeypatch: pytest.Mon
     exec(compile(BLOCKS[index], str(README), "exec"), namespace)  # alone, as a newcomer would
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(SHELL)))
 def test_readme_commands_run(index: int, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "python" / "dpstream" / "data", tmp_path / "python/dpstream/data")

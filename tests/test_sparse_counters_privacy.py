@@ -92,6 +92,7 @@ def test_sparse_counter_is_epsilon_dp() -> None:
     assert max_loss(kx, ky) <= 1
 
 
+@pytest.mark.slow
 def test_sparse_audit_flags_a_counter_with_too_little_noise() -> None:
     # Broken variant: the noise of a 6ε counter under an ε claim. Its public threshold
     # is T_0 = ⌊9 ln 8 / 6⌋ = 3, so the first step carries 3 vs 4.
@@ -100,12 +101,14 @@ def test_sparse_audit_flags_a_counter_with_too_little_noise() -> None:
     assert max_loss(kx, ky) > 1
 
 
+@pytest.mark.slow
 def test_inhomogeneous_counter_is_epsilon_r_dp() -> None:
     kx = inhomogeneous_events(inhomogeneous_runs(Fraction(1), 6, 601))
     ky = inhomogeneous_events(inhomogeneous_runs(Fraction(1), 7, 602))
     assert max_loss(kx, ky) <= 1
 
 
+@pytest.mark.slow
 def test_inhomogeneous_audit_flags_a_counter_with_too_little_noise() -> None:
     kx = inhomogeneous_events(inhomogeneous_runs(Fraction(8), 6, 603))
     ky = inhomogeneous_events(inhomogeneous_runs(Fraction(8), 7, 604))

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import assert_running_intersection
 from conftest import ALPHA, assert_chi_square, merge_small_categories
 from dpstream.tabular import (
     DenseModel,
@@ -24,8 +25,9 @@ from dpstream.tabular import (
     junction_tree_size,
     l2_loss,
     marginal_counts,
-    pgm,
 )
+from dpstream.tabular.model import factors as kernels
+from dpstream.tabular.model import inference, junction_tree
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import optimize
@@ -298,14 +300,7 @@ STRUCTURES = {
 
 
 def _check_running_intersection(tree, cliques, d: int) -> None:
-    for c in cliques:
-        assert any(set(c) <= set(n) for n in tree.nodes), c
-    for v in range(d):
-        holding = {i for i, n in enumerate(tree.nodes) if v in n}
-        assert holding, f"column {v} in no node"
-        # the nodes holding v are connected: exactly one of them has its parent outside
-        tops = [i for i in holding if tree.parent[i] not in holding]
-        assert len(tops) == 1, (v, tree)
+    assert_running_intersection(tree, cliques, d)
     for i in tree.order[1:]:
         assert tree.separators[i] == tuple(
             sorted(set(tree.nodes[i]) & set(tree.nodes[tree.parent[i]]))
@@ -357,7 +352,7 @@ def test_scaled_propagation_matches_log_space(spread, low, path, seed):
         c: spread * rng.normal(size=[sizes[j] for j in c]) for c in STRUCTURES["cycle"] + [(1, 3)]
     }
     jt = build_junction_tree(sizes, theta, 10**6)
-    assign = {c: pgm._node_of(jt, sizes, c) for c in theta}
+    assign = {c: junction_tree.node_of(jt, sizes, c) for c in theta}
     # one very unlikely cell in a clique that lies in none of its node's separators, so
     # that every separator sum keeps likely cells
     inner = [
@@ -373,15 +368,16 @@ def test_scaled_propagation_matches_log_space(spread, low, path, seed):
         sum(float(np.ptp(t)) for c, t in theta.items() if assign[c] == i)
         for i in range(len(jt.nodes))
     ]
-    scaled = pgm._calibrate(jt, sizes, *pgm._node_factors(jt, sizes, theta, assign))
+    scaled = inference._calibrate(jt, sizes, *inference._node_factors(jt, sizes, theta, assign))
     if path == "factors":
-        assert max(spans) <= pgm._SPAN and scaled is not None
+        assert max(spans) <= inference._SPAN and scaled is not None
     elif path == "node":
-        assert max(spans) > pgm._SPAN and scaled is not None
+        assert max(spans) > inference._SPAN and scaled is not None
     else:
         assert scaled is None
-    want, log_z = pgm._calibrate_log(jt, sizes, pgm._node_potentials(jt, sizes, theta, assign))
-    got, got_z = pgm._propagate(jt, sizes, theta, assign)
+    psi = inference._node_potentials(jt, sizes, theta, assign)
+    want, log_z = inference._calibrate_log(jt, sizes, psi)
+    got, got_z = inference.propagate(jt, sizes, theta, assign)
     assert got_z == pytest.approx(log_z, rel=1e-12, abs=1e-9)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-15)
@@ -396,7 +392,7 @@ def test_scaled_propagation_matches_log_space(spread, low, path, seed):
 def test_sum_out_matches_numpy(shape, data):
     axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1)))))
     table = np.random.default_rng(len(shape)).random(shape)
-    got = pgm._sum_out(table, axes)
+    got = kernels._sum_out(table, axes)
     np.testing.assert_allclose(got, table.sum(axis=axes), rtol=1e-13)
     assert got.shape == tuple(n for i, n in enumerate(shape) if i not in axes)
 
@@ -606,7 +602,7 @@ def test_marginal_of_distant_columns_is_eliminated_leaf_first():
         np.testing.assert_allclose(model.marginal(target), want, rtol=1e-9, atol=1e-15)
 
 
-@pytest.mark.skipif(pgm._bmm_einsum is None, reason="numpy < 2.4 plans each einsum")
+@pytest.mark.skipif(kernels._bmm_einsum is None, reason="numpy < 2.4 plans each einsum")
 def test_contractions_replay_numpys_einsum_bit_for_bit():
     """``_contract`` runs numpy.einsum's own kernels on its cached contraction list: the
     same bits as ``np.einsum`` with the same path, on factors of two to four operands."""
@@ -619,8 +615,8 @@ def test_contractions_replay_numpys_einsum_bit_for_bit():
             factors.append((cols, g.random([sizes[c] for c in cols])))
         seen = sorted({c for f, _ in factors for c in f})
         target = tuple(sorted(g.choice(seen, size=min(2, len(seen)), replace=False).tolist()))
-        got = pgm._contract(factors, target, sizes, 10**6)
-        labels, out, path, steps = pgm._contraction_plan(
+        got = kernels.contract(factors, target, sizes, 10**6)
+        labels, out, path, steps = kernels._contraction_plan(
             tuple(f for f, _ in factors), target, sizes, 10**6
         )
         assert steps is not None

@@ -16,17 +16,20 @@ import random
 import dpstream
 import numpy as np
 import pytest
+from _helpers import assert_running_intersection
 from dpstream import streams
 from dpstream.tabular import (
     Baseline,
     Domain,
     GraphicalModel,
+    ModelOptions,
     Paper,
     TabularStream,
     junction_tree_size,
-    pgm,
 )
+from dpstream.tabular import model as pgm
 from dpstream.tabular.estimation import clique_cells
+from dpstream.tabular.model import growth, junction_tree
 
 # ---------------------------------------------------------------------------------------
 # Random structures
@@ -34,14 +37,8 @@ from dpstream.tabular.estimation import clique_cells
 
 
 def check_junction_tree(tree: pgm.JunctionTree, cliques, d: int) -> None:
-    for c in cliques:
-        assert any(set(c) <= set(n) for n in tree.nodes), c
-    for v in range(d):
-        holding = {i for i, n in enumerate(tree.nodes) if v in n}
-        assert holding, f"column {v} in no node"
-        tops = [i for i in holding if tree.parent[i] not in holding]
-        assert len(tops) == 1, (v, tree)  # running intersection
-    assert pgm._maximal(tree.nodes) == sorted(tree.nodes)
+    assert_running_intersection(tree, cliques, d)
+    assert junction_tree.maximal(tree.nodes) == sorted(tree.nodes)
 
 
 def random_cliques(rng: random.Random, d: int, n: int) -> list[tuple[int, ...]]:
@@ -104,11 +101,11 @@ def test_the_fit_keeps_a_tree_no_larger_than_the_checked_chain(seed: int) -> Non
                 tree = tree.added(c)
                 step.append(c)
         everything = model_cliques + [c for c in step if c not in model_cliques]
-        nodes = pgm._model_nodes(sizes, everything, base)
+        nodes = growth.model_nodes(sizes, everything, base)
         cells = sum(clique_cells(sizes, n) for n in nodes)
         assert cells <= tree.cells <= cap
         assert cells <= junction_tree_size(sizes, everything)  # never worse than greedy
-        base = pgm._tree_of_nodes(sizes, nodes)
+        base = junction_tree.tree_of_nodes(sizes, nodes)
         check_junction_tree(base, everything, d)
         model_cliques = everything
 
@@ -137,9 +134,14 @@ def test_a_clique_inside_a_node_costs_nothing_and_a_new_edge_costs_its_path() ->
 #: reject candidates at most steps.
 FIXTURES = {
     "paper-10": (10, 6, 6, {"policy": Paper()}),
-    "cap-paper-8": (8, 10, 4, {"max_model_cells": 700, "policy": Paper()}),
-    "baseline-8": (8, 4, 4, {"policy": Baseline(), "max_model_cells": 60}),
-    "three-way-paper-7": (7, 5, 4, {"workloads": 3, "max_model_cells": 1500, "policy": Paper(k=2)}),
+    "cap-paper-8": (8, 10, 4, {"model": ModelOptions(max_model_cells=700), "policy": Paper()}),
+    "baseline-8": (8, 4, 4, {"policy": Baseline(), "model": ModelOptions(max_model_cells=60)}),
+    "three-way-paper-7": (
+        7,
+        5,
+        4,
+        {"workloads": 3, "model": ModelOptions(max_model_cells=1500), "policy": Paper(k=2)},
+    ),
 }
 BEFORE = {
     "paper-10": [[[0, 5], [2, 3], [6, 9]], [[3, 5], [6, 9], [6, 7]], [[5, 9], [6, 8], [4, 6]], [[1, 2], [3, 4], [4, 6]], [[8, 9], [4, 6], [1, 6]], [[3, 5], [0, 3], [0, 5]]],  # noqa: E501
@@ -175,9 +177,9 @@ def test_the_model_never_exceeds_max_model_cells(d: int, cap: int, monkeypatch) 
     """Narrow (the greedy second chance) and wide (the bound alone): after every step the
     model's junction tree is within the bound; the wide stream rebuilds nothing."""
     x = streams.latent_class(200 * 8, d, values=3, seed=4)
-    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2, max_model_cells=cap,
-                      policy=Paper(), public_sizes=True, iters=10,
-                      rng=dpstream.Rng(seed=9))  # fmt: skip
+    s = TabularStream(Domain({f"c{j}": 3 for j in range(d)}), 2,
+                      model=ModelOptions(max_model_cells=cap, iters=10),
+                      policy=Paper(), public_sizes=True, rng=dpstream.Rng(seed=9))  # fmt: skip
     rebuilds = []
     if d > 20:
         monkeypatch.setattr(pgm, "junction_tree_size", lambda *a: rebuilds.append(a) or 0)
@@ -216,7 +218,7 @@ def test_a_given_tree_must_be_a_junction_tree_of_the_cliques() -> None:
 def test_every_pair_of_a_small_domain_gets_the_same_answer_as_before_mostly() -> None:
     """On random models of 8 columns, the insertion bound and the greedy rebuild agree
     on whether a pair fits for most pairs, and where they differ it is mostly the bound
-    refusing (the safe side). (The exact share is reported in benches/RESULTS.md.)"""
+    refusing (the safe side). (The exact share is reported by benches/bench_highdim.py.)"""
     rng = random.Random(5)
     same = refuse = accept = 0
     for _ in range(30):

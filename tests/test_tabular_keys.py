@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from dpstream import Rng
 from dpstream._rng import KeyRing
-from dpstream.tabular import Domain, Paper, TabularStream
+from dpstream.tabular import Domain, ModelOptions, Paper, TabularStream
 
 DOMAIN = Domain({"a": 3, "b": 2, "c": 3})
 LOADS = 200
@@ -68,12 +68,12 @@ def open_epoch_checkpoint() -> tuple[bytes, list[np.ndarray]]:
     """A default-policy stream (OS-seeded: private) checkpointed with an epoch open, and
     the batch that closes it (the epoch's measurements then cover rows from before the
     checkpoint)."""
-    s = TabularStream(DOMAIN, 1, iters=5)
+    s = TabularStream(DOMAIN, 1, model=ModelOptions(iters=5))
     s.step(rows(200, 1))  # the first epoch: one batch
     s.step(rows(40, 2))  # the open epoch
     mech = s._epochs
     assert mech is not None and len(mech.epochs) == 1 and mech.t > mech.first
-    later = [rows(200, 3)]
+    later = [rows(600, 3)]  # closes the epoch whatever the noise (size ~840 > 2 x ~200)
     return s.to_bytes(), later
 
 
@@ -107,7 +107,7 @@ def test_default_policy_other_batches_give_independent_noise() -> None:
 
 
 def paper_checkpoint() -> tuple[bytes, list[np.ndarray]]:
-    s = TabularStream(DOMAIN, 1, policy=Paper(k=2), iters=5)
+    s = TabularStream(DOMAIN, 1, policy=Paper(k=2), model=ModelOptions(iters=5))
     s.step(rows(60, 11))
     s.step(rows(60, 12))
     return s.to_bytes(), [rows(60, 13 + k) for k in range(2)]
@@ -144,8 +144,8 @@ def test_a_seeded_stream_continues_as_it_runs() -> None:
     batches = [rows(80, 21 + k) for k in range(4)]
     for policy in (None, Paper(k=2)):
         options = {} if policy is None else {"policy": policy}
-        run = TabularStream(DOMAIN, 1, iters=5, rng=Rng(seed=5), **options)  # type: ignore[arg-type]
-        cut = TabularStream(DOMAIN, 1, iters=5, rng=Rng(seed=5), **options)  # type: ignore[arg-type]
+        run = TabularStream(DOMAIN, 1, model=ModelOptions(iters=5), rng=Rng(seed=5), **options)  # type: ignore[arg-type]
+        cut = TabularStream(DOMAIN, 1, model=ModelOptions(iters=5), rng=Rng(seed=5), **options)  # type: ignore[arg-type]
         for b in batches[:2]:
             run.step(b)
             cut.step(b)

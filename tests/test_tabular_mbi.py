@@ -2,7 +2,7 @@
 
 Skipped unless mbi is installed (``pip install mbi``, which pulls in jax; keep it out
 of the project's .venv). The same measurements are fitted by
-:func:`~dpstream.tabular.pgm.estimate_pgm` and :func:`~dpstream.tabular.mbi_fit.estimate_mbi`
+:func:`~dpstream.tabular.model.estimate_pgm` and :func:`_mbi_oracle.estimate_mbi`
 to convergence: the loss is strictly convex in the measured marginals, so both must
 find the same ones (and, from equivalent warm starts, the same model).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,11 +23,13 @@ with warnings.catch_warnings():  # mbi warns about jax's float32 default at impo
 
 import dpstream
 import jax
+from _mbi_oracle import MbiModel, estimate_mbi
 from conftest import ALPHA, assert_chi_square, merge_small_categories
 from dpstream.tabular import (
     Domain,
     GraphicalModel,
     Measurement,
+    ModelOptions,
     Paper,
     TabularStream,
     estimate_pgm,
@@ -35,7 +38,6 @@ from dpstream.tabular import (
     workload_errors,
 )
 from dpstream.tabular.estimation import MarginalModel
-from dpstream.tabular.mbi_fit import MbiModel, estimate_mbi
 
 #: A model with cycles (its junction tree needs fill-in edges) and a 3-way clique.
 SIZES = (3, 4, 2, 5, 3, 2)
@@ -176,15 +178,32 @@ def table(domain: Domain, n: int, seed: int) -> np.ndarray:
     return np.stack(cols, axis=1).astype(np.int64)
 
 
+def with_mbi(s: TabularStream, iters: int = 100) -> TabularStream:
+    """``s`` fitting with the oracle instead of the built-in estimator (same call)."""
+    sizes = s.domain.sizes
+
+    def fit(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
+        return estimate_mbi(sizes, ms, total, iters=iters, warm_start=warm)
+
+    s._fit = fit
+    return s
+
+
 def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
     d = Domain({"a": 3, "b": 2, "c": 4, "d": 2})
     rows = table(d, 2000, 1)
     errors = {}
     for estimator in ("pgm", "mbi"):
         s = TabularStream(
-            d, 2, policy=Paper(k=2), estimator=estimator, iters=100, public_sizes=True,
+            d,
+            2,
+            policy=Paper(k=2),
+            model=ModelOptions(iters=100),
+            public_sizes=True,
             rng=dpstream.Rng(seed=1),
-        )  # fmt: skip
+        )
+        if estimator == "mbi":
+            s = with_mbi(s)
         for t in range(8):
             synth = s.step(rows[250 * t : 250 * (t + 1)])
         assert len(synth) == s.size == 2000
@@ -202,9 +221,9 @@ def test_a_stream_with_mbi_matches_the_builtin_estimator() -> None:
 def test_a_stream_with_mbi_survives_a_checkpoint() -> None:
     d = Domain({"a": 3, "b": 2, "c": 4, "d": 2})
     rows = table(d, 600, 2)
-    s = TabularStream(d, 2, policy=Paper(k=2), estimator="mbi", rng=dpstream.Rng(seed=2))
+    s = with_mbi(TabularStream(d, 2, policy=Paper(k=2), rng=dpstream.Rng(seed=2)))
     for t in range(2):
         s.step(rows[200 * t : 200 * (t + 1)])
-    restored = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
+    restored = with_mbi(TabularStream.from_bytes(s.to_bytes(), allow_seeded=True))
     out = restored.step(rows[400:])
     assert len(out) == restored.size and abs(restored.size - 600) < 60  # a noisy size

@@ -8,7 +8,7 @@ from typing import Any
 import dpstream
 import numpy as np
 import pytest
-from dpstream.tabular import Adaptive, Baseline, Domain, Paper, TabularStream
+from dpstream.tabular import Adaptive, Baseline, Domain, ModelOptions, Paper, TabularStream
 from dpstream.tabular.policy import REMOVED_FIELDS, from_dict, to_dict
 from test_tabular_stream import spy_fits
 
@@ -36,12 +36,44 @@ def rows(n: int, seed: int) -> np.ndarray:
         (lambda: Baseline(k="3"), TypeError, "Baseline.k must be an int, got str"),
         (lambda: TabularStream(small(), 1, policy="paper"), TypeError, "policy must be"),
         (lambda: TabularStream(small(), 1, policy=3), TypeError, "got int"),
+        (lambda: ModelOptions(iters=0), ValueError, "iters must be at least 1, got 0"),
+        (lambda: ModelOptions(max_model_cells=2.5), TypeError, "max_model_cells must be an int"),
+        (lambda: ModelOptions(sampling="x"), ValueError, "sampling must be 'round' or 'iid'"),
+        (lambda: TabularStream(small(), 1, model=30), TypeError, "model must be a ModelOptions"),
     ],
 )
 def test_bad_policy_fields_name_the_field(make: Any, error: type, message: str) -> None:
     with pytest.raises(error) as info:
         make()
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"iters": 30}, "model=ModelOptions(iters=30))"),
+        ({"max_model_cells": 9}, "model=ModelOptions(max_model_cells=9))"),
+        ({"sampling": "iid"}, "model=ModelOptions(sampling='iid'))"),
+        ({"counter": "block"}, "policy=Paper(counter='block'))"),
+        ({"estimator": "mw"}, "policy=Baseline(estimator='mw'))"),
+    ],
+)
+def test_a_moved_keyword_names_its_new_form(old: dict[str, Any], new: str) -> None:
+    with pytest.raises(TypeError) as info:
+        TabularStream(small(), 1, **old)
+    assert str(info.value).endswith("TabularStream(..., " + new)
+
+
+def test_model_options_are_frozen_and_kept_by_a_checkpoint() -> None:
+    m = ModelOptions(iters=np.int64(5), sampling="iid")
+    assert m == ModelOptions(iters=5, sampling="iid") and type(m.iters) is int
+    with pytest.raises(AttributeError):
+        m.iters = 2  # type: ignore[misc]
+    s = TabularStream(small(), 1, policy=Paper(k=1), model=m, rng=dpstream.Rng(seed=2))
+    s.step(rows(100, 1))
+    back = TabularStream.from_bytes(s.to_bytes(), allow_seeded=True)
+    assert (back._iters, back._sampling) == (5, "iid")
+    assert back.step(rows(100, 2)).equals(s.step(rows(100, 2)))
 
 
 def test_policies_are_frozen_and_compare_by_value() -> None:
@@ -106,7 +138,9 @@ def test_the_removed_fields_of_the_default_are_named(fields: list[str]) -> None:
 
 
 def test_paper_refits_after_each_selection_with_the_steps_measurements_only() -> None:
-    s = TabularStream(small(), 1, policy=Paper(), iters=10, rng=dpstream.Rng(seed=3))
+    s = TabularStream(
+        small(), 1, policy=Paper(), model=ModelOptions(iters=10), rng=dpstream.Rng(seed=3)
+    )
     fits = spy_fits(s)
     data = rows(600, 1)
     for t in range(5):
@@ -122,7 +156,14 @@ def test_paper_releases_the_average_of_the_steps_models() -> None:
     """g_t = (h_{t,1} + h_{t,2} + h_{t,3}) / 3: its marginals are the average, and its rows
     are drawn from the mixture (⌊n/3⌋ or ⌈n/3⌉ rows from each model with "round")."""
     d = small()
-    s = TabularStream(d, 1, policy=Paper(), iters=10, public_sizes=True, rng=dpstream.Rng(seed=5))
+    s = TabularStream(
+        d,
+        1,
+        policy=Paper(),
+        model=ModelOptions(iters=10),
+        public_sizes=True,
+        rng=dpstream.Rng(seed=5),
+    )
     data = rows(800, 2)
     for t in range(4):
         s.step(data[200 * t : 200 * (t + 1)])

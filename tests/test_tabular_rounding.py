@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 import pytest
+from _mbi_oracle import MbiModel
 from conftest import ALPHA, assert_chi_square, binomial_pvalue, merge_small_categories
 from dpstream.tabular import DenseModel, GraphicalModel, estimate_pgm, marginal_counts
 from dpstream.tabular.estimation import (
@@ -24,7 +25,6 @@ from dpstream.tabular.estimation import (
     controlled_round,
     round_rows,
 )
-from dpstream.tabular.mbi_fit import MbiModel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_tabular_estimation import _noisy, random_table
@@ -412,7 +412,7 @@ def test_mbi_wrapper_round_without_mbi(make):
 
 def test_mbi_round_when_installed():
     pytest.importorskip("mbi")
-    from dpstream.tabular.mbi_fit import estimate_mbi
+    from _mbi_oracle import estimate_mbi
 
     rng = np.random.default_rng(5)
     data = random_table(rng, SIZES, 2000)

@@ -14,6 +14,7 @@ from dpstream.tabular import (
     Adaptive,
     Baseline,
     Domain,
+    ModelOptions,
     Paper,
     TabularStream,
     all_workloads,
@@ -249,9 +250,13 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
     d = small()
     rows = table(d, 600, 1)
     s = TabularStream(
-        d, 1, policy=Paper(k=2), estimator="mw", iters=20, public_sizes=True,
+        d,
+        1,
+        policy=Paper(k=2),
+        model=ModelOptions(iters=20),
+        public_sizes=True,
         rng=dpstream.Rng(seed=3),
-    )  # fmt: skip
+    )
     assert "NOT PRIVATE" in repr(s)
     out = s.step(pd.DataFrame(rows[:200], columns=list(d.names)))
     assert isinstance(out, pd.DataFrame) and list(out.columns) == list(d.names)
@@ -268,16 +273,10 @@ def test_steps_return_tables_of_the_current_size_and_track_deletions() -> None:
 def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
     d = small()
     rows = table(d, 400, 2)
-    options = {} if isinstance(policy, Adaptive) else {"estimator": "mw"}
 
     def make() -> TabularStream:
         return TabularStream(
-            d,
-            1,
-            policy=policy,
-            iters=10,
-            rng=dpstream.Rng(seed=5),
-            **options,  # type: ignore[arg-type]
+            d, 1, policy=policy, model=ModelOptions(iters=10), rng=dpstream.Rng(seed=5)
         )
 
     a, b = make(), make()
@@ -287,9 +286,9 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
     bad[3, 2] = 4  # column c has 4 categories
     with pytest.raises(ValueError, match="column 'c' has code 4"):
         a.step(bad)
-    # Paper: more deletions than rows; the default takes insertions only.
-    with pytest.raises(ValueError, match=r"deleting|insertions only"):
-        a.step(rows[100:110], deletions=rows[:200])
+    # Paper: a deletion with a bad code; the default takes insertions only.
+    with pytest.raises(ValueError, match=r"column 'c' has code 4|insertions only"):
+        a.step(rows[100:110], deletions=bad)
     with pytest.raises(ValueError, match="missing"):
         a.step(pd.DataFrame({"a": [0]}))
     assert a.to_bytes() == b.to_bytes() and (a.t, a.size) == (1, b.size)
@@ -302,13 +301,16 @@ def test_rejected_batches_change_nothing(policy: Adaptive | Paper) -> None:
         ({"epsilon": 0}, ValueError),
         ({"policy": "adaptive"}, TypeError),
         ({"policy": Adaptive}, TypeError),
-        ({"counter": "tree"}, ValueError),
-        ({"counter": "block"}, ValueError),  # needs a horizon
-        ({"estimator": "gan"}, ValueError),
+        # Options of a policy now (Paper(counter=...)), or none at all (estimator).
+        ({"counter": "simple"}, TypeError),
+        ({"horizon": 10}, TypeError),
+        ({"estimator": "pgm"}, TypeError),
         ({"workloads": [(1, 0)]}, ValueError),
         ({"workloads": "all"}, TypeError),
-        ({"iters": 0}, ValueError),
-        ({"sampling": "systematic"}, ValueError),
+        # Fields of ModelOptions now (model=ModelOptions(iters=...)).
+        ({"iters": 30}, TypeError),
+        ({"sampling": "iid"}, TypeError),
+        ({"model": {"iters": 30}}, TypeError),
     ],
 )
 @pytest.mark.parametrize("policy", [Adaptive(), Paper()])
@@ -327,9 +329,8 @@ def test_baseline_takes_insertions_only_and_grows_by_batches() -> None:
     s = TabularStream(
         d,
         1,
-        policy=Baseline(k=2),
-        estimator="mw",
-        iters=10,
+        policy=Baseline(k=2, estimator="mw"),
+        model=ModelOptions(iters=10),
         public_sizes=True,
         rng=dpstream.Rng(seed=1),
     )
@@ -348,25 +349,23 @@ def test_every_counter_kind_runs() -> None:
         ("hybrid", None),
         ("unbounded-block", None),
     ]:
+        policy = Paper(k=2, counter=counter, horizon=horizon)  # type: ignore[arg-type]
         s = TabularStream(
-            d,
-            2,
-            counter=counter,  # type: ignore[arg-type]
-            horizon=horizon,
-            policy=Paper(k=2),
-            estimator="mw",
-            iters=10,
-            rng=dpstream.Rng(seed=2),
+            d, 2, policy=policy, model=ModelOptions(iters=10), rng=dpstream.Rng(seed=2)
         )
         sizes = [len(s.step(rows[100 * t : 100 * (t + 1)])) for t in range(3)]
         # The size counter is of the same kind: released sizes, monotone (insert-only).
         assert sizes == sorted(sizes) and sizes[-1] == s.size > 0
     with pytest.raises(ValueError, match="horizon"):
-        TabularStream(d, 1, counter="hybrid", horizon=10, policy=Paper())
-    # The default measures each epoch once: it takes none of the counters' options.
-    for option in ({"counter": "block", "horizon": 10}, {"horizon": 10}, {"estimator": "mw"}):
-        with pytest.raises(ValueError, match="applies to the Paper"):
-            TabularStream(d, 1, **option)  # type: ignore[arg-type]
+        TabularStream(d, 1, policy=Paper(counter="hybrid", horizon=10))
+    with pytest.raises(ValueError, match="horizon"):
+        TabularStream(d, 1, policy=Baseline(counter="block"))  # needs a horizon
+    with pytest.raises(ValueError, match=r"Paper\.counter must be one of"):
+        Paper(counter="tree")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Baseline\.horizon must be at least 1"):
+        Baseline(horizon=0)
+    with pytest.raises(ValueError, match=r"Baseline\.estimator must be one of"):
+        Baseline(estimator="mbi")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("policy", [Adaptive(), Paper()])
@@ -375,7 +374,7 @@ def test_the_stream_learns_the_correlations_and_beats_independent_columns(
 ) -> None:
     d = small()
     rows = table(d, 4000, 6)
-    s = TabularStream(d, 2, policy=policy, iters=60, rng=dpstream.Rng(seed=11))
+    s = TabularStream(d, 2, policy=policy, model=ModelOptions(iters=60), rng=dpstream.Rng(seed=11))
     for t in range(20):
         synth = s.step(rows[200 * t : 200 * (t + 1)])
     e = workload_errors(rows, synth, d)
@@ -395,7 +394,9 @@ def test_adult_small_run_the_default_beats_baseline() -> None:
     data = data[np.random.default_rng(0).permutation(len(data))]
     results = {}
     for method, policy in (("default", Adaptive()), ("baseline", Baseline())):
-        s = TabularStream(d, 1, policy=policy, iters=40, rng=dpstream.Rng(seed=21))
+        s = TabularStream(
+            d, 1, policy=policy, model=ModelOptions(iters=40), rng=dpstream.Rng(seed=21)
+        )
         for t in range(30):
             synth = s.step(data[200 * t : 200 * (t + 1)])
         results[method] = workload_errors(data, synth, d)
@@ -423,7 +424,7 @@ def test_a_checkpoint_resumes_exactly(policy: object, sampling: str, order: str)
 
     def make() -> TabularStream:
         return TabularStream(
-            d, 1, policy=policy, iters=20, sampling=sampling,  # type: ignore[arg-type]
+            d, 1, policy=policy, model=ModelOptions(iters=20, sampling=sampling),  # type: ignore[arg-type]
             rng=dpstream.Rng(seed=4),
         )  # fmt: skip
 
@@ -456,7 +457,7 @@ def test_the_l2_score_learns_a_large_column_that_the_paper_score_leaves_uniform(
             d,
             4,
             policy=Baseline(k=1, score=score),  # type: ignore[arg-type]
-            iters=40,
+            model=ModelOptions(iters=40),
             rng=dpstream.Rng(seed=5),  # type: ignore[arg-type]
         )
         for t in range(20):
@@ -500,7 +501,7 @@ def test_a_state_from_before_policies_resumes_exactly_as_the_policy_it_ran_as(
     policy: Baseline, option: str | None, migrated: object
 ) -> None:
     d = small()
-    s = TabularStream(d, 1, policy=policy, iters=20, rng=dpstream.Rng(seed=3))
+    s = TabularStream(d, 1, policy=policy, model=ModelOptions(iters=20), rng=dpstream.Rng(seed=3))
     for t in range(3):
         s.step(table(d, 100, t))
     old = state_without_option(s, option)
@@ -514,7 +515,9 @@ def test_a_state_from_before_policies_that_ran_algorithm_3_re_releases_and_stops
     """``method="proposed"`` ran as the earlier default policy, whose options were removed:
     the state loads, re-releases its last table and refuses to step, naming them."""
     d = small()
-    s = TabularStream(d, 1, policy=Paper(k=2), iters=20, rng=dpstream.Rng(seed=3))
+    s = TabularStream(
+        d, 1, policy=Paper(k=2), model=ModelOptions(iters=20), rng=dpstream.Rng(seed=3)
+    )
     for t in range(3):
         s.step(table(d, 100, t))
     old = state_without_option(s)
@@ -676,7 +679,7 @@ def test_a_seeded_checkpoint_needs_the_opt_in(tmp_path: Path) -> None:
     back = TabularStream.from_bytes(data, allow_seeded=True)
     assert back.seeded and "NOT PRIVATE" in repr(back)
     assert dpstream.load(path, allow_seeded=True).seeded
-    p = TabularStream(d, 1, policy=Paper(k=1), estimator="mw")
+    p = TabularStream(d, 1, policy=Paper(k=1), model=ModelOptions(iters=10))
     p.step(rows[:100])
     private = TabularStream.from_bytes(p.to_bytes())
     assert not private.seeded

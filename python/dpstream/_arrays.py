@@ -30,27 +30,6 @@ def points_array(points: object, dim: int, name: str = "points") -> npt.NDArray[
     return np.require(arr, dtype=np.float64, requirements=["C", "A"])
 
 
-def int_param(value: object, name: str, *, low: int = 0, high: int = 2**63 - 1) -> int:
-    """``value`` as an ``int`` in ``[low, high]``; errors name the parameter."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    v = int(value)
-    if v < low and low == 0:
-        raise ValueError(f"{name} must be non-negative, got {v}")
-    if not low <= v <= high:
-        raise ValueError(f"{name} must be in {low}..={_power_of_two(high)}, got {v}")
-    return v
-
-
-def _power_of_two(v: int) -> str:
-    """``v`` written as ``2^k`` or ``2^k - 1`` when it is one, for readable messages."""
-    if v >= 1024 and v & (v - 1) == 0:
-        return f"2^{v.bit_length() - 1}"
-    if v >= 1023 and (v + 1) & v == 0:
-        return f"2^{v.bit_length()} - 1"
-    return str(v)
-
-
 def uint64_array(values: object, name: str) -> npt.NDArray[np.uint64]:
     """``values`` as a 1-D C-contiguous uint64 array of non-negative integers.
 

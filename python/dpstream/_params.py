@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpstream import _core
+from dpstream._rng import Rng
 
 #: Anything accepted where an exact real parameter is expected.
 RealLike = int | float | Fraction | Decimal | np.integer | np.floating
@@ -51,6 +52,32 @@ def exact_fraction(value: object, name: str, *, positive: bool = True) -> Fracti
     return frac
 
 
+def int_param(value: object, name: str, *, low: int = 0, high: int | None = 2**63 - 1) -> int:
+    """``value`` as an ``int`` in ``[low, high]`` (``high=None``: no upper bound); the one
+    integer check of the package. ``TypeError`` / ``ValueError`` name ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    v = int(value)
+    if high is None:
+        if v < low:
+            raise ValueError(f"{name} must be at least {low}, got {v}")
+        return v
+    if v < low and low == 0:
+        raise ValueError(f"{name} must be non-negative, got {v}")
+    if not low <= v <= high:
+        raise ValueError(f"{name} must be in {low}..={_power_of_two(high)}, got {v}")
+    return v
+
+
+def _power_of_two(v: int) -> str:
+    """``v`` written as ``2^k`` or ``2^k - 1`` when it is one, for readable messages."""
+    if v >= 1024 and v & (v - 1) == 0:
+        return f"2^{v.bit_length() - 1}"
+    if v >= 1023 and (v + 1) & v == 0:
+        return f"2^{v.bit_length()} - 1"
+    return str(v)
+
+
 def sample_shape(size: object) -> tuple[int, ...]:
     """A numpy-style shape from ``size`` (a non-negative int or a tuple of them)."""
     dims = size if isinstance(size, tuple) else (size,)
@@ -66,8 +93,6 @@ def sample_shape(size: object) -> tuple[int, ...]:
 
 def core_rng(rng: object) -> _core.Rng | None:
     """The ``_core.Rng`` inside a :class:`dpstream.Rng`, or None for a fresh OS-seeded one."""
-    from dpstream._rng import Rng
-
     if rng is None:
         return None
     if not isinstance(rng, Rng):

@@ -1,10 +1,11 @@
-"""The generator behind every noise draw, and the key ring of a checkpointed stream."""
+"""The generator behind every noise draw, the key ring of a checkpointed stream, and what
+every object drawing from a generator shares: no copies, the seeded flag and its warning."""
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -13,7 +14,52 @@ from dpstream import _core
 
 _SEED_BYTES = 32
 
+_T = TypeVar("_T")
 
+#: What the ``repr`` of anything whose noise comes from a seeded generator ends with.
+_SEEDED_NOTE = "  # seeded: reproducible, NOT PRIVATE"
+
+
+def seeded_repr(text: str, seeded: bool) -> str:
+    """``text``, a ``repr``, with the NOT PRIVATE warning when the noise is ``seeded``."""
+    return text + _SEEDED_NOTE if seeded else text
+
+
+class Seeded:
+    """A wrapper of a Rust object ``_inner`` whose noise comes from its own generator."""
+
+    __slots__ = ()
+    _inner: Any
+
+    @property
+    def seeded(self) -> bool:
+        """True if the noise comes from a seeded generator: reproducible, **not private**."""
+        return bool(self._inner.seeded)
+
+
+def refuse_copies(what: str, instead: str) -> Callable[[type[_T]], type[_T]]:
+    """Class decorator: copying or pickling an instance raises ``TypeError`` naming
+    ``dpstream.{what}`` and saying what to do ``instead``.
+
+    A copy would replay the same noise: two outputs with identical noise can be
+    compared or subtracted to cancel it.
+    """
+
+    def refuse(self: object, *_: object) -> NoReturn:
+        raise TypeError(
+            f"dpstream.{what} cannot be copied or pickled: a copy would repeat the same "
+            f"noise; {instead}"
+        )
+
+    def decorate(cls: type[_T]) -> type[_T]:
+        for name in ("__copy__", "__deepcopy__", "__reduce__", "__reduce_ex__"):
+            setattr(cls, name, refuse)
+        return cls
+
+    return decorate
+
+
+@refuse_copies("Rng", "create a new Rng() instead")
 class Rng:
     """A ChaCha12 cryptographically secure generator for privacy noise.
 
@@ -83,23 +129,10 @@ class Rng:
         rng._inner = _core.Rng.from_seeded_state(bytes(state))
         return rng
 
-    def _refuse_copy(self, *_: object) -> NoReturn:
-        # A copy would replay the same noise: two releases with identical noise
-        # can be subtracted to cancel it.
-        raise TypeError(
-            "dpstream.Rng cannot be copied or pickled: a copy would repeat the same noise; "
-            "create a new Rng() instead"
-        )
-
-    __copy__ = _refuse_copy
-    __deepcopy__ = _refuse_copy
-    __reduce__ = _refuse_copy
-    __reduce_ex__ = _refuse_copy
-
     def __repr__(self) -> str:
         if self._seed is None:
             return "Rng()"
-        return f"Rng(seed={self._seed!r})  # seeded: reproducible, NOT PRIVATE"
+        return seeded_repr(f"Rng(seed={self._seed!r})", True)
 
 
 class KeyRing:

@@ -34,14 +34,13 @@ Three ways of computing it, chosen by ``method`` (see :func:`wasserstein1_method
 from __future__ import annotations
 
 import importlib
-import numbers
 from types import ModuleType
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._params import optional_seed
+from dpstream._params import int_param, optional_seed
 
 __all__ = [
     "EXACT_MAX_COST_ENTRIES",
@@ -94,11 +93,11 @@ def wasserstein1_method(
         ValueError: ``n``, ``m``, ``d`` or ``max_exact`` is not positive, or ``method`` is
             not one of ``"auto"``, ``"exact"``, ``"sliced"``.
     """
-    n = _positive_int(n, "n")
-    m = _positive_int(m, "m")
-    d = _positive_int(d, "d")
+    n = int_param(n, "n", low=1, high=None)
+    m = int_param(m, "m", low=1, high=None)
+    d = int_param(d, "d", low=1, high=None)
     method = _method(method)
-    max_exact = _positive_int(max_exact, "max_exact")
+    max_exact = int_param(max_exact, "max_exact", low=1, high=None)
     if d == 1:
         return "exact"
     if method == "exact":
@@ -176,7 +175,7 @@ def wasserstein1(
         )
     n, d = xs.shape
     m = ys.shape[0]
-    n_projections = _positive_int(n_projections, "n_projections")
+    n_projections = int_param(n_projections, "n_projections", low=1, high=None)
     seed = optional_seed(seed)
     resolved = wasserstein1_method(n, m, d, method=method, max_exact=max_exact)
 
@@ -312,14 +311,6 @@ def _as_points(x: object, name: str) -> FloatArray:
     if not np.all(np.isfinite(out)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return out
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be at least 1, got {int(value)}")
-    return int(value)
 
 
 def _method(method: object) -> str:

@@ -15,6 +15,8 @@ handled exactly with big integers, only more slowly.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +28,21 @@ __all__ = ["discrete_gaussian", "discrete_laplace", "permute_and_flip"]
 
 # Integers up to 2**53 are exactly representable as float64 scores.
 _MAX_EXACT_INT_SCORE = 2**53
+
+
+def _integer_noise(
+    draw: Callable[[int, int, int, Any], np.ndarray],
+    parameter: RealLike,
+    name: str,
+    size: SizeLike,
+    rng: Rng | None,
+) -> np.ndarray:
+    """``size`` draws of the core sampler ``draw`` at the exact rational ``parameter``;
+    the arguments are checked before ``rng`` is touched."""
+    frac = exact_fraction(parameter, name)
+    shape = sample_shape(size)
+    inner = core_rng(rng)
+    return draw(frac.numerator, frac.denominator, math.prod(shape), inner).reshape(shape)
 
 
 def discrete_laplace(scale: RealLike, size: SizeLike, *, rng: Rng | None = None) -> np.ndarray:
@@ -52,11 +69,7 @@ def discrete_laplace(scale: RealLike, size: SizeLike, *, rng: Rng | None = None)
 
     A rejected call leaves ``rng`` exactly as it was.
     """
-    frac = exact_fraction(scale, "scale")
-    shape = sample_shape(size)
-    inner = core_rng(rng)
-    out = _core.discrete_laplace(frac.numerator, frac.denominator, math.prod(shape), inner)
-    return out.reshape(shape)
+    return _integer_noise(_core.discrete_laplace, scale, "scale", size, rng)
 
 
 def discrete_gaussian(sigma: RealLike, size: SizeLike, *, rng: Rng | None = None) -> np.ndarray:
@@ -82,11 +95,7 @@ def discrete_gaussian(sigma: RealLike, size: SizeLike, *, rng: Rng | None = None
 
     A rejected call leaves ``rng`` exactly as it was.
     """
-    frac = exact_fraction(sigma, "sigma")
-    shape = sample_shape(size)
-    inner = core_rng(rng)
-    out = _core.discrete_gaussian(frac.numerator, frac.denominator, math.prod(shape), inner)
-    return out.reshape(shape)
+    return _integer_noise(_core.discrete_gaussian, sigma, "sigma", size, rng)
 
 
 def permute_and_flip(

@@ -59,7 +59,8 @@ measures exact histograms of aligned blocks of epochs instead of sparse counters
 with thresholds, it fits the tree by least squares instead of Algorithm 4's
 proportional consistency, and it never spreads a parent's mass over children whose
 counts are below the noise (they are pruned: the parent stays a leaf). The accuracy
-figures are in ``benches/RESULTS.md`` (``benches/bench_online.py``).
+figures are in ``benches/RESULTS.md`` (``benches/bench_online_compare.py``), the
+comparison with the paper's rates in ``research/online_paper.md``.
 
 Units: points are coordinates in the unit cube ``[0,1]^d`` (unitless); time
 ``t`` counts points (one point per time step); ε is a bound on the privacy
@@ -71,18 +72,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import NoReturn
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int_param, points_array
-from dpstream._params import RealLike, core_rng, exact_fraction
-from dpstream._rng import Rng
+from dpstream._arrays import points_array
+from dpstream._dask import is_collection
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
+from dpstream._rng import Rng, Seeded, refuse_copies, seeded_repr
+from dpstream.online_dask import update_online
+from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
 
-__all__ = ["MAX_DIM", "METHODS", "OnlineSynthesizer"]
+__all__ = [
+    "MAX_DIM",
+    "METHODS",
+    "EpochsSynthesizer",
+    "OnlineSynthesizer",
+    "PaperSynthesizer",
+    "PrivHPSynthesizer",
+]
 
 #: Largest dimension accepted (the privacy schedule takes ``2d``-th roots).
 MAX_DIM = 4096
@@ -90,8 +101,9 @@ MAX_DIM = 4096
 #: The methods of :class:`OnlineSynthesizer`; the first is the default.
 METHODS = ("epochs", "paper")
 
-# The core objects behind an OnlineSynthesizer ("privhp" comes from ``for_memory``).
-_Inner = _core.EpochSynthesizer | _core.OnlineSynthesizer | _core.ContinualPrivHP
+
+#: ``(lower, upper, counts)`` of :meth:`OnlineSynthesizer.cells`.
+_Cells = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]
 
 
 def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
@@ -109,7 +121,8 @@ def _counts_array(values: object, name: str) -> npt.NDArray[np.uint64]:
     return np.require(arr, dtype=np.uint64, requirements=["C", "A"])
 
 
-class OnlineSynthesizer:
+@refuse_copies("OnlineSynthesizer", "use dpstream.save/load (or to_bytes/from_bytes) to checkpoint")
+class OnlineSynthesizer(Seeded):
     """ε-DP online synthetic data on ``[0,1]^d``, released at any public times.
 
     Feed points with :meth:`update` (``n`` rows are ``n`` consecutive time
@@ -118,6 +131,10 @@ class OnlineSynthesizer:
     differ in one point at one time step; see the module documentation for
     the privacy model. **Release times must not depend on the data** (release on
     a calendar or every ``n`` points).
+
+    ``OnlineSynthesizer(epsilon, dim, method=...)`` returns its method's subclass,
+    :class:`EpochsSynthesizer` or :class:`PaperSynthesizer`; :meth:`for_memory` a
+    :class:`PrivHPSynthesizer`. What only one method has is on its class.
 
     Args:
         epsilon: privacy budget ε of the whole stream of releases (nats), exact:
@@ -150,16 +167,28 @@ class OnlineSynthesizer:
     gives the outputs of an uninterrupted run.
     """
 
-    __slots__ = ("_epsilon", "_inner", "_method", "_released")
+    __slots__ = ("_epsilon", "_inner", "_released")
 
-    def __init__(
-        self,
+    _METHOD: ClassVar[str]  # "epochs", "paper" or "privhp"
+    _CORE: ClassVar[Any]
+    _inner: Any
+    _epsilon: Fraction
+    _released: bool
+
+    def __init_subclass__(cls, *, method: str = "", core: Any = None) -> None:
+        """A method's class names its method and its Rust class."""
+        super().__init_subclass__()
+        if method:
+            cls._METHOD, cls._CORE = method, core
+
+    def __new__(
+        cls,
         epsilon: RealLike,
         dim: int,
         *,
         method: str = "epochs",
         rng: Rng | None = None,
-    ) -> None:
+    ) -> OnlineSynthesizer:
         eps = exact_fraction(epsilon, "epsilon")
         d = int_param(dim, "dim", low=1, high=MAX_DIM)
         if method == "privhp":
@@ -172,11 +201,11 @@ class OnlineSynthesizer:
             raise ValueError(
                 f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
             )
-        cls = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
-        self._inner: _Inner = cls(eps.numerator, eps.denominator, d, core_rng(rng))
-        self._epsilon = eps
-        self._method = method
-        self._released = False
+        variant = EpochsSynthesizer if method == "epochs" else PaperSynthesizer
+        if not issubclass(variant, cls):
+            raise ValueError(f"a {cls.__name__} comes from OnlineSynthesizer(...) or .for_memory")
+        core = _core.EpochSynthesizer if method == "epochs" else _core.OnlineSynthesizer
+        return variant._wrap(core(eps.numerator, eps.denominator, d, core_rng(rng)))
 
     @classmethod
     def for_memory(
@@ -188,9 +217,9 @@ class OnlineSynthesizer:
         expected_n: int,
         max_releases: int,
         rng: Rng | None = None,
-    ) -> OnlineSynthesizer:
-        """Continual-release PrivHP in fixed memory (PrivHP paper, Appendix A);
-        :attr:`method` is ``"privhp"``.
+    ) -> PrivHPSynthesizer:
+        """Continual-release PrivHP in fixed memory (PrivHP paper, Appendix A): a
+        :class:`PrivHPSynthesizer` (:attr:`method` ``"privhp"``).
 
         Every release closes an *epoch* (the points since the previous release). A
         binary mechanism over epochs keeps ``L = floor(log2 R) + 1`` exact PrivHP
@@ -232,16 +261,12 @@ class OnlineSynthesizer:
         n = int_param(expected_n, "expected_n", low=1, high=2**64 - 1)
         r = int_param(max_releases, "max_releases", low=1, high=2**32)
         inner = _core.ContinualPrivHP(eps.numerator, eps.denominator, d, mem, n, r, core_rng(rng))
-        return cls._wrap(inner)
+        return PrivHPSynthesizer._wrap(inner)
 
     @classmethod
-    def _wrap(cls, inner: _Inner) -> OnlineSynthesizer:
-        obj = cls.__new__(cls)
+    def _wrap(cls, inner: Any) -> Self:
+        obj = object.__new__(cls)
         obj._inner = inner
-        if isinstance(inner, _core.ContinualPrivHP):
-            obj._method = "privhp"
-        else:
-            obj._method = "epochs" if isinstance(inner, _core.EpochSynthesizer) else "paper"
         num, den = inner.epsilon()
         obj._epsilon = Fraction(num, den)
         # Whether the saved object had released is not recorded: assume it had.
@@ -251,7 +276,7 @@ class OnlineSynthesizer:
     @property
     def method(self) -> str:
         """``"epochs"`` (default), ``"paper"`` or ``"privhp"`` (:meth:`for_memory`; public)."""
-        return self._method
+        return self._METHOD
 
     @property
     def epsilon(self) -> Fraction:
@@ -270,67 +295,22 @@ class OnlineSynthesizer:
 
     @property
     def depth(self) -> int:
-        """Depth of the partition (public).
-
-        ``"paper"``: the depth ``r`` at time ``t``, the largest ``r`` with
-        ``⌈2^r / ε⌉ <= t`` (0 before ``t = ⌈1/ε⌉``); the synthetic data live on the
-        ``2^r`` cells of depth ``r``. ``"epochs"``: the deepest level any finished
-        block measures (a function of the public block sizes); a release's leaves
-        are cells of depth at most this. ``"privhp"``: the depth of every block's
-        PrivHP summary (from ε, ``expected_n`` and ``max_releases``).
-        """
+        """Depth of the partition (public; what it is: the method's class)."""
         return int(self._inner.depth)
 
     @property
-    def epochs(self) -> int:
-        """``"epochs"``: releases that closed an epoch (had new points); ``"paper"``: 0."""
-        inner = self._inner
-        if isinstance(inner, _core.ContinualPrivHP):
-            return int(inner.epochs)
-        return int(inner.epochs) if isinstance(inner, _core.EpochSynthesizer) else 0
-
-    @property
-    def max_releases(self) -> int | None:
-        """``"privhp"``: the public cap ``R`` on epochs (releases with new points);
-        ``None`` for the other methods, which have no cap."""
-        inner = self._inner
-        return int(inner.max_releases) if isinstance(inner, _core.ContinualPrivHP) else None
-
-    @property
     def n_regions(self) -> int:
-        """Cells with a private count (public): ``"paper"``: all cells of depth
-        ``1..depth``; ``"epochs"``: the cells of depth ``1..depth`` that the blocks
-        measure (lazily: a cell's noise is fixed when its block forms)."""
-        inner = self._inner
-        if isinstance(inner, _core.ContinualPrivHP):
-            # Per block summary: the exact levels 1..L_k and one sketch row per deeper level.
-            depth, width = int(inner.depth), int(inner.width)
-            l_k = min(int(inner.k).bit_length() - 1, depth)
-            return (1 << (l_k + 1)) - 2 + (depth - l_k) * width
-        if isinstance(inner, _core.EpochSynthesizer):
-            return (1 << (int(inner.depth) + 1)) - 2
-        return int(inner.n_regions)
-
-    @property
-    def seeded(self) -> bool:
-        """True if the noise comes from a seeded generator: reproducible, **not private**."""
-        return bool(self._inner.seeded)
+        """Cells with a private count (public): see the method's class."""
+        raise NotImplementedError
 
     @property
     def epsilon_spent(self) -> Fraction:
         """ε spent: from the first :meth:`release` on, what the worst-case point costs
-        over all releases of the stream, at any times, together; 0 before. Computed from
-        the mechanism's split, the one function its noise scales come from:
-        ``"epochs"``, the largest sum of ``point_split`` (a point of super-block ``k`` in
-        ``k + 1`` blocks of ``ε/(k+1)``) over the super-blocks reached; ``"privhp"``,
-        ``L`` blocks of ``2·ε/(2L)``; both are ε. ``"paper"``: ε (its schedule
-        ``ε_{j,r}`` sums to less than ε/2 at every level, Proposition 4.1)."""
-        if not self._released:
-            return Fraction(0)
-        inner = self._inner
-        if isinstance(inner, (_core.EpochSynthesizer, _core.ContinualPrivHP)):
-            return Fraction(*inner.epsilon_ledger())
-        return self.epsilon
+        over all releases together (ε; how: the method's class); 0 before."""
+        return self._spent() if self._released else Fraction(0)
+
+    def _spent(self) -> Fraction:  # once something is released
+        return Fraction(*self._inner.epsilon_ledger())
 
     @property
     def epsilon_remaining(self) -> Fraction:
@@ -339,15 +319,7 @@ class OnlineSynthesizer:
 
     def memory_bytes(self) -> int:
         """Bytes held by the synthesizer: a public formula that does not depend on
-        where the points fell.
-
-        ``"epochs"``: 8 bytes per point seen (its exact cell path, kept to rebuild
-        the histograms of merged blocks) plus a fixed size per live block. ``"paper"``:
-        the cell counters of depths ``1..depth`` (it grows at the public times
-        ``⌈2^r / ε⌉``) and, for ``d = 1``, 8 bytes per point. ``"privhp"``: fixed at
-        construction (``L + 3`` PrivHP summaries with their largest generators, at
-        most ``memory_bytes``); it never changes.
-        """
+        where the points fell (the method's class says which)."""
         return int(self._inner.memory_bytes())
 
     def update(self, points: object) -> None:
@@ -360,84 +332,14 @@ class OnlineSynthesizer:
         output: ``update(a); update(b)`` equals ``update(concat(a, b))``.
 
         A Dask array ``(n, d)`` or DataFrame with ``d`` columns is counted on the
-        cluster (:func:`dpstream.distributed.update_online`; ``"epochs"`` and
+        cluster (:func:`dpstream.online_dask.update_online`; ``"epochs"`` and
         ``"privhp"``): the same state as this call on the computed points.
         ``"paper"`` refuses it.
         """
-        if hasattr(points, "__dask_graph__"):  # a Dask collection: counted on the cluster
-            from dpstream.distributed import update_online
-
+        if is_collection(points):  # counted on the cluster
             update_online(self, points)
             return
         self._inner.update(points_array(points, self.dim))
-
-    def update_counts(self, cells: object, counts: object) -> None:
-        """``"epochs"`` only: feed the open epoch from exact counts of finest cells.
-
-        ``counts[i]`` points lie in the cell ``cells[i]``, the level-63 path of
-        :func:`dpstream.partition.encode` (``encode(points, 63)``); ``Σ counts`` time
-        steps. The state afterwards is the state :meth:`update` gives on those points,
-        byte for byte (:meth:`to_bytes`, every later release, seeded or not): the open
-        epoch is a multiset. This is how a cluster's exact counts reach the client
-        (:func:`dpstream.distributed.update_online`). Cells may repeat; counts are
-        non-negative integers. All-or-nothing. The counts are exact: as private as the
-        points.
-        """
-        if self._method != "epochs":
-            raise ValueError(
-                f"update_counts is for method='epochs'; this synthesizer is {self._method!r}"
-            )
-        c = _counts_array(cells, "cells")
-        n = _counts_array(counts, "counts")
-        if c.shape != n.shape:
-            raise ValueError(
-                f"cells and counts must have the same length, got {c.size} and {n.size}"
-            )
-        self._inner.update_counts(c, n)  # type: ignore[union-attr]
-
-    def _update_counts_all(self, parts: Iterable[tuple[object, object]]) -> None:
-        """``"epochs"`` only: :meth:`update_counts` of every ``(cells, counts)`` pair of
-        ``parts``, all or nothing: if a pair is refused or ``parts`` raises (a failed
-        fetch from a cluster), every pair fed so far is taken back and the state is
-        the state before the call, byte for byte; a retry then counts each point once."""
-        inner = self._inner
-        if not isinstance(inner, _core.EpochSynthesizer):
-            raise ValueError(
-                f"update_counts is for method='epochs'; this synthesizer is {self._method!r}"
-            )
-        mark = inner.mark()
-        try:
-            for cells, counts in parts:
-                self.update_counts(cells, counts)
-        except BaseException:
-            inner.rollback(mark)
-            raise
-
-    def summary_template(self) -> PrivHP:
-        """``"privhp"`` only: an empty PrivHP summary with this synthesizer's shared
-        configuration and hash keys (public: drawn independently of the data), to count
-        points elsewhere (:func:`dpstream.distributed.summarize` on a cluster's workers)
-        for :meth:`merge_summary`."""
-        inner = self._inner
-        if not isinstance(inner, _core.ContinualPrivHP):
-            raise ValueError(
-                f"summary_template is for method='privhp'; this synthesizer is {self._method!r}"
-            )
-        return PrivHP.from_bytes(inner.template())
-
-    def merge_summary(self, summary: PrivHP) -> None:
-        """``"privhp"`` only: add the exact summary of points of the open epoch, counted by
-        copies of :meth:`summary_template` (and merged): the same state as :meth:`update`
-        of those points, byte for byte. All-or-nothing: a summary of another template or
-        a released one is refused. The summary is exact: as private as the points."""
-        inner = self._inner
-        if not isinstance(inner, _core.ContinualPrivHP):
-            raise ValueError(
-                f"merge_summary is for method='privhp'; this synthesizer is {self._method!r}"
-            )
-        if not isinstance(summary, PrivHP):
-            raise TypeError(f"summary must be a PrivHP, got {type(summary).__name__}")
-        inner.merge_summary(summary._inner)
 
     def release(self, size: int | None = None) -> npt.NDArray[np.float64]:
         """Synthetic data from the current private state, float64 in ``[0,1]^d``.
@@ -460,56 +362,40 @@ class OnlineSynthesizer:
         times fixed independently of the data.
         """
         m = None if size is None else int_param(size, "size", high=2**63 - 1)
-        out = self._inner.release(m)
+        out: npt.NDArray[np.float64] = self._inner.release(m)
         self._released = True
         return out
 
-    def cells(
-        self,
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    def cells(self) -> _Cells:
         """``(lower, upper, counts)`` of the leaves of the current private partition.
 
         ``lower`` and ``upper`` are ``(L, d)`` float64 corners of the cells (same path
         encoding as :mod:`dpstream.partition`); ``counts`` are the ``(L,)`` int64
         consistent, non-negative private counts, which sum to ``t`` (ε-DP together
-        with every other output). ``"paper"``: the ``L = 2^depth`` cells of depth
-        ``depth``, by path θ. ``"epochs"``: the leaves of the fitted tree (cells of
-        depths up to :attr:`depth`, in depth-first order); like :meth:`release`, it
-        closes the open epoch. ``"privhp"``: the leaves of every live block's
-        generator, block after block (cells of different blocks may overlap: the
-        release is their mixture), each block's counts scaled to its number of
-        points and rounded; like :meth:`release`, it closes the open epoch.
+        with every other output). Which cells: the method's class.
         """
-        inner = self._inner
-        if isinstance(inner, _core.ContinualPrivHP):
-            out = inner.cells()
-        elif isinstance(inner, _core.EpochSynthesizer):
-            lower, upper, counts = inner.release_tree().cells()
-            out = (lower, upper, np.rint(counts).astype(np.int64))
-        else:
-            out = inner.cells()
+        out = self._cells()
         self._released = True
         return out
+
+    def _cells(self) -> _Cells:
+        cells: _Cells = self._inner.cells()
+        return cells
 
     def to_bytes(self) -> bytes:
         """Versioned, checksummed checkpoint (kind ``"EpochSynthesizer"``,
         ``"OnlineSynthesizer"`` for ``"paper"`` or ``"ContinualPrivHP"`` for ``"privhp"``).
 
-        ``"privhp"``: it holds the exact counts of every block summary and the
-        released generators of the live blocks, so every load restores the same
-        noisy generators.
-
-        **Sensitive**: keep it as secret as the data. ``"epochs"``: it holds the exact
-        cell path of every point and the noise keys of the finished blocks.
-        ``"paper"``: it holds the exact counts inside the counters (and, for ``d = 1``,
-        the cells of the points), never an OS-drawn generator key. A seeded
-        generator's state is stored, so a seeded synthesizer resumes exactly.
+        **Sensitive**: keep it as secret as the data (what it holds: the method's
+        class). A seeded generator's state is stored, so a seeded synthesizer resumes
+        exactly.
         """
         return bytes(self._inner.to_bytes())
 
     @classmethod
     def from_bytes(cls, data: bytes, *, allow_seeded: bool = False) -> OnlineSynthesizer:
-        """Decode :meth:`to_bytes` output; ``ValueError`` on corrupt or foreign data.
+        """Decode :meth:`to_bytes` output into its method's class; ``ValueError`` on
+        corrupt or foreign data (or another method's state, called on a method's class).
 
         Checkpoints written before ``method="epochs"`` existed load as ``"paper"``.
         A checkpoint of a seeded synthesizer resumes its seeded generator, so
@@ -519,37 +405,177 @@ class OnlineSynthesizer:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         raw = bytes(data)
-        inner: _Inner
-        if _core.state_kind(raw) == "ContinualPrivHP":
-            inner = _core.ContinualPrivHP.from_bytes(raw)
-        elif _core.state_kind(raw) == "EpochSynthesizer":
-            inner = _core.EpochSynthesizer.from_bytes(raw)
-        else:
-            inner = _core.OnlineSynthesizer.from_bytes(raw)
+        kind = _core.state_kind(raw)
+        variant = _BY_KIND.get(kind, PaperSynthesizer)
+        if not issubclass(variant, cls):
+            raise ValueError(f"a {kind} state is not a {cls.__name__}")
+        inner = variant._CORE.from_bytes(raw)
         if inner.seeded and not allow_seeded:
-            from dpstream.persistence import _seeded_refusal
-
-            raise ValueError(_seeded_refusal("OnlineSynthesizer"))
-        return cls._wrap(inner)
-
-    def _refuse_copy(self, *_: object) -> NoReturn:
-        # A copy would replay the same noise: two continuations from identical
-        # generators can be compared to cancel it.
-        raise TypeError(
-            "dpstream.OnlineSynthesizer cannot be copied or pickled: a copy would repeat "
-            "the same noise; use dpstream.save/load (or to_bytes/from_bytes) to checkpoint"
-        )
-
-    __copy__ = _refuse_copy
-    __deepcopy__ = _refuse_copy
-    __reduce__ = _refuse_copy
-    __reduce_ex__ = _refuse_copy
+            raise ValueError(seeded_refusal("OnlineSynthesizer"))
+        return variant._wrap(inner)
 
     def __repr__(self) -> str:
         text = (
             f"OnlineSynthesizer(epsilon={self._epsilon}, dim={self.dim}, "
-            f"method={self._method!r}, t={self.t}, depth={self.depth})"
+            f"method={self._METHOD!r}, t={self.t}, depth={self.depth})"
         )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(text, self.seeded)
+
+
+class _Epochal(OnlineSynthesizer):
+    """The methods whose releases close epochs (``"epochs"``, ``"privhp"``)."""
+
+    __slots__ = ()
+
+    @property
+    def epochs(self) -> int:
+        """Releases that closed an epoch (had new points; public)."""
+        return int(self._inner.epochs)
+
+
+class EpochsSynthesizer(_Epochal, method="epochs", core=_core.EpochSynthesizer):
+    """``OnlineSynthesizer(epsilon, dim)`` (``method="epochs"``, the default): noisy
+    histograms per release epoch, a 16-ary tree mechanism over epochs, least squares and
+    pruning (the module documentation states the mechanism and its ε split).
+
+    :attr:`depth`: the deepest level any finished block measures (a function of the
+    public block sizes); a release's leaves are cells of depth at most this.
+    :meth:`memory_bytes`: 8 bytes per point seen (its exact cell path, kept to rebuild
+    the histograms of merged blocks) plus a fixed size per live block. :meth:`to_bytes`
+    holds the exact cell path of every point and the noise keys of the finished blocks.
+    :attr:`epsilon_spent`: the largest sum of ``point_split`` (a point of super-block
+    ``k`` in ``k + 1`` blocks of ``ε/(k+1)``) over the super-blocks reached: ε.
+    """
+
+    __slots__ = ()
+    _inner: _core.EpochSynthesizer
+
+    @property
+    def n_regions(self) -> int:
+        """The cells of depth ``1..depth`` that the blocks measure (public; lazily: a
+        cell's noise is fixed when its block forms)."""
+        return (1 << (int(self._inner.depth) + 1)) - 2
+
+    def _cells(self) -> _Cells:
+        """The leaves of the fitted tree (cells of depths up to :attr:`depth`, in
+        depth-first order); like :meth:`release`, it closes the open epoch."""
+        lower, upper, counts = self._inner.release_tree().cells()
+        return lower, upper, np.rint(counts).astype(np.int64)
+
+    def update_counts(self, cells: object, counts: object) -> None:
+        """Feed the open epoch from exact counts of finest cells.
+
+        ``counts[i]`` points lie in the cell ``cells[i]``, the level-63 path of
+        :func:`dpstream.partition.encode` (``encode(points, 63)``); ``Σ counts`` time
+        steps. The state afterwards is the state :meth:`update` gives on those points,
+        byte for byte (:meth:`to_bytes`, every later release, seeded or not): the open
+        epoch is a multiset. This is how a cluster's exact counts reach the client
+        (:func:`dpstream.online_dask.update_online`). Cells may repeat; counts are
+        non-negative integers. All-or-nothing. The counts are exact: as private as the
+        points.
+        """
+        c = _counts_array(cells, "cells")
+        n = _counts_array(counts, "counts")
+        if c.shape != n.shape:
+            raise ValueError(
+                f"cells and counts must have the same length, got {c.size} and {n.size}"
+            )
+        self._inner.update_counts(c, n)
+
+    def _update_counts_all(self, parts: Iterable[tuple[object, object]]) -> None:
+        """:meth:`update_counts` of every ``(cells, counts)`` pair of ``parts``, all or
+        nothing: if a pair is refused or ``parts`` raises (a failed fetch from a cluster),
+        every pair fed so far is taken back and the state is the state before the call,
+        byte for byte; a retry then counts each point once."""
+        mark = self._inner.mark()
+        try:
+            for cells, counts in parts:
+                self.update_counts(cells, counts)
+        except BaseException:
+            self._inner.rollback(mark)
+            raise
+
+
+class PaperSynthesizer(OnlineSynthesizer, method="paper", core=_core.OnlineSynthesizer):
+    """``OnlineSynthesizer(epsilon, dim, method="paper")``: He, Vershynin and Zhu's
+    Algorithm 1 as printed (the module documentation states it).
+
+    :attr:`depth`: the depth ``r`` at time ``t``, the largest ``r`` with
+    ``⌈2^r / ε⌉ <= t`` (0 before ``t = ⌈1/ε⌉``); the synthetic data live on the ``2^r``
+    cells of depth ``r``, which :meth:`cells` returns by path θ. :meth:`memory_bytes`:
+    the cell counters of depths ``1..depth`` (it grows at the public times
+    ``⌈2^r / ε⌉``) and, for ``d = 1``, 8 bytes per point. :meth:`to_bytes` holds the
+    exact counts inside the counters (and, for ``d = 1``, the cells of the points), never
+    an OS-drawn generator key. :attr:`epsilon_spent`: ε (its schedule ``ε_{j,r}`` sums to
+    less than ε/2 at every level, Proposition 4.1).
+    """
+
+    __slots__ = ()
+    _inner: _core.OnlineSynthesizer
+
+    @property
+    def n_regions(self) -> int:
+        """All cells of depth ``1..depth`` (public)."""
+        return int(self._inner.n_regions)
+
+    def _spent(self) -> Fraction:
+        return self.epsilon
+
+
+class PrivHPSynthesizer(_Epochal, method="privhp", core=_core.ContinualPrivHP):
+    """:meth:`OnlineSynthesizer.for_memory` (``method="privhp"``): continual-release PrivHP
+    in fixed memory.
+
+    :attr:`depth`: the depth of every block's PrivHP summary (from ε, ``expected_n`` and
+    ``max_releases``). :meth:`memory_bytes`: fixed at construction (``L + 3`` PrivHP
+    summaries with their largest generators, at most ``memory_bytes``). :meth:`cells`:
+    the leaves of every live block's generator, block after block (cells of different
+    blocks may overlap: the release is their mixture), each block's counts scaled to its
+    number of points and rounded; like :meth:`release`, it closes the open epoch.
+    :meth:`to_bytes` holds the exact counts of every block summary and the released
+    generators of the live blocks, so every load restores the same noisy generators.
+    :attr:`epsilon_spent`: ``L`` blocks of ``2·ε/(2L)``: ε.
+    """
+
+    __slots__ = ()
+    _inner: _core.ContinualPrivHP
+
+    @property
+    def max_releases(self) -> int:
+        """The public cap ``R`` on epochs (releases with new points)."""
+        return int(self._inner.max_releases)
+
+    @property
+    def n_regions(self) -> int:
+        """Per block summary: the exact levels ``1..L_k`` and one sketch row per deeper
+        level (public)."""
+        depth, width = int(self._inner.depth), int(self._inner.width)
+        l_k = min(int(self._inner.k).bit_length() - 1, depth)
+        return (1 << (l_k + 1)) - 2 + (depth - l_k) * width
+
+    def summary_template(self) -> PrivHP:
+        """An empty PrivHP summary with this synthesizer's shared configuration and hash
+        keys (public: drawn independently of the data), to count points elsewhere
+        (:func:`dpstream.privhp_dask.summarize` on a cluster's workers) for
+        :meth:`merge_summary`."""
+        return PrivHP.from_bytes(self._inner.template())
+
+    def merge_summary(self, summary: PrivHP) -> None:
+        """Add the exact summary of points of the open epoch, counted by copies of
+        :meth:`summary_template` (and merged): the same state as :meth:`update` of those
+        points, byte for byte. All-or-nothing: a summary of another template or a
+        released one is refused. The summary is exact: as private as the points."""
+        if not isinstance(summary, PrivHP):
+            raise TypeError(f"summary must be a PrivHP, got {type(summary).__name__}")
+        self._inner.merge_summary(summary._inner)
+
+
+#: The class of each checkpoint kind (:func:`dpstream._core.state_kind`), also
+#: :func:`dpstream.load`'s; any other kind is read as ``"paper"``.
+_BY_KIND: dict[str, type[OnlineSynthesizer]] = {
+    "OnlineSynthesizer": PaperSynthesizer,
+    "EpochSynthesizer": EpochsSynthesizer,
+    "ContinualPrivHP": PrivHPSynthesizer,
+}
+for _kind, _variant in _BY_KIND.items():
+    register(_variant.from_bytes, _kind)

@@ -14,7 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int_param, points_array, uint64_array
+from dpstream._arrays import points_array, uint64_array
+from dpstream._params import int_param
 
 __all__ = ["cell_bounds", "encode", "enforce_consistency"]
 

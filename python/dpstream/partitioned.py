@@ -2,7 +2,7 @@
 directories): the batches of a run as lazy Dask collections, never loaded whole.
 
 A run over a partitioned input cuts its batches exactly as over a pandas frame
-(:func:`dpstream.cli._batches`): by the public calendar periods of ``--time-column``
+(:mod:`dpstream.cli.batching`): by the public calendar periods of ``--time-column``
 (each period read with a **filter pushed down to the Parquet reader**, so row groups
 outside it are skipped) or by ``--batch-size`` rows in input order (partition slices;
 the partitions' lengths come from the Parquet footers, so cutting the batches reads no
@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from dpstream._arrays import int_param
+from dpstream._dask import gather_in_order, naming_partition, require
 from dpstream._digest import digest, row_sums
+from dpstream._params import int_param
 
 __all__ = [
     "LOCAL_CLUSTER_CONFIG",
@@ -50,12 +51,7 @@ class InputError(ValueError):
 
 
 def _dask(module: str = "dask") -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        raise InputError(
-            f"partitioned inputs and --dask need {module}: pip install 'dpstream[distributed]'"
-        ) from e
+    return require(module, error=InputError, what="partitioned inputs and --dask")
 
 
 #: Dask settings of the workers :func:`local_cluster` starts (a cluster given by its
@@ -262,10 +258,8 @@ def _rows(part: Any, start: int, stop: int) -> Any:
 def _partition_sums(part: Any, canonical: Callable[[Any], Any], index: int) -> Any:
     """Task body: :func:`dpstream._digest.row_sums` of a partition's canonical rows (a
     refusal names the partition, as the counting tasks do)."""
-    try:
+    with naming_partition(index):
         return row_sums(canonical(part))
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"partition {index}: {e}") from None
 
 
 def _unit_points(part: Any, to_unit: Callable[[Any], Any]) -> Any:
@@ -294,9 +288,7 @@ class LazyBatch:
     def gather(self, tasks: list[Any]) -> Iterator[Any]:
         """Compute ``tasks`` (built on :attr:`parts`) with the batch's row count and
         digest, in one submission, and yield the tasks' results in order: all or
-        nothing (:func:`dpstream.distributed.gather_in_order`)."""
-        from dpstream.distributed import gather_in_order
-
+        nothing (:func:`dpstream._dask.gather_in_order`)."""
         task = _dask().delayed(_partition_sums, pure=True)
         parts = [] if self._sums is not None else self.parts
         own = [task(p, self._canonical, i) for i, p in enumerate(parts)]

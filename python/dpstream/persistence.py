@@ -1,15 +1,45 @@
-"""Saving and loading dpstream objects: versioned, checksummed, atomic."""
+"""Saving and loading dpstream objects: versioned, checksummed, atomic.
+
+:func:`load` reads the kind of the bytes (the Rust core's state header, or a registered
+prefix) and calls the loader its class registered with :func:`register`, in the class's
+own module; ``import dpstream`` imports every such module.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dpstream import _core
 from dpstream._files import atomic_write
 
-__all__ = ["load", "save"]
+__all__ = ["load", "register", "save"]
+
+
+class Loader(Protocol):
+    """Decodes the bytes of one kind; refuses a seeded state unless ``allow_seeded``."""
+
+    def __call__(self, data: bytes, *, allow_seeded: bool) -> Any: ...
+
+
+#: The loader of each kind of state.
+_LOADERS: dict[str, Loader] = {}
+#: The kinds recognised by the first bytes of their encoding (not a core state).
+_PREFIXES: dict[bytes, str] = {}
+
+
+def register(loader: Loader, *kinds: str, prefix: bytes | None = None) -> None:
+    """Make :func:`load` decode states of ``kinds`` with ``loader``.
+
+    ``kinds`` are the core's state kinds (``_core.state_kind``); with ``prefix``, the
+    one kind whose encoding starts with those bytes instead."""
+    if prefix is not None:
+        if len(kinds) != 1:
+            raise ValueError("a prefix names exactly one kind")
+        _PREFIXES[prefix] = kinds[0]
+    for kind in kinds:
+        _LOADERS[kind] = loader
 
 
 def save(obj: Any, path: str | os.PathLike[str]) -> None:
@@ -44,45 +74,19 @@ def load(path: str | os.PathLike[str], *, allow_seeded: bool = False) -> Any:
             ``allow_seeded`` is false.
     """
     data = Path(path).read_bytes()
-    if data.startswith(b"DPSTREAM-TABULAR"):
-        from dpstream.tabular import TabularStream
-
-        return TabularStream.from_bytes(data, allow_seeded=allow_seeded)
-    kind = _core.state_kind(data)
-    if kind == "TreeGenerator":
-        from dpstream.privhp import TreeGenerator
-
-        return TreeGenerator.from_bytes(data, allow_seeded=allow_seeded)
-    if kind == "Sketch":
-        from dpstream.sketch import _load_sketch
-
-        return _load_sketch(data, allow_seeded=allow_seeded)
-    if kind == "PrivHP":
-        from dpstream.privhp import PrivHP
-
-        # An unreleased summary: exact counts, no noise and no generator.
-        return PrivHP.from_bytes(data)
-    if kind in ("OnlineSynthesizer", "EpochSynthesizer", "ContinualPrivHP"):
-        # method="paper", the default method="epochs" and method="privhp" (for_memory).
-        from dpstream.online import OnlineSynthesizer
-
-        return OnlineSynthesizer.from_bytes(data, allow_seeded=allow_seeded)
-    if kind == "Counter":
-        from dpstream.counters import Counter
-
-        # A loaded counter draws from a fresh OS-seeded generator; use
-        # ``Counter.from_bytes(data, rng=...)`` to give it one.
-        return Counter.from_bytes(data, allow_seeded=allow_seeded)
-    if kind in ("SparseCounter", "InhomogeneousSparseCounter"):
-        from dpstream import counters
-
-        # Likewise.
-        cls = getattr(counters, kind)
-        return cls.from_bytes(data, allow_seeded=allow_seeded)
-    raise ValueError(f"cannot load objects of kind {kind}")
+    kind = next((k for p, k in _PREFIXES.items() if data.startswith(p)), None)
+    if kind is None:
+        kind = _core.state_kind(data)
+    loader = _LOADERS.get(kind)
+    if loader is None:
+        raise ValueError(
+            f"cannot load objects of kind {kind}: no loader is registered for it "
+            f"(known kinds: {', '.join(sorted(_LOADERS))})"
+        )
+    return loader(data, allow_seeded=allow_seeded)
 
 
-def _seeded_refusal(what: str) -> str:
+def seeded_refusal(what: str) -> str:
     """The message refusing a seeded checkpoint loaded without ``allow_seeded=True``
     (the same words as the Rust bindings' refusal of a seeded counter)."""
     return (

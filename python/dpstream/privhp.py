@@ -25,7 +25,7 @@ Privacy model:
 Before its release a summary holds **exact** counts: its encoding
 (:meth:`PrivHP.to_bytes`, :func:`dpstream.save`, pickling) is not private and
 must be protected like the raw data. Summaries built with the same hash keys
-merge exactly (:meth:`PrivHP.merge`, :mod:`dpstream.distributed`), so noise is
+merge exactly (:meth:`PrivHP.merge`, :mod:`dpstream.privhp_dask`), so noise is
 added once, to the merged summary.
 """
 
@@ -38,10 +38,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int_param, points_array
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._arrays import points_array
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.budget import BudgetExceededError
+from dpstream.persistence import register
 
 __all__ = ["PrivHP", "TreeGenerator"]
 
@@ -129,6 +130,9 @@ class TreeGenerator:
     def __repr__(self) -> str:
         seeded = "  # seeded noise: NOT PRIVATE" if self.noise_seeded else ""
         return f"TreeGenerator(dim={self.dim}, leaves={self.n_leaves}, depth={self.depth}){seeded}"
+
+
+register(TreeGenerator.from_bytes, "TreeGenerator")
 
 
 class PrivHP:
@@ -312,7 +316,7 @@ class PrivHP:
 
     def empty_copy(self) -> PrivHP:
         """An empty, unreleased summary with this one's parameters and hash keys (public):
-        a template to count more points elsewhere (:mod:`dpstream.distributed`) and
+        a template to count more points elsewhere (:mod:`dpstream.privhp_dask`) and
         :meth:`merge` them in. Refused after a release."""
         if self.released:
             raise BudgetExceededError("a released summary has no empty copy; copy it first")
@@ -355,7 +359,7 @@ class PrivHP:
         Python): parameters, the public hash keys and the **exact** counts.
 
         For checkpoints (:func:`dpstream.save`) and for moving summaries between
-        machines (:mod:`dpstream.distributed`): :meth:`from_bytes` gives a summary
+        machines (:mod:`dpstream.privhp_dask`): :meth:`from_bytes` gives a summary
         that continues exactly, can be merged with its siblings and released once.
 
         **Not private**: the bytes hold exact counts (for instance the exact number
@@ -404,3 +408,12 @@ class PrivHP:
 def _privhp_from_bytes(data: bytes) -> PrivHP:
     """Unpickle a :class:`PrivHP` (see ``PrivHP.__reduce__``)."""
     return PrivHP.from_bytes(data)
+
+
+def _load_summary(data: bytes, *, allow_seeded: bool) -> PrivHP:
+    """:func:`dpstream.load` of an unreleased summary: exact counts, no noise, so
+    nothing seeded to refuse."""
+    return PrivHP.from_bytes(data)
+
+
+register(_load_summary, "PrivHP")

@@ -30,10 +30,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import _core
-from dpstream._arrays import int64_array, int_param, uint64_array
-from dpstream._params import RealLike, core_rng, exact_fraction
+from dpstream._arrays import int64_array, uint64_array
+from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.budget import BudgetExceededError, Ledger
+from dpstream.persistence import register, seeded_refusal
 
 __all__ = ["CountMinSketch", "CountSketch"]
 
@@ -210,9 +211,7 @@ def _load_sketch(data: bytes, *, allow_seeded: bool, cls: type[_Sketch] | None =
     if cls is not None and inner.kind != cls._kind:
         raise ValueError(f"these bytes hold a {inner.kind} sketch, not a {cls._kind} sketch")
     if noise_seeded and not allow_seeded:
-        from dpstream.persistence import _seeded_refusal
-
-        raise ValueError(_seeded_refusal("sketch release"))
+        raise ValueError(seeded_refusal("sketch release"))
     if legacy:
         warnings.warn(
             "this sketch was saved by a dpstream that did not record its ε ledger: it loads "
@@ -224,6 +223,9 @@ def _load_sketch(data: bytes, *, allow_seeded: bool, cls: type[_Sketch] | None =
         cls = CountMinSketch if inner.kind == "count-min" else CountSketch
     total = None if budget is None else Fraction(*budget)
     return cls._wrap(inner, noise_seeded, _ledger(total, Fraction(*spent)))
+
+
+register(_load_sketch, "Sketch")
 
 
 def _ledger(budget: Fraction | None, spent: Fraction) -> Ledger:

@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._params import optional_seed
+from dpstream._params import int_param, optional_seed
 
 __all__ = ["clustered", "latent_class", "multifractal", "uniform"]
 
@@ -34,10 +34,9 @@ DEFAULT_CUTS_PER_COORDINATE = 30
 # A float64 in [0, 1) resolves at most 53 binary digits: deeper cuts are not representable.
 _MAX_CUTS_PER_COORDINATE = 53
 
-#: Defaults of :func:`latent_class` (the high-dimensional tabular benchmark's data).
-LATENT_VALUES = 6
-LATENT_CLASSES = 4
-LATENT_CONCENTRATION = 0.5
+#: Defaults of :func:`latent_class` (the high-dimensional tabular benchmark's data): values
+#: per column, classes, and the concentration of the class profiles.
+LATENT_VALUES, LATENT_CLASSES, LATENT_CONCENTRATION = 6, 4, 0.5
 
 
 def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:
@@ -55,8 +54,8 @@ def uniform(n: int, d: int, *, seed: int | None) -> FloatArray:
         TypeError: an argument has the wrong type.
         ValueError: ``n < 0``, ``d < 1`` or ``seed < 0``.
     """
-    n = _int(n, "n", minimum=0)
-    d = _int(d, "d", minimum=1)
+    n = int_param(n, "n", low=0, high=None)
+    d = int_param(d, "d", low=1, high=None)
     rng = np.random.default_rng(optional_seed(seed))
     return rng.random((n, d))
 
@@ -104,14 +103,14 @@ def multifractal(
         ValueError: ``n < 0``, ``d < 1``, ``skew`` outside ``[1/2, 1]`` or not finite,
             ``depth`` outside ``[0, 53·d]``, or ``seed < 0``.
     """
-    n = _int(n, "n", minimum=0)
-    d = _int(d, "d", minimum=1)
+    n = int_param(n, "n", low=0, high=None)
+    d = int_param(d, "d", low=1, high=None)
     b = _real(skew, "skew")
     if not 0.5 <= b <= 1.0:
         raise ValueError(f"skew must be in [1/2, 1], got {skew!r}")
     if depth is None:
         depth = DEFAULT_CUTS_PER_COORDINATE * d
-    depth = _int(depth, "depth", minimum=0)
+    depth = int_param(depth, "depth", low=0, high=None)
     if depth > _MAX_CUTS_PER_COORDINATE * d:
         raise ValueError(
             f"depth must be at most {_MAX_CUTS_PER_COORDINATE}·d = "
@@ -166,9 +165,9 @@ def clustered(
         ValueError: ``n < 0``, ``d < 1``, ``n_clusters < 1``, ``spread`` negative or not
             finite, or ``seed < 0``.
     """
-    n = _int(n, "n", minimum=0)
-    d = _int(d, "d", minimum=1)
-    n_clusters = _int(n_clusters, "n_clusters", minimum=1)
+    n = int_param(n, "n", low=0, high=None)
+    d = int_param(d, "d", low=1, high=None)
+    n_clusters = int_param(n_clusters, "n_clusters", low=1, high=None)
     sigma = _real(spread, "spread")
     if sigma < 0:
         raise ValueError(f"spread must be non-negative, got {spread!r}")
@@ -217,10 +216,10 @@ def latent_class(
         ValueError: ``n < 0``, ``d < 1``, ``values < 1``, ``classes < 1``,
             ``concentration`` not positive and finite, or ``seed < 0``.
     """
-    n = _int(n, "n", minimum=0)
-    d = _int(d, "d", minimum=1)
-    values = _int(values, "values", minimum=1)
-    classes = _int(classes, "classes", minimum=1)
+    n = int_param(n, "n", low=0, high=None)
+    d = int_param(d, "d", low=1, high=None)
+    values = int_param(values, "values", low=1, high=None)
+    classes = int_param(classes, "classes", low=1, high=None)
     alpha = _real(concentration, "concentration")
     if alpha <= 0:
         raise ValueError(f"concentration must be positive, got {concentration!r}")
@@ -240,14 +239,6 @@ def latent_class(
 # ---------------------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------------------
-
-
-def _int(value: object, name: str, *, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {int(value)}")
-    return int(value)
 
 
 def _real(value: object, name: str) -> float:

@@ -14,43 +14,18 @@ counter (its coordinates have independent noise).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from _counter_setups import SETUPS, Setup
 from dpstream import Rng
 from dpstream.counters import Counter, InhomogeneousSparseCounter, SparseCounter
 
+from ._runs import batched
+
 RUNS = 300_000
 BATCH = 150_000
-
-
-@dataclass(frozen=True)
-class Setup:
-    """Where the neighbours differ and which noisy values contain that step."""
-
-    kind: str
-    horizon: int | None
-    t0: int  # the step whose increment differs
-    steps: int  # releases observed: times 1..steps
-    values: tuple[tuple[int, int], ...]  # noisy values r_b - r_a containing step t0
-
-
-SETUPS = {
-    # Simple II: step 3's noisy value is r_3 - r_2.
-    "simple": Setup("simple", None, 3, 6, ((2, 3),)),
-    # Block, T = 16, B = 4: step 2's value r_2 - r_1 and its block (0, 4].
-    "block": Setup("block", 16, 2, 8, ((1, 2), (0, 4))),
-    # Algorithm 4: times 5..13 form the second interval (blocks of 3); step 6's value
-    # r_6 - r_5 and its block (4, 7].
-    "unbounded-block": Setup("unbounded-block", None, 6, 13, ((5, 6), (4, 7))),
-    # Binary tree, T = 15, L = 4: step 1 is in the p-sums (0, 1], (0, 2], (0, 4], (0, 8].
-    "binary-tree": Setup("binary-tree", 15, 1, 15, ((0, 1), (0, 2), (0, 4), (0, 8))),
-    # Hybrid: step 9 is the first of epoch 3 (tree over 9..15): p-sums r_9 - r_8,
-    # r_10 - r_8, r_12 - r_8, and the power-of-two increment r_16 - r_8.
-    "hybrid": Setup("hybrid", None, 9, 16, ((8, 9), (8, 10), (8, 12), (8, 16))),
-}
 
 
 def counter_mechanism(setup: Setup, epsilon: Fraction):
@@ -78,10 +53,8 @@ def test_counter(audited, kind: str) -> None:
         f"counter {kind}, ε = 1",
         counter_mechanism(setup, Fraction(1)),
         neighbours(setup),
-        epsilon=1,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=200 + list(SETUPS).index(kind),
+        **batched(RUNS, BATCH),
     )
     assert result.passed, result
     assert result.lower_bound >= 0.8, result  # sharp: {min(values) >= 1} has ratio e^ε
@@ -95,10 +68,8 @@ def test_planted_bug_counter_with_its_split_summing_to_two_epsilon(audited) -> N
         "PLANTED: block counter split summing to 2ε",
         counter_mechanism(setup, Fraction(2)),
         neighbours(setup),
-        epsilon=1,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=210,
+        **batched(RUNS, BATCH),
     )
     assert not result.passed, result
     assert result.lower_bound > 1.6, result
@@ -109,6 +80,7 @@ def test_planted_bug_counter_with_its_split_summing_to_two_epsilon(audited) -> N
 # ---------------------------------------------------------------------------------------
 
 SPARSE_RUNS = 30_000
+SPARSE_OPTIONS = batched(SPARSE_RUNS)
 
 
 def sparse_mechanism(first: int, rng: Rng, size: int) -> np.ndarray:
@@ -130,13 +102,7 @@ def test_sparse_counter(audited) -> None:
     # The first step carries T_0 = 18 or 19: the threshold test right after it is as
     # sensitive as it gets.
     result = audited(
-        "sparse counter (Alg. 2), ε = 1",
-        sparse_mechanism,
-        (18, 19),
-        epsilon=1,
-        runs=SPARSE_RUNS,
-        batch_size=SPARSE_RUNS,
-        seed=220,
+        "sparse counter (Alg. 2), ε = 1", sparse_mechanism, (18, 19), seed=220, **SPARSE_OPTIONS
     )
     assert result.passed, result
 
@@ -153,9 +119,7 @@ def test_inhomogeneous_sparse_counter(audited) -> None:
         "inhomogeneous sparse counter (Alg. 3), ε_r = 1",
         inhomogeneous_mechanism,
         (6, 7),
-        epsilon=1,
-        runs=SPARSE_RUNS,
-        batch_size=SPARSE_RUNS,
         seed=230,
+        **SPARSE_OPTIONS,
     )
     assert result.passed, result

@@ -11,6 +11,8 @@ from dpstream import Rng, noise
 from dpstream.audit import AuditResult, audit, clopper_pearson
 from scipy import stats
 
+from ._runs import batched
+
 # ---------------------------------------------------------------------------------------
 # Clopper–Pearson
 # ---------------------------------------------------------------------------------------
@@ -154,33 +156,17 @@ def test_given_predicates_per_run_and_batched_agree_with_counts() -> None:
     assert best.lower_bound == result.lower_bound
     assert result.counts == (best.count_a, best.count_b)
     # Batched predicates take a whole batch and return a boolean array.
-    batched = audit(
-        laplace(1),
-        (0, 1),
-        epsilon=1,
-        runs=4_000,
-        seed=8,
-        batch_size=1_000,
-        events=[lambda x: x <= 0],
-    )
-    assert batched.events[0].event == "event[0]"
+    options = batched(4_000, 1_000)
+    in_batches = audit(laplace(1), (0, 1), seed=8, events=[lambda x: x <= 0], **options)
+    assert in_batches.events[0].event == "event[0]"
     with pytest.raises(ValueError, match="boolean array"):
         audit(laplace(1), (0, 1), epsilon=1, runs=10, seed=1, batch_size=5, events=[lambda x: True])
 
 
 def test_selection_among_given_events() -> None:
     events = [lambda x, t=t: x <= t for t in range(-5, 6)]
-    result = audit(
-        laplace(1),
-        (0, 1),
-        epsilon=1,
-        runs=50_000,
-        seed=9,
-        batch_size=50_000,
-        events=events,
-        selection_runs=10_000,
-        max_events=3,
-    )
+    selection = {"events": events, "selection_runs": 10_000, "max_events": 3}
+    result = audit(laplace(1), (0, 1), seed=9, **selection, **batched(50_000))
     assert result.candidates == 11 and len(result.events) == 3 and result.runs == 40_000
     assert result.passed and result.lower_bound > 0.85
 

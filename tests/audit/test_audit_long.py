@@ -3,17 +3,17 @@
 ``method="paper"`` with the replaced step deciding two Algorithm-2 threshold crossings
 (issue 28, item 6: ``paper_threshold_setup`` in :mod:`online_setups`, where the pair's
 analytical loss ``(ε_r/2)(1 + 1/L) ≈ 6.364`` is derived). The thresholds are crossed
-inside a time level only where each level's ε is large (``benches/diag_paper_thresholds.py``),
+inside a time level only where each level's ε is large (``research/diag_paper_thresholds.py``),
 so the pair's loss is several nats, its tails are rare and a run of the synthesizer
 (depth 10, 2 046 cell counters brought up to date at the release) costs ≈ 4 ms of CPU:
 the audit takes 2 × 50 000 runs, too many for ``make test``. The tails ``D >= 4`` and
-``D <= -4`` were chosen on runs with other seeds (``benches/diag_audit_tails.py
+``D <= -4`` were chosen on runs with other seeds (``research/diag_audit_tails.py
 paper-threshold``).
 
 Not here: a planted variant. With twice every ε (``test_audit_planted.py``'s hook) the
 thresholds halve and this one release no longer separates the streams beyond the claim:
 ``diag_audit_tails.py paper-threshold --planted 2`` finds log ratios of at most ≈ 3.6 for
-a claim of 6.364 (docs/audits.md, "What is left").
+a claim of 6.364 (research/audits.md, "What is left").
 """
 
 from __future__ import annotations

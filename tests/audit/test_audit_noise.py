@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 from dpstream import Rng, noise
+
+from ._runs import batched
 
 RUNS = 400_000
 BATCH = 200_000
@@ -36,10 +39,8 @@ def test_discrete_laplace_mechanism(audited, epsilon: Fraction) -> None:
         f"discrete Laplace, ε = {epsilon}",
         laplace_mechanism(1 / epsilon),
         (COUNT, COUNT + 1),
-        epsilon=epsilon,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=100 + int(4 * epsilon),
+        **batched(RUNS, BATCH, epsilon),
     )
     assert result.passed, result
     # Sharp: every half-line through the two counts has ratio exactly e^ε.
@@ -52,10 +53,8 @@ def test_planted_bug_laplace_at_half_the_scale(audited) -> None:
         "PLANTED: Laplace at half the scale",
         laplace_mechanism(Fraction(1, 2)),
         (COUNT, COUNT + 1),
-        epsilon=1,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=110,
+        **batched(RUNS, BATCH),
     )
     assert not result.passed, result
     assert result.lower_bound > 1.8, result
@@ -74,10 +73,8 @@ def test_planted_bug_budget_split_summing_to_two_epsilon(audited) -> None:
         "PLANTED: two ε releases of one count",
         two_releases,
         (COUNT, COUNT + 1),
-        epsilon=1,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=120,
+        **batched(RUNS, BATCH),
     )
     assert not result.passed, result
     assert result.lower_bound > 1.6, result
@@ -93,10 +90,8 @@ def test_the_split_done_right_passes(audited) -> None:
         "two ε/2 releases of one count",
         halves,
         (COUNT, COUNT + 1),
-        epsilon=1,
-        runs=RUNS,
-        batch_size=BATCH,
         seed=121,
+        **batched(RUNS, BATCH),
     )
     assert result.passed, result
     assert result.lower_bound >= 0.85, result
@@ -151,16 +146,14 @@ def permute_and_flip(epsilon: float):
 PF_NEIGHBOURS = ((0, 1), (1, 0))
 
 
+def audit_selection(audited, name: str, epsilon: float, seed: int) -> Any:
+    """The audit (claim ε = 1, PF_RUNS runs per side) of permute-and-flip run at
+    ``epsilon`` on PF_NEIGHBOURS."""
+    return audited(name, permute_and_flip(epsilon), PF_NEIGHBOURS, seed=seed, **batched(PF_RUNS))
+
+
 def test_permute_and_flip(audited) -> None:
-    result = audited(
-        "permute-and-flip, ε = 1",
-        permute_and_flip(1.0),
-        PF_NEIGHBOURS,
-        epsilon=1,
-        runs=PF_RUNS,
-        batch_size=PF_RUNS,
-        seed=140,
-    )
+    result = audit_selection(audited, "permute-and-flip, ε = 1", 1.0, 140)
     assert result.passed, result
     exact = math.log(2 * math.exp(0.5) - 1)
     assert 0.85 * exact <= result.lower_bound <= exact + 1e-9, result
@@ -168,14 +161,6 @@ def test_permute_and_flip(audited) -> None:
 
 def test_planted_bug_permute_and_flip_at_two_epsilon(audited) -> None:
     # Called with 2ε by mistake: the loss is ln(2e^ε - 1) = 1.49 at ε = 1.
-    result = audited(
-        "PLANTED: permute-and-flip at 2ε",
-        permute_and_flip(2.0),
-        PF_NEIGHBOURS,
-        epsilon=1,
-        runs=PF_RUNS,
-        batch_size=PF_RUNS,
-        seed=141,
-    )
+    result = audit_selection(audited, "PLANTED: permute-and-flip at 2ε", 2.0, 141)
     assert not result.passed, result
     assert result.lower_bound > 1.3, result

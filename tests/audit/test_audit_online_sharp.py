@@ -31,7 +31,7 @@ from .online_setups import (
 # (setup, runs per side, seed). Runs: the epochs synthesizer costs ≈ 0.3 ms a run, the
 # paper's ≈ 2–3 ms (its level parameters are exact rationals), for_memory's ≈ 0.5 ms. The
 # tails of D each setup counts were chosen on runs with other seeds
-# (benches/diag_audit_tails.py).
+# (research/diag_audit_tails.py).
 CASES = {
     "epochs": (epochs_setup, 60_000, 2801),
     "paper": (paper_setup, 12_000, 2802),

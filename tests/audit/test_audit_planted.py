@@ -92,7 +92,7 @@ def test_planted_double_epsilon_is_flagged_in_privhp(audited, doubled_epsilon) -
 # other planted block bug (a point in k + 2 blocks: the merged block measured twice, a
 # loss of 4/3) is caught by the Rust count of the measurements the releases read
 # (`planted_block_bugs_are_caught_by_the_count`), not by this audit: at 30 000 runs per
-# side its bound reached 0.57-0.61 < 2/3 on 3 seeds (docs/audits.md).
+# side its bound reached 0.57-0.61 < 2/3 on 3 seeds (research/audits.md).
 BLOCK_BUGS = {"redraw": 6_000}
 BLOCK_SEEDS = [
     pytest.param(4111, id="seed1"),

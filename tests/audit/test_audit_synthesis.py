@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng
 from dpstream.sketch import CountMinSketch, CountSketch
-from dpstream.tabular import Baseline, Domain, Paper, TabularStream
+from dpstream.tabular import Baseline, Domain, ModelOptions, Paper, TabularStream
 
+from ._runs import batched
 from .online_setups import released_count
 
 # ---------------------------------------------------------------------------------------
@@ -64,10 +65,8 @@ def test_private_sketch_release(audited, kind: type) -> None:
         f"{kind.__name__} release (1 x 8), ε = 1",
         sketch_mechanism(kind, 1, 8, 1),
         (0, 1),
-        epsilon=1,
-        runs=SKETCH_RUNS,
-        batch_size=SKETCH_RUNS,
         seed=300 + (kind is CountSketch),
+        **batched(SKETCH_RUNS),
     )
     assert result.passed, result
     assert result.lower_bound >= 0.75, result  # sharp: the key's cell has ratio e^ε
@@ -80,10 +79,8 @@ def test_private_sketch_with_three_rows(audited) -> None:
         "CountMinSketch release (3 x 4, KEY's cells), ε = 1",
         sketch_mechanism(CountMinSketch, 3, 4, 1, key_cells=True),
         (0, 1),
-        epsilon=1,
-        runs=SKETCH_RUNS,
-        batch_size=SKETCH_RUNS,
         seed=302,
+        **batched(SKETCH_RUNS),
     )
     assert result.passed, result
     assert result.lower_bound >= 0.7, result  # well beyond the ε/3 of any single cell
@@ -137,10 +134,8 @@ def test_privhp_released_tree(audited) -> None:
         "PrivHP released tree, ε = 1",
         privhp_mechanism,
         (privhp_summary(POINTS), privhp_summary(np.vstack([POINTS, [[0.3]]]))),
-        epsilon=1,
-        runs=PRIVHP_RUNS,
-        batch_size=PRIVHP_RUNS,
         seed=310,
+        **batched(PRIVHP_RUNS),
     )
     assert result.passed, result
     assert result.lower_bound > 0.1, result  # the audit sees the added point
@@ -235,6 +230,23 @@ def privhp_sharp_audit(audited, label: str, claim: float, *, runs: int, seed: in
 ONLINE_RUNS = 5_000
 
 
+def one_point_apart(
+    n: int, seed: int, index: int, low: float, high: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Neighbours: ``n`` seeded uniform points in [0,1]^2, with point ``index`` at
+    ``(low, low)`` in one and ``(high, high)`` in the other."""
+    x = np.random.default_rng(seed).random((n, 2))
+    y = x.copy()
+    x[index], y[index] = low, high
+    return x, y
+
+
+def assert_passes(audited, name: str, mechanism: Any, neighbours: Any, seed: int) -> None:
+    """The audit of an online ``mechanism`` (ONLINE_RUNS runs per side, ε = 1) passes."""
+    result = audited(name, mechanism, neighbours, seed=seed, **batched(ONLINE_RUNS))
+    assert result.passed, result
+
+
 def online_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
     """The released leaf counts after the stream, reduced to the counts of the cell of
     the origin's corner and of the opposite corner at every depth, and their difference."""
@@ -254,19 +266,9 @@ def online_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
 def test_online_synthesizer_one_step(audited) -> None:
     # 16 points in [0,1]^2 at ε = 1; the neighbours differ in the point of step 11
     # (level 3, closed by t = 16): near the origin in one, near (1, 1) in the other.
-    x = np.random.default_rng(77).random((16, 2))
-    y = x.copy()
-    x[10], y[10] = 0.05, 0.95
-    result = audited(
-        "online synthesizer, one changed step, ε = 1",
-        online_mechanism,
-        (x, y),
-        epsilon=1,
-        runs=ONLINE_RUNS,
-        batch_size=ONLINE_RUNS,
-        seed=320,
-    )
-    assert result.passed, result
+    name = "online synthesizer, one changed step, ε = 1"
+    x, y = one_point_apart(16, 77, 10, 0.05, 0.95)
+    assert_passes(audited, name, online_mechanism, (x, y), 320)
 
 
 # ---------------------------------------------------------------------------------------
@@ -288,9 +290,10 @@ def tabular_mechanism(epsilon: int, score: str, public_sizes: bool) -> Any:
                 workloads=2,
                 # The paper's score is Paper()'s; the others are Baseline()'s (the first
                 # step of either: one selection, one noisy histogram, a fit).
-                policy=Paper(k=1) if score == "paper" else Baseline(k=1, score=score),  # type: ignore[arg-type]
-                estimator="mw",
-                iters=20,
+                policy=(
+                    Paper(k=1) if score == "paper" else Baseline(k=1, score=score, estimator="mw")  # type: ignore[arg-type]
+                ),
+                model=ModelOptions(iters=20),
                 public_sizes=public_sizes,
                 rng=rng,
             )
@@ -319,10 +322,8 @@ def test_tabular_stream_one_step(audited, score: str, public_sizes: bool) -> Non
         f"tabular stream, first step, score={score!r}, ε = {epsilon}, {relation}",
         tabular_mechanism(epsilon, score, public_sizes),
         neighbours,
-        epsilon=epsilon,
-        runs=TABULAR_RUNS,
-        batch_size=TABULAR_RUNS,
         seed=330,
+        **batched(TABULAR_RUNS, None, epsilon),
     )
     assert result.passed, result
     # The audit sees the changed record (seeded: these bounds are reproducible). Weak: the
@@ -365,19 +366,9 @@ def epochs_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
 def test_online_epochs_one_replaced_point(audited) -> None:
     # 40 points; the neighbours differ in step 31 (epoch 2): near the origin in one,
     # near (1, 1) in the other.
-    x = np.random.default_rng(78).random((40, 2))
-    y = x.copy()
-    x[30], y[30] = 0.02, 0.98
-    result = audited(
-        "online synthesizer (epochs), one replaced point, ε = 1",
-        epochs_mechanism,
-        (x, y),
-        epsilon=1,
-        runs=ONLINE_RUNS,
-        batch_size=ONLINE_RUNS,
-        seed=330,
-    )
-    assert result.passed, result
+    name = "online synthesizer (epochs), one replaced point, ε = 1"
+    x, y = one_point_apart(40, 78, 30, 0.02, 0.98)
+    assert_passes(audited, name, epochs_mechanism, (x, y), 330)
 
 
 # ---------------------------------------------------------------------------------------
@@ -406,16 +397,6 @@ def continual_mechanism(points: np.ndarray, rng: Rng, size: int) -> np.ndarray:
 def test_online_privhp_one_replaced_point(audited) -> None:
     # 60 points; the neighbours differ in step 31 (epoch 2, inside the block of epochs
     # 1-2 released at t = 40): near the origin in one, near (1, 1) in the other.
-    x = np.random.default_rng(79).random((60, 2))
-    y = x.copy()
-    x[30], y[30] = 0.02, 0.98
-    result = audited(
-        "online synthesizer (privhp, fixed memory), one replaced point, ε = 1",
-        continual_mechanism,
-        (x, y),
-        epsilon=1,
-        runs=ONLINE_RUNS,
-        batch_size=ONLINE_RUNS,
-        seed=340,
-    )
-    assert result.passed, result
+    name = "online synthesizer (privhp, fixed memory), one replaced point, ε = 1"
+    x, y = one_point_apart(60, 79, 30, 0.02, 0.98)
+    assert_passes(audited, name, continual_mechanism, (x, y), 340)

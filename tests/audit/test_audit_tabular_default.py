@@ -60,8 +60,9 @@ from typing import Any
 import dpstream
 import numpy as np
 import pytest
-from dpstream.tabular import Domain, TabularStream, epochs
-from dpstream.tabular.epochs import SPLIT, EpochMechanism
+from dpstream.tabular import Domain, ModelOptions, TabularStream, epochs
+from dpstream.tabular.epoch_split import SPLIT
+from dpstream.tabular.epochs import EpochMechanism
 
 EPSILON = Fraction(2)
 #: The released ε of each audited tree marginal (from the documented shares, not the ledger).
@@ -101,7 +102,7 @@ def _mechanism(batches: int, iters: int = 1) -> Callable[..., tuple[float, ...]]
     """The default stream on the batches; the audited cells of its closed epochs' trees."""
 
     def run(stream_batches: tuple[np.ndarray, ...], rng: dpstream.Rng) -> tuple[float, ...]:
-        stream = TabularStream(DOMAIN, EPSILON, rng=rng, iters=iters)
+        stream = TabularStream(DOMAIN, EPSILON, rng=rng, model=ModelOptions(iters=iters))
         for batch in stream_batches:
             stream.step(batch)
         mech = stream._epochs
@@ -181,7 +182,7 @@ def _plant_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _ledger(batches: int) -> list[Fraction]:
-    stream = TabularStream(DOMAIN, EPSILON, rng=dpstream.Rng(seed=0), iters=1)
+    stream = TabularStream(DOMAIN, EPSILON, rng=dpstream.Rng(seed=0), model=ModelOptions(iters=1))
     for batch in _neighbours(batches)[1]:
         stream.step(batch)
     assert stream._epochs is not None

@@ -10,10 +10,14 @@ serialised policy (:func:`dpstream.tabular.policy.to_dict`); format 1 (before po
 stores the old keyword options and is read through
 :func:`policy_from_options`, the one migration of options.
 
-A format-1 or -2 state whose options dpstream 0.2 removed (the earlier default policy:
+The stream options ``counter``, ``horizon`` and ``estimator`` of older states are
+policy fields now (:func:`_fold_options`). A format-1 or -2 state whose options dpstream
+0.2 removed (the earlier default policy, or a fit that is no option any more:
+``estimator="mbi"``, ``"mw"`` outside :class:`~dpstream.tabular.policy.Baseline`; a
 :class:`~dpstream.tabular.policy.RemovedPolicy`) still loads: its stream re-releases its
-last table from the stored model and size, and refuses to step, naming the options; its
-``to_bytes`` writes the stored state back (with the sampling generator's state).
+last table from the stored model (or rows) and size, and refuses to step, naming the
+options; its ``to_bytes`` writes the stored state back (with the sampling generator's
+state).
 Also here: :class:`Checkpointed` (the stream's ``to_bytes`` / ``from_bytes``), and the
 snapshot a failed step rolls back to (:func:`undo_point`, :func:`roll_back`).
 """
@@ -25,7 +29,7 @@ import json
 import warnings
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Self
 
@@ -34,18 +38,15 @@ import numpy.typing as npt
 
 from dpstream._rng import KeyRing, Rng
 from dpstream.counters import Counter
+from dpstream.persistence import seeded_refusal
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel
 from dpstream.tabular.keys import counter_rng
-from dpstream.tabular.policy import (
-    Baseline,
-    Paper,
-    Policy,
-    RemovedPolicy,
-    from_dict,
-    removed_policy,
-    to_dict,
-)
+from dpstream.tabular.model import GraphicalModel
+from dpstream.tabular.model_options import ModelOptions
+from dpstream.tabular.mw import DenseModel
+from dpstream.tabular.policy import RemovedPolicy, from_dict, removed_policy, to_dict
+from dpstream.tabular.policy_options import ESTIMATORS, Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.tables import LazyTables
 
 if TYPE_CHECKING:
@@ -125,8 +126,6 @@ def _get_model(
     arrays: Mapping[str, npt.NDArray[Any]], prefix: str, info: Mapping[str, Any], domain: Domain
 ) -> MarginalModel | None:
     if info["model"] == "pgm":
-        from dpstream.tabular.pgm import GraphicalModel
-
         k = 0
         potentials: dict[Sequence[int], npt.ArrayLike] = {}
         while f"{prefix}clique_{k}" in arrays:
@@ -142,8 +141,6 @@ def _get_model(
         model.step_scale = float(info["step_scale"])
         return model
     if info["model"] == "mw":
-        from dpstream.tabular.mw import DenseModel
-
         return DenseModel(domain.sizes, arrays[f"{prefix}dense"])
     return None
 
@@ -151,7 +148,8 @@ def _get_model(
 def options(epsilon: Fraction, workloads: Any, policy: Policy, **rest: Any) -> dict[str, Any]:
     """The constructor's options as a state's header keeps them (a ``dpstream table`` run's
     fingerprint): ε exact, the workloads as lists, the policy serialised
-    (:func:`~dpstream.tabular.policy.to_dict`), the other options (``rest``) as given."""
+    (:func:`~dpstream.tabular.policy.to_dict`), the other options (``rest``: the
+    :class:`ModelOptions` fields by name, ``public_sizes``) as given."""
     listed = workloads if isinstance(workloads, int) else [list(w) for w in workloads]
     return {"epsilon": str(epsilon), "workloads": listed, "policy": to_dict(policy), **rest}
 
@@ -273,9 +271,34 @@ def _options(header: Mapping[str, Any]) -> tuple[dict[str, Any], RemovedPolicy |
         cfg["policy"] = Paper() if removed is not None else from_dict(cfg["policy"])
     else:  # format 3: the default policy of today
         cfg["policy"] = from_dict(cfg["policy"])
+    removed = _fold_options(cfg, removed)
     if isinstance(cfg["workloads"], list):
         cfg["workloads"] = [tuple(w) for w in cfg["workloads"]]
     return cfg, removed
+
+
+#: The stream options that are :class:`ModelOptions` fields (a state's keys).
+_MODEL_OPTIONS = ("iters", "max_model_cells", "sampling")
+#: The stream options that became policy fields.
+_POLICY_OPTIONS = ("counter", "horizon", "estimator")
+
+
+def _fold_options(cfg: dict[str, Any], removed: RemovedPolicy | None) -> RemovedPolicy | None:
+    """Move the stream options of older states that are policy fields now (``counter``,
+    ``horizon``, ``estimator``) into ``cfg["policy"]``; the :class:`RemovedPolicy` of a
+    state whose fit is no longer an option (``estimator="mbi"``, or ``"mw"`` outside
+    :class:`Baseline`), or ``removed`` as given."""
+    old = {name: cfg.pop(name) for name in _POLICY_OPTIONS if name in cfg}
+    policy = cfg["policy"]
+    if removed is not None or isinstance(policy, Adaptive):
+        return removed  # Adaptive took the defaults only; a removed policy does not step
+    estimator = old.pop("estimator", None)  # absent from the states written since
+    if isinstance(policy, Baseline) and estimator in ESTIMATORS:
+        old["estimator"] = estimator
+    elif estimator not in (None, "pgm"):
+        removed = RemovedPolicy("TabularStream", {"estimator": estimator})
+    cfg["policy"] = replace(policy, **old)
+    return removed
 
 
 def decode(
@@ -296,10 +319,9 @@ def decode(
     cfg, removed = _options(header)
     rng_state = arrays["rng"].tobytes() if "rng" in arrays else None
     if rng_state is not None and not allow_seeded:
-        from dpstream.persistence import _seeded_refusal
-
-        raise ValueError(_seeded_refusal("TabularStream"))
-    s = cls(domain, Fraction(cfg.pop("epsilon")), rng=Rng(), **cfg)
+        raise ValueError(seeded_refusal("TabularStream"))
+    model = ModelOptions(**{k: cfg.pop(k) for k in _MODEL_OPTIONS if k in cfg})
+    s = cls(domain, Fraction(cfg.pop("epsilon")), model=model, rng=Rng(), **cfg)
     # The constructor drew the sampling seed: restore the generator after it.
     s._rng = Rng._from_checkpoint_state(rng_state)
     s._keys = _load_keys(s, arrays)
@@ -308,7 +330,7 @@ def decode(
     s._t, s._size = int(header["t"]), int(header["size"])
     s._exact_size = int(header.get("exact_size", s._size))  # old states: exact sizes
     s._insert_only = bool(header.get("insert_only", True))
-    if s._size < 0 or s._exact_size < 0 or (s._public_sizes and s._size != s._exact_size):
+    if s._size < 0 or (s._public_sizes and s._size != s._exact_size):
         raise ValueError("corrupt TabularStream state: sizes")
     if removed is not None:
         return _removed_stream(s, removed, header, arrays, domain)
@@ -341,11 +363,16 @@ def decode(
                 raise ValueError(f"corrupt TabularStream state: {name}")
             s._counters[i] = c
     _load_models(s, header, arrays, domain)
+    _load_rows(s, arrays)
+    return s
+
+
+def _load_rows(s: TabularStream, arrays: Mapping[str, Any]) -> None:
+    """The tables :class:`Baseline` appended, one per step."""
     k = 0
     while f"rows_{k}" in arrays:
         s._baseline_rows.append(np.asarray(arrays[f"rows_{k}"], dtype=np.int64))
         k += 1
-    return s
 
 
 def _load_keys(s: TabularStream, arrays: Mapping[str, Any]) -> KeyRing:
@@ -396,7 +423,8 @@ def _removed_stream(
     s._sample_rng.bit_generator.state = header["sample_rng"]
     _load_selections(s, header, arrays)
     _load_models(s, header, arrays, domain)
-    if s._size and s._model is None:
+    _load_rows(s, arrays)
+    if s._size and s._model is None and not s._baseline_rows:
         raise ValueError("corrupt TabularStream state: no model")
     s._policy = removed
     s._removed = removed
@@ -427,8 +455,9 @@ class Checkpointed:
         policies existed is migrated (:func:`policy_from_options`) to the policy that
         continues it exactly; one written before ``public_sizes`` existed loads as
         ``public_sizes=True`` at twice its ε, with a :class:`UserWarning` saying why. A
-        state whose options dpstream 0.2 removed (the earlier default policy) loads as a
-        stream that re-releases its last table and refuses to step, naming them."""
+        state whose options dpstream 0.2 removed (the earlier default policy, a fit that is
+        no option any more) loads as a stream that re-releases its last table and refuses
+        to step, naming them."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data must be bytes, got {type(data).__name__}")
         try:

@@ -29,24 +29,24 @@ replaced, ``Δ = 2``, the batch sizes public and exact). A marginal given budget
 gets exact discrete Laplace noise of scale ``Δ/ε_m`` per cell: one record moves one cell
 of a marginal by 1 (under replacement, two cells by 1), and the row count by 1 (not
 measured under replacement, where it is public). Each batch spends, on its own rows, when
-it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by :func:`weights`),
-``size·ε`` on its row count, and ``fresh_tree·ε`` over the last closed epoch's tree
-marginals on that epoch's merged cells (by weights; the first epoch, which has none, gives
-this share to its own tree); and when its epoch closes: ``settle·ε`` (the epoch's 1-way
-marginals, by weights), ``select·ε`` (``c − 1`` permute-and-flip rounds of
-``select·ε/(c − 1)``, ``c`` the columns the candidate pairs touch; a score is the ℓ1
-distance of a pair's exact merged 2-way marginal from the product of released 1-way
-marginals scaled to a released size, rounded to a public grid: it moves by at most ``Δ``)
-and ``tree·ε`` (the tree's marginals, by the weights of their merged cells). The shares
-sum to 1 (:func:`split`, one place; :data:`SPLIT`). The epoch boundaries depend on
-released values, but every record is in one batch and one epoch whatever they are, so its
-total loss is at most ε in every run (adaptive composition with a fixed per-record bound).
-Every batch's spend, summed from the noise scales actually used, is kept in
-:attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
-epoch. Public: the domain, the policy, the time, the epoch boundaries (functions of
-released sizes), the merges and trees (functions of released values and outputs of
-permute-and-flip), and every noisy sum. The sizes, fits and sampling are post-processing.
-"""
+it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by the public weights of
+:mod:`~dpstream.tabular.epoch_split`), ``size·ε`` on its row count, and ``fresh_tree·ε``
+over the last closed epoch's tree marginals on that epoch's merged cells (by weights; the
+first epoch, which has none, gives this share to its own tree); and when its epoch closes:
+``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1``
+permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs
+touch; a score is the ℓ1 distance of a pair's exact merged 2-way marginal from the product
+of released 1-way marginals scaled to a released size, rounded to a public grid: it moves
+by at most ``Δ``) and ``tree·ε`` (the tree's marginals, by the weights of their merged
+cells). The shares sum to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch
+boundaries depend on released values, but every record is in one batch and one epoch
+whatever they are, so its total loss is at most ε in every run (adaptive composition with
+a fixed per-record bound). Every batch's spend, summed from the noise scales actually
+used, is kept in :attr:`EpochMechanism.ledger`; the tests check it equals ε for every
+batch of a closed epoch. Public: the domain, the policy, the time, the epoch boundaries
+(functions of released sizes), the merges and trees (functions of released values and
+outputs of permute-and-flip), and every noisy sum. The sizes, fits and sampling are
+post-processing."""
 
 from __future__ import annotations
 
@@ -60,10 +60,13 @@ import numpy.typing as npt
 
 from dpstream._rng import Rng
 from dpstream.noise import discrete_laplace, permute_and_flip
+from dpstream.tabular.epoch_split import SPLIT, Split, shared, split
 from dpstream.tabular.estimation import Measurement
-from dpstream.tabular.pgm import GraphicalModel, estimate_pgm
+from dpstream.tabular.merging import compress, merge_one, merge_pair
+from dpstream.tabular.model import GraphicalModel, estimate_pgm
+from dpstream.tabular.release import Part, ReleasePlan
 
-__all__ = ["Epoch", "EpochMechanism", "Split", "pair_candidates", "split", "weights"]
+__all__ = ["Epoch", "EpochMechanism", "pair_candidates"]
 
 Clique = tuple[int, ...]
 FloatArray = npt.NDArray[np.float64]
@@ -72,67 +75,11 @@ IntArray = npt.NDArray[np.int64]
 #: The grid (2^-GRID) the public part of a selection score is rounded to, so that every
 #: score is an exact float64 sum and moves by at most the sensitivity.
 GRID = 10
-#: Weights are rounded to multiples of 1/WEIGHT_GRID (exact rationals).
-WEIGHT_GRID = 64
-#: A category keeps a code of its own in a closed epoch's model when its released count
-#: is at least this many standard deviations of its noise (MST's threshold).
-KEEP_SD = 3.0
 #: Belief propagations of the open epoch's fit at each step (warm-started from the last).
 OPEN_ITERS = 30
 #: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
 #: epoch's size) counts with this many times the standard deviation of those marginals.
 PRIOR_WIDTH = 4.0
-
-
-@dataclass(frozen=True)
-class Split:
-    """Shares of ε that each batch spends on its own rows (they sum to 1): on arrival
-    ``fresh`` (its 1-way marginals), ``fresh_tree`` (the last closed epoch's tree
-    marginals) and ``size`` (its row count); at its epoch's close ``settle`` (the epoch's
-    1-way marginals), ``select`` (the tree's selection) and ``tree`` (its marginals)."""
-
-    fresh: Fraction
-    settle: Fraction
-    select: Fraction
-    tree: Fraction
-    fresh_tree: Fraction = Fraction(0)
-    size: Fraction = Fraction(0)
-
-
-#: The default split, chosen on the tuning tables (``research/tabular_default.md``): most of
-#: ε to the closed epochs' trees, a quarter to the open epoch's fresh tree.
-SPLIT = Split(
-    fresh=Fraction(1, 10),
-    settle=Fraction(1, 8),
-    select=Fraction(1, 8),
-    tree=Fraction(3, 8),
-    fresh_tree=Fraction(1, 4),
-    size=Fraction(1, 40),
-)
-
-
-def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
-    """The ε of each part of a batch's spend (the one place the split is computed)."""
-    parts = (
-        shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree, shares.size
-    )  # fmt: skip
-    if sum(parts) != 1 or min(parts) < 0:
-        raise ValueError(f"the shares of ε must be non-negative and sum to 1, got {shares}")
-    return Split(*(epsilon * s for s in parts))
-
-
-def weights(cells: list[int]) -> list[Fraction]:
-    """The public weight of each measured marginal of ``cells`` cells: ``√cells`` on a
-    rational grid (splitting a budget in proportion to ``√cells`` minimises the expected
-    ℓ1 noise of the marginals)."""
-    return [Fraction(max(1, round(math.sqrt(c) * WEIGHT_GRID)), WEIGHT_GRID) for c in cells]
-
-
-def shared(budget: Fraction, cells: list[int]) -> list[Fraction]:
-    """``budget`` split over marginals of ``cells`` cells by :func:`weights` (exact)."""
-    w = weights(cells)
-    total = sum(w, Fraction(0))
-    return [budget * x / total for x in w]
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
@@ -145,38 +92,6 @@ def laplace_variance(scale: Fraction) -> float:
     """Variance of the discrete Laplace distribution ``P(z) ∝ exp(−|z|/scale)``."""
     q = math.exp(-1.0 / float(scale))
     return max(2.0 * q / (1.0 - q) ** 2, 1e-9)
-
-
-def compress(noisy: FloatArray, variance: float) -> IntArray:
-    """The map of a column's codes to merged codes: each category whose released count is
-    at least ``KEEP_SD`` standard deviations keeps a code of its own, the others share the
-    last one (none is merged when fewer than two would be). Reads released values only."""
-    keep = noisy >= KEEP_SD * math.sqrt(variance)
-    if int((~keep).sum()) < 2:
-        return np.arange(noisy.size, dtype=np.int64)
-    out = np.empty(noisy.size, dtype=np.int64)
-    out[keep] = np.arange(int(keep.sum()))
-    out[~keep] = int(keep.sum())
-    return out
-
-
-def merge_pair(
-    counts: npt.ArrayLike, shape: tuple[int, int], maps: tuple[IntArray, IntArray]
-) -> FloatArray:
-    """A flattened 2-way table summed into the merged cells of its two columns."""
-    table = np.asarray(counts, dtype=np.float64).reshape(shape)
-    a, b = maps
-    rows = np.zeros((int(a.max()) + 1, shape[1]))
-    np.add.at(rows, a, table)
-    out = np.zeros((rows.shape[0], int(b.max()) + 1))
-    np.add.at(out.T, b, rows.T)
-    return out.reshape(-1)
-
-
-def merge_one(values: FloatArray, m: IntArray) -> FloatArray:
-    out = np.zeros(int(m.max()) + 1)
-    np.add.at(out, m, values)
-    return out
 
 
 @dataclass
@@ -198,7 +113,6 @@ class Epoch:
     size: float
     seed: int = 0
     model: GraphicalModel | None = None
-    rows_cache: IntArray | None = None
 
     @property
     def msizes(self) -> tuple[int, ...]:
@@ -218,7 +132,7 @@ class EpochMechanism:
         rng: the noise generator (the stream sets each step's before the step:
             :mod:`dpstream.tabular.keys`).
         iters: belief propagations per fit.
-        shares: the split of ε (:data:`SPLIT`).
+        shares: the split of ε (:data:`~dpstream.tabular.epoch_split.SPLIT`).
 
     :meth:`step` takes a batch's exact 1-way histograms (``ones[j]`` for column ``j``),
     its exact 2-way histograms of the candidate pairs (flattened in C order) and its
@@ -352,7 +266,8 @@ class EpochMechanism:
         d = len(self.sizes)
         spent = Fraction(0)
         ones, ones_var = list(self.ones), list(self.ones_var)
-        for j, eps in enumerate(shared(self.budget.settle, list(self.sizes))):
+        settle = shared(self.budget.settle, list(self.sizes)) if self.budget.settle > 0 else []
+        for j, eps in enumerate(settle):
             noisy, var, cost = self._laplace(self.exact_ones[j], eps)
             a, b = 1.0 / ones_var[j], 1.0 / var  # inverse-variance mean (post-processing)
             ones[j] = (a * ones[j] + b * noisy) / (a + b)
@@ -483,55 +398,25 @@ class EpochMechanism:
         iters = self.iters if warm is None else OPEN_ITERS
         self.open_model = estimate_pgm(last.msizes, meas, size, iters=iters, warm_start=warm)
 
-    def sample(self, rng: np.random.Generator, method: str = "round") -> IntArray:
-        """The synthetic table (post-processing): each closed epoch's rows, drawn once from
-        its model with a generator seeded by ``rng``'s first draw and the epoch's index,
-        and the open epoch's rows drawn from ``rng``; the rows shuffled."""
+    def release_plan(self, rng: np.random.Generator, method: str = "round") -> ReleasePlan:
+        """The synthetic table's plan (post-processing, :mod:`dpstream.tabular.release`):
+        each closed epoch's model and the open epoch's give their released sizes, mixed
+        in every chunk; chunk ``i`` is drawn from ``default_rng([key, t, i])``, ``key``
+        drawn once from ``rng`` (at the first release), so a step's release is the same
+        at every call."""
         if self.key is None:
             self.key = int(rng.integers(2**63))
-        parts = []
+        parts, sizes = [], []
         for e in self.epochs:
             n = self._rows(e.size, e.rows)
             if n > 0 and e.model is not None:
-                if e.rows_cache is None or len(e.rows_cache) != n:
-                    g = np.random.default_rng([self.key, e.seed])
-                    e.rows_cache = self._unmerge(
-                        e.maps, e.ones, e.model.sample(n, g, method=method), g
-                    )
-                parts.append(e.rows_cache)
+                parts.append(Part(e.model, tuple(e.maps), tuple(e.ones)))
+                sizes.append(n)
         n = self.open_rows
         if n > 0 and self.open_model is not None:
-            codes = self.open_model.sample(n, rng, method=method)
-            parts.append(self._unmerge(self.epochs[-1].maps, self.ones, codes, rng))
-        if not parts:
-            return np.zeros((0, len(self.sizes)), dtype=np.int64)
-        out = np.concatenate(parts)
-        return out[rng.permutation(len(out))]
-
-    def _unmerge(
-        self,
-        maps: list[IntArray],
-        ones: list[FloatArray],
-        codes: IntArray,
-        rng: np.random.Generator,
-    ) -> IntArray:
-        """Merged codes back to categories: a merged code becomes one of its categories,
-        drawn in proportion to their released counts (uniformly if none is positive)."""
-        out = np.empty_like(codes)
-        for j, m in enumerate(maps):
-            count = np.bincount(m)
-            alone = np.flatnonzero(count[m] == 1)
-            inverse = np.full(count.size, -1, dtype=np.int64)
-            inverse[m[alone]] = alone
-            col = inverse[codes[:, j]]
-            hit = col < 0
-            if hit.any():
-                group = np.flatnonzero(count[m] > 1)
-                w = np.clip(ones[j][group], 0, None)
-                p = w / w.sum() if w.sum() > 0 else np.full(group.size, 1.0 / group.size)
-                col[hit] = rng.choice(group, size=int(hit.sum()), p=p)
-            out[:, j] = col
-        return out
+            parts.append(Part(self.open_model, tuple(self.epochs[-1].maps), tuple(self.ones)))
+            sizes.append(n)
+        return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
     # ------------------------------------------------------------------ state
 

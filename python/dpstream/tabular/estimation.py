@@ -5,7 +5,7 @@ The *marginal* of a set of columns (a *clique*, given as sorted column indices) 
 the vector of counts of rows in each cell of those columns, flattened in C order over
 the clique's domain sizes (the last column varies fastest); ``()`` is the total count.
 
-Everything here and in :mod:`dpstream.tabular.pgm` / :mod:`dpstream.tabular.mw` is
+Everything here and in :mod:`dpstream.tabular.model` / :mod:`dpstream.tabular.mw` is
 **post-processing**: it only reads measurements that were already released, draws no
 privacy noise, and so costs no privacy budget. The only randomness is the sampling of
 synthetic rows, from a caller-supplied :class:`numpy.random.Generator`: either
@@ -409,22 +409,3 @@ def _groups_of(
     cells = np.flatnonzero(present).astype(np.intp)
     rank = np.cumsum(present, dtype=np.intp) - 1
     return cells, rank[groups], every[cells].astype(np.intp)
-
-
-def sample_mixture(
-    parts: Sequence[MarginalModel], n: int, rng: np.random.Generator, method: str
-) -> npt.NDArray[np.int64]:
-    """``n`` rows of the equal-weight mixture of ``parts`` (post-processing): ``"round"``
-    gives each model ``⌊n/m⌋`` or ``⌈n/m⌉`` rows (the extra ones to models drawn without
-    replacement), ``"iid"`` a multinomial share; each model samples its rows with
-    ``method`` and the rows are shuffled."""
-    m = len(parts)
-    if method == "round":
-        counts = np.full(m, n // m)
-        counts[rng.choice(m, n % m, replace=False)] += 1
-    else:
-        counts = rng.multinomial(n, np.full(m, 1.0 / m))
-    pairs = zip(parts, counts, strict=True)
-    rows = [p.sample(int(c), rng, method=method) for p, c in pairs]
-    out: npt.NDArray[np.int64] = np.concatenate(rows)[rng.permutation(n)]
-    return out

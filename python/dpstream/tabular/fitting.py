@@ -1,7 +1,7 @@
 """The fit of the tabular stream and the public rule on its size (post-processing).
 
-* :func:`make_fit`: measurements → model (the built-in graphical model, multiplicative
-  weights, or the optional Private-PGM package). Post-processing of released measurements.
+* :func:`make_fit`: measurements → model (the built-in graphical model, or multiplicative
+  weights for ``Baseline(estimator="mw")``). Post-processing of released measurements.
 * :class:`CellLimit`: a workload is a selection candidate only if the model's junction tree
   with it stays within ``max_model_cells`` (a public rule on public structure, as in
   MWEM+PGM), which bounds the fit's time and memory.
@@ -12,21 +12,20 @@
 from __future__ import annotations
 
 import math
-import numbers
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dpstream.counters import Counter
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.model import GraphicalModel, estimate_pgm, junction_tree_size, model_tree
+from dpstream.tabular.mw import estimate_mw
+from dpstream.tabular.policy_options import EstimatorName
 from dpstream.tabular.workloads import Clique
 
 if TYPE_CHECKING:
-    from dpstream.tabular.pgm import ModelTree
+    from dpstream.tabular.model import ModelTree
 
-__all__ = ["CellLimit", "EstimatorName", "Structure", "check_int", "make_fit"]
-
-EstimatorName = Literal["pgm", "mw", "mbi"]
-ESTIMATORS: tuple[EstimatorName, ...] = ("pgm", "mw", "mbi")
+__all__ = ["CellLimit", "Structure", "make_fit"]
 
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
 FIT_TOL = 0.03
@@ -34,16 +33,6 @@ FIT_TOL = 0.03
 #: tree rejects is checked again by a greedy triangulation (one rebuild per candidate;
 #: see :meth:`CellLimit.fits`). Wider tables rely on the bound alone.
 EXACT_CHECK_COLUMNS = 20
-
-
-def check_int(value: object, name: str, minimum: int) -> int:
-    """``value`` as an int of at least ``minimum`` (an estimator option such as ``iters``);
-    ``TypeError`` / ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 class Structure(NamedTuple):
@@ -88,11 +77,9 @@ class CellLimit:
         """``"pgm"``: the cliques the next fit will have (``model``'s and this step's
         selections ``order``), and the junction tree it starts from: ``model``'s (one node
         per column before the first) with the selections inserted in order, as the fit
-        will insert them (:class:`~dpstream.tabular.pgm.ModelTree`). Public structure."""
+        will insert them (:class:`~dpstream.tabular.model.ModelTree`). Public structure."""
         if not self._active:
             return None
-        from dpstream.tabular.pgm import GraphicalModel, model_tree
-
         base = model.junction_tree if isinstance(model, GraphicalModel) else None
         tree = model_tree(self._domain.sizes, base)
         for i in order:
@@ -119,8 +106,6 @@ class CellLimit:
             return False
         key = (cliques, i)
         if key not in self._cache:
-            from dpstream.tabular.pgm import junction_tree_size
-
             size = junction_tree_size(self._domain.sizes, [*cliques, w])
             self._cache[key] = size <= self.limit
         return self._cache[key]
@@ -146,24 +131,13 @@ def release_stddev(counter: Counter) -> float:
 def make_fit(estimator: EstimatorName, sizes: tuple[int, ...], iters: int) -> Any:
     """The fit step ``(measurements, total, warm start) -> model`` (post-processing)."""
     if estimator == "pgm":
-        from dpstream.tabular.pgm import estimate_pgm
 
         def fit_pgm(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
             return estimate_pgm(sizes, ms, total, iters=iters, warm_start=warm, tol=FIT_TOL)
 
         return fit_pgm
-    if estimator == "mw":
-        from dpstream.tabular.mw import estimate_mw
 
-        def fit_mw(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
-            return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)
+    def fit_mw(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
+        return estimate_mw(sizes, ms, total, iters=iters, warm_start=warm)
 
-        return fit_mw
-    from dpstream.tabular.mbi_fit import estimate_mbi, load_mbi
-
-    load_mbi()  # an ImportError saying how to install mbi, before any record is read
-
-    def fit_mbi(ms: list[Measurement], total: float, warm: Any) -> MarginalModel:
-        return estimate_mbi(sizes, ms, total, iters=iters, warm_start=warm)
-
-    return fit_mbi
+    return fit_mw

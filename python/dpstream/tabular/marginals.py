@@ -3,7 +3,7 @@
 A step of the tabular stream reads its batch only through the histograms of the
 workloads (the marginals of the insertions and of the deletions) and their row
 counts. :class:`BatchMarginals` holds exactly that, so the counting can run
-elsewhere — on the workers of a cluster (:func:`dpstream.distributed.batch_marginals`)
+elsewhere — on the workers of a cluster (:func:`dpstream.tabular.dask.batch_marginals`)
 — and the step then runs on the client from the counts alone. Both paths count with
 :func:`count_codes` and the step turns the counts into its measurements in one
 place (:meth:`BatchMarginals.differences`), so a step given the marginals of a batch
@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from dpstream.tabular.domain import Codes, Domain
 
-__all__ = ["BatchMarginals", "add_counts", "count_codes", "count_columns", "step_marginals"]
+__all__ = ["BatchMarginals", "add_counts", "count_codes", "count_columns"]
 
 Clique = tuple[int, ...]
 IntArray = npt.NDArray[np.int64]
@@ -173,7 +173,7 @@ class BatchMarginals:
     Give it to :meth:`TabularStream.step` in place of the batch (with
     ``deletions=None``): the step is then the step of the records it was counted
     from. Build it with :meth:`of` (records on this machine) or
-    :func:`dpstream.distributed.batch_marginals` (a Dask collection).
+    :func:`dpstream.tabular.dask.batch_marginals` (a Dask collection).
 
     Attributes:
         sizes: the domain's column sizes it was counted for (public).
@@ -292,23 +292,3 @@ class BatchMarginals:
             f"BatchMarginals(workloads={len(self.workloads)}, "
             f"has_deletions={self.has_deletions})  # exact counts: sensitive"
         )
-
-
-def step_marginals(
-    domain: Domain, workloads: Sequence[Clique], batch: Any, deletions: Any
-) -> BatchMarginals:
-    """The exact workload marginals of a step's records (what :meth:`TabularStream.step`
-    takes): counted here, counted on a Dask cluster (a Dask collection), or given (a
-    :class:`BatchMarginals`, with ``deletions=None``)."""
-    if isinstance(batch, BatchMarginals):
-        if deletions is not None:
-            raise ValueError(
-                "precomputed BatchMarginals hold the deletions too: pass deletions=None"
-            )
-        batch.check(domain, workloads)
-        return batch
-    if any(hasattr(b, "__dask_graph__") for b in (batch, deletions)):
-        from dpstream.distributed import batch_marginals
-
-        return batch_marginals(batch, domain, workloads, deletions=deletions)
-    return BatchMarginals.of(domain, workloads, batch, deletions)

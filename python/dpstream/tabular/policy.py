@@ -1,29 +1,30 @@
-"""Policies of :class:`~dpstream.tabular.TabularStream`: how a step measures and fits.
+"""What the stream does with a policy (:mod:`dpstream.tabular.policy_options` holds the
+option dataclasses :class:`Adaptive`, :class:`Paper` and :class:`Baseline`, re-exported
+here).
 
-A policy is a frozen dataclass passed as ``TabularStream(..., policy=...)``:
-
-* :class:`Adaptive` (the default): every column measured on every batch, an MST release
-  per epoch (:mod:`dpstream.tabular.epochs`). Insertions only.
-* :class:`Paper`: Algorithm 3 of Kumar, Strohmer and Vershynin as printed.
-* :class:`Baseline`: Algorithm 2 (StreamingMWEM).
-
-**Privacy.** No policy field changes the guarantee: each reads only public values, and
-every step spends exactly ε (the split is stated in :mod:`dpstream.tabular.epochs` for
-the default and in :mod:`dpstream.tabular.selection` for the other two).
-
-Also here: the serialised form of a policy (:func:`to_dict`, :func:`from_dict`; the
-checkpoint fingerprint of ``dpstream table``) and :class:`RemovedPolicy`, the policy of a
-checkpoint written with options that dpstream 0.2 removed.
+* :func:`check_policy` and :func:`score_kind`: what a step reads from its policy.
+* The serialised form of a policy (:func:`to_dict`, :func:`from_dict`; the checkpoint
+  fingerprint of ``dpstream table``).
+* :class:`RemovedPolicy`: the policy of a checkpoint written with options that dpstream
+  0.2 removed.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 import numpy as np
+
+from dpstream.tabular.policy_options import (
+    POLICIES,
+    Adaptive,
+    Baseline,
+    Paper,
+    Policy,
+    ScoreName,
+)
 
 __all__ = [
     "REMOVED_FIELDS",
@@ -32,113 +33,17 @@ __all__ = [
     "Paper",
     "Policy",
     "RemovedPolicy",
+    "check_policy",
     "from_dict",
     "to_dict",
 ]
 
-ScoreName = Literal["l2", "l2-cell", "paper"]
-SCORES: tuple[ScoreName, ...] = ("l2", "l2-cell", "paper")
 #: The fields the default policy had before dpstream 0.2 (the select–measure–fit loop of
 #: Algorithm 3 with heuristics), removed with their code: they lost their benchmark.
 REMOVED_FIELDS = (
     *("score", "k", "remainder", "refit", "drift_z", "drift_decay", "coverage"),
     *("staleness", "staleness_gate", "staleness_share", "max_scored"),
 )
-
-
-def _check_int(owner: object, name: str, minimum: int) -> None:
-    value = getattr(owner, name)
-    where = f"{type(owner).__name__}.{name}"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{where} must be an int, got {type(value).__name__}")
-    if int(value) < minimum:
-        raise ValueError(f"{where} must be at least {minimum}, got {value}")
-
-
-def _check_real(owner: object, name: str, low: float, high: float, *, open_high: bool) -> None:
-    value = getattr(owner, name)
-    where = f"{type(owner).__name__}.{name}"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{where} must be a number, got {type(value).__name__}")
-    v = float(value)
-    above = v >= high if open_high else v > high
-    if not math.isfinite(v) or v < low or above:
-        bracket = ")" if open_high else "]"
-        raise ValueError(f"{where} must be in [{low:g}, {high:g}{bracket}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class Adaptive:
-    """The default policy: every column measured on every batch, an MST release per
-    epoch (:mod:`dpstream.tabular.epochs`, where the mechanism, its ε split and its
-    privacy argument are stated). Insertions only.
-
-    Attributes:
-        growth: an epoch closes after the step at which the released table reaches
-            ``growth`` times its size when the epoch opened (a number > 1; default 2).
-            A closed epoch is measured once over all its rows, so a larger factor means
-            fewer, larger epochs: less noise per row when the stream is stationary, a
-            larger share of the table held by the open epoch (measured batch by batch)
-            when it drifts.
-    """
-
-    growth: float = 2.0
-
-    def __post_init__(self) -> None:
-        _check_real(self, "growth", 1.0, math.inf, open_high=True)
-        if not self.growth > 1.0:
-            raise ValueError(f"Adaptive.growth must be greater than 1, got {self.growth!r}")
-        # One form per value (a fingerprint holds to_dict's): growth = 2 in TOML is 2.0.
-        object.__setattr__(self, "growth", float(self.growth))
-
-
-@dataclass(frozen=True)
-class Paper:
-    """Algorithm 3 as printed: the score (3) of Section 7.2 against ``h_{t,l−1}``
-    (``h_{t,0} = g_{t−1}``), the remainder from the model (``m(t,j) = C_j(t) + r(t−1,j)``),
-    a refit after each selection, and the release ``g_t`` = the average of the
-    ``h_{t,l}`` (``l = 1..k``), sampled as a mixture (each row from one ``h_{t,l}``).
-
-    Attributes:
-        k: selections per step (the paper does not state it; capped at the number of
-            workloads).
-    """
-
-    k: int = 3
-
-    def __post_init__(self) -> None:
-        _check_int(self, "k", 1)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """Algorithm 2 (StreamingMWEM): an independent select–measure–fit on each batch alone
-    (discrete Laplace noise per selected histogram), its table appended to the previous
-    one. Insertions only.
-
-    Attributes:
-        k: selections per batch (capped at the number of workloads).
-        score: the selection score against the batch's model fitted so far
-            (:mod:`dpstream.tabular.selection`): ``"l2"`` (excess ℓ2 distance: favours
-            the large workloads' relative errors), ``"l2-cell"`` (the same per cell:
-            favours the small workloads) or ``"paper"`` (the score printed in Section 7.2).
-    """
-
-    k: int = 3
-    score: ScoreName = "l2"
-
-    def __post_init__(self) -> None:
-        _check_int(self, "k", 1)
-        if not isinstance(self.score, str) or self.score not in SCORES:
-            raise ValueError(f"Baseline.score must be one of {SCORES}, got {self.score!r}")
-
-
-Policy: TypeAlias = Adaptive | Paper | Baseline
-POLICIES: dict[str, type[Adaptive] | type[Paper] | type[Baseline]] = {
-    "adaptive": Adaptive,
-    "paper": Paper,
-    "baseline": Baseline,
-}
 
 
 def check_policy(policy: object) -> Policy:
@@ -170,13 +75,15 @@ def _show(name: str, value: Any) -> str:
 class RemovedPolicy:
     """The policy of a checkpoint written with options that dpstream 0.2 removed (the
     earlier default's: :data:`REMOVED_FIELDS`, or the keyword options of a state from
-    before policies that ran as it). A stream loaded with it re-releases its last table
-    (:meth:`~dpstream.tabular.TabularStream.synthetic_codes`, from the stored model and
-    size) and refuses :meth:`~dpstream.tabular.TabularStream.step` with :attr:`message`.
+    before policies that ran as it, or a fit that is no option any more:
+    ``estimator="mbi"``, ``"mw"`` outside :class:`Baseline`). A stream loaded with it
+    re-releases its last table (:meth:`~dpstream.tabular.TabularStream.synthetic_codes`,
+    from the stored model or rows and size) and refuses
+    :meth:`~dpstream.tabular.TabularStream.step` with :attr:`message`.
 
     Attributes:
         owner: what took the options: ``"Adaptive"`` (a policy) or ``"TabularStream"``
-            (the keyword options of a format-1 state).
+            (the keyword options of a format-1 or -2 state).
         options: the options as the checkpoint stored them.
     """
 
@@ -200,6 +107,11 @@ class RemovedPolicy:
 
 # ----------------------------------------------------------------------------- serialised form
 
+#: Fields that were stream options before they were a policy's: written only when set,
+#: so that a fingerprint from before them still matches (and ``horizon=None`` has no
+#: TOML form).
+_LATER_FIELDS = frozenset({"counter", "horizon", "estimator"})
+
 
 def to_dict(policy: Policy) -> dict[str, Any]:
     """The policy as JSON/TOML data: ``{"name": "adaptive", field: value, ...}``.
@@ -216,7 +128,14 @@ def to_dict(policy: Policy) -> dict[str, Any]:
 
     check_policy(policy)
     name = next(n for n, cls in POLICIES.items() if type(policy) is cls)
-    return {"name": name, **{f.name: plain(getattr(policy, f.name)) for f in fields(policy)}}
+    return {
+        "name": name,
+        **{
+            f.name: plain(getattr(policy, f.name))
+            for f in fields(policy)
+            if f.name not in _LATER_FIELDS or getattr(policy, f.name) != f.default
+        },
+    }
 
 
 def from_dict(data: Any) -> Policy:

@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from dpstream._rng import Rng
+from dpstream._rng import Rng, seeded_repr
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.policy import Policy, RemovedPolicy
 from dpstream.tabular.selection import Budget, split_budget
@@ -34,7 +34,6 @@ class PublicValues:
     _rng: Rng
     _last_selected: list[int]
     _selections: npt.NDArray[np.int64]
-    _estimator: str
 
     #: The split of ε for ``k`` selections per step (exact):
     #: :func:`~dpstream.tabular.selection.split_budget`.
@@ -114,9 +113,6 @@ class PublicValues:
     def __repr__(self) -> str:
         text = (
             f"TabularStream(columns={len(self._domain)}, epsilon={self._epsilon}, "
-            f"workloads={len(self._workloads)}, policy={self._policy!r}, "
-            f"estimator={self._estimator!r}, t={self._t})"
+            f"workloads={len(self._workloads)}, policy={self._policy!r}, t={self._t})"
         )
-        if self.seeded:
-            text += "  # seeded: reproducible, NOT PRIVATE"
-        return text
+        return seeded_repr(text, self.seeded)

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpstream import noise
-from dpstream._params import RealLike, exact_fraction
+from dpstream._params import RealLike, exact_fraction, int_param
 from dpstream._rng import Rng
 from dpstream.tabular.domain import Domain
 from dpstream.tabular.workloads import Clique
@@ -125,10 +125,7 @@ def split_budget(
     ``1/min|q_i|`` for ``"paper"`` (the arguments are at the score functions).
     """
     eps = exact_fraction(epsilon, "epsilon")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+    k = int_param(k, "k", low=1, high=None)
     if not isinstance(public_sizes, (bool, np.bool_)):
         raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
     size = Fraction(0) if public_sizes else eps * SIZE_SHARE

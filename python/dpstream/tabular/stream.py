@@ -33,14 +33,17 @@ privately):
   (``ε·SIZE_SHARE`` = ``ε/20``, the workload counters' kind and horizon;
   :mod:`dpstream.tabular.table_size`); everything that
   needs a size reads that release. It is post-processed: a running maximum while the
-  stream is insert-only, else clipped at 0. The exact size is kept only to refuse
-  deleting more records than the table holds.
+  stream is insert-only, else clipped at 0. Deleting a record that was never inserted is
+  not refused under add/remove (a refusal would depend on the private size): the exact
+  counts of its cells and the exact size go below what they were, the released counts
+  and size follow them (the size clipped at 0). With ``public_sizes`` the sizes are
+  public and a step deleting more records than the table holds is refused.
 * Split (:func:`~dpstream.tabular.selection.split_budget`, one place; ``ε' = ε − ε/20``):
   ``ε'/2`` to selection (``k`` selections of ``ε'/2k`` per step, each reading only
   ``∇f_t``, the released sizes and earlier releases) and ``ε'/2`` to measurement (a record
   enters only the ``k`` counters selected at its step, ``ε'/2k`` each; a workload
   histogram has ℓ1-sensitivity 1). A step whose later selections find no workload within
-  ``max_model_cells`` ends early (a public rule) and spends less.
+  ``ModelOptions.max_model_cells`` ends early (a public rule) and spends less.
 * ``public_sizes=True`` (opt-in): the exact batch sizes are public and neighbouring
   streams differ in one record's values (an ℓ1 change of 2 in a batch histogram): no
   size counter, ``ε/2k`` to each selection and counter, every mechanism calibrated to
@@ -52,42 +55,38 @@ privately):
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from dpstream._dask import is_collection
 from dpstream._params import RealLike, exact_fraction
 from dpstream._rng import KeyRing, Rng
-from dpstream.counters import KINDS, Counter, KindName
+from dpstream.counters import Counter, KindName
+from dpstream.persistence import register
 from dpstream.tabular import checkpoint
 from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
+from dpstream.tabular.dask import release_frame, step_marginals
 from dpstream.tabular.domain import Codes, Domain
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
-from dpstream.tabular.estimation import MarginalModel, Measurement, sample_mixture
-from dpstream.tabular.fitting import ESTIMATORS, CellLimit, EstimatorName, check_int, make_fit
+from dpstream.tabular.estimation import MarginalModel, Measurement
+from dpstream.tabular.fitting import CellLimit, make_fit
 from dpstream.tabular.keys import counter_rng, step_rng
-from dpstream.tabular.marginals import BatchMarginals, step_marginals
+from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
-from dpstream.tabular.policy import (
-    Adaptive,
-    Baseline,
-    Paper,
-    Policy,
-    RemovedPolicy,
-    check_policy,
-    score_kind,
-)
+from dpstream.tabular.model_options import ModelOptions, SamplingName, refuse_moved
+from dpstream.tabular.policy import RemovedPolicy, check_policy, score_kind
+from dpstream.tabular.policy_options import Adaptive, Baseline, Paper, Policy
 from dpstream.tabular.public_values import PublicValues
+from dpstream.tabular.release import Part, ReleasePlan
 from dpstream.tabular.selection import CELL_LIMIT, SIZE_SHARE, Budget, ScoreKind, select
 from dpstream.tabular.table_size import next_size
 from dpstream.tabular.tables import LazyTables
 from dpstream.tabular.workloads import Clique, workload_list
 
-__all__ = ["SIZE_SHARE", "Budget", "TabularStream"]
-
-SamplingName = Literal["round", "iid"]
+__all__ = ["SIZE_SHARE", "Budget", "ModelOptions", "TabularStream"]
 
 
 class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpointed):
@@ -103,26 +102,13 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         epsilon: ε of the whole stream (exact: see :mod:`dpstream._params`).
         workloads: ``k`` for all ``k``-way workloads (default 2), or a list of
             sorted column-index tuples.
-        policy: how each step measures and fits (:mod:`dpstream.tabular.policy`):
-            :class:`~dpstream.tabular.policy.Adaptive` (default; insertions only),
-            :class:`~dpstream.tabular.policy.Paper` (Algorithm 3 as printed) or
-            :class:`~dpstream.tabular.policy.Baseline` (Algorithm 2). Every policy has
+        policy: how each step measures and fits, with the options only it reads
+            (:mod:`dpstream.tabular.policy_options`): :class:`Adaptive` (default;
+            insertions only), :class:`Paper` (Algorithm 3 as printed; its counters) or
+            :class:`Baseline` (Algorithm 2; its size counter and fit). Every policy has
             the same guarantee.
-        counter: ``Paper`` and ``Baseline``: the continual counter per workload:
-            ``"simple"`` (the paper's choice), ``"block"``, ``"unbounded-block"``,
-            ``"binary-tree"``, ``"hybrid"``; also the size counter's kind.
-        horizon: number of steps, required by ``"block"`` and ``"binary-tree"`` counters.
-        estimator: ``Paper`` and ``Baseline``: ``"pgm"`` (built-in graphical model),
-            ``"mw"`` (multiplicative weights over the full domain; small domains),
-            ``"mbi"`` (the optional Private-PGM package).
-        iters: iterations (belief propagations) of each fit.
-        max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
-            candidate only if the model's junction tree with it stays within this many
-            cells (a public rule, :class:`~dpstream.tabular.fitting.CellLimit`). A
-            workload that no model within the bound can hold is refused here (ValueError).
-        sampling: how the synthetic rows are drawn from the fitted model (post-processing):
-            ``"round"`` (default, as Private-PGM's ``synthetic_data``: every cell of each
-            sampled block gets the floor or ceiling of its expected count) or ``"iid"``.
+        model: the fit's iterations, the cell bound of the model and how the rows are
+            drawn (:class:`~dpstream.tabular.model_options.ModelOptions`; public, no ε).
         public_sizes: ``False`` (default): ε-DP for one record added or removed, the size
             released privately. ``True``: the batch sizes are public and exact and the
             guarantee is for one record's values replaced.
@@ -132,6 +118,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             Sampling of synthetic rows uses a numpy generator seeded from it.
     """
 
+    @refuse_moved
     def __init__(
         self,
         domain: Domain,
@@ -139,12 +126,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         *,
         workloads: int | list[Clique] = 2,
         policy: Policy = Adaptive(),  # noqa: B008 - frozen, immutable
-        counter: KindName = "simple",
-        horizon: int | None = None,
-        estimator: EstimatorName = "pgm",
-        iters: int = 100,
-        max_model_cells: int = 200_000,
-        sampling: SamplingName = "round",
+        model: ModelOptions = ModelOptions(),  # noqa: B008 - frozen, immutable
         public_sizes: bool = False,
         rng: Rng | None = None,
     ) -> None:
@@ -155,10 +137,12 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._domain = domain
         self._epsilon = exact_fraction(epsilon, "epsilon")
         self._policy = check_policy(policy)
+        if not isinstance(model, ModelOptions):
+            raise TypeError(f"model must be a ModelOptions, got {type(model).__name__}")
+        iters, sampling = model.iters, model.sampling
         self._config = checkpoint.options(
-            self._epsilon, workloads, policy, counter=counter, horizon=horizon,
-            estimator=estimator, iters=iters, max_model_cells=max_model_cells,
-            sampling=sampling, public_sizes=public_sizes,
+            self._epsilon, workloads, policy, iters=iters,
+            max_model_cells=model.max_model_cells, sampling=sampling, public_sizes=public_sizes,
         )  # fmt: skip
         self._workloads: list[Clique] = workload_list(domain, workloads)
         cliques = self._workloads
@@ -168,26 +152,18 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._removed: RemovedPolicy | None = None
         self._stored: tuple[dict[str, Any], dict[str, Any]] | None = None
         if isinstance(policy, Adaptive):
-            self._init_epochs(policy, counter, horizon, estimator, iters, max_model_cells,
-                              sampling, public_sizes, rng)  # fmt: skip
+            self._init_epochs(policy, model, public_sizes, rng)
             return
         assert isinstance(policy, (Paper, Baseline))
         self._k = min(int(policy.k), len(cliques))
         self._baseline = isinstance(policy, Baseline)
         self._score: ScoreKind = score_kind(policy)
-        if counter not in KINDS:
-            raise ValueError(f"counter must be one of {KINDS}, got {counter!r}")
-        if estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be 'pgm', 'mw' or 'mbi', got {estimator!r}")
-        if sampling not in ("round", "iid"):
-            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
+        counter, horizon = policy.counter, policy.horizon
+        estimator = policy.estimator if isinstance(policy, Baseline) else "pgm"
         self._sampling: SamplingName = sampling
-        self._estimator: EstimatorName = estimator
-        self._iters = check_int(iters, "iters", 1)
+        self._iters = iters
         self._fit = make_fit(estimator, domain.sizes, self._iters)
-        self._limit = CellLimit(
-            domain, cliques, estimator, check_int(max_model_cells, "max_model_cells", 1)
-        )
+        self._limit = CellLimit(domain, cliques, estimator, model.max_model_cells)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
         self._sample_rng = np.random.Generator(np.random.PCG64(seed))
@@ -218,8 +194,8 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
                 counter, self._budget.size, 1, horizon=horizon, rng=counter_rng(self._keys, None)
             )
         self._t = 0
-        # The released size |f_t| (public) and the exact size, kept only to refuse deleting
-        # more records than the table holds (never released; sensitive like the counters).
+        # The released size |f_t| (public) and the exact size (never released; sensitive
+        # like the counters; read only with public_sizes, where it is public).
         self._size = 0
         self._exact_size = 0
         # Public (the arguments' form): no step has been given a `deletions` argument.
@@ -238,32 +214,16 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._last_selected: list[int] = []
 
     def _init_epochs(
-        self, policy: Adaptive, counter: object, horizon: object, estimator: object,
-        iters: int, max_model_cells: int, sampling: object, public_sizes: object,
-        rng: Rng | None,
-    ) -> None:  # fmt: skip
+        self, policy: Adaptive, model: ModelOptions, public_sizes: object, rng: Rng | None
+    ) -> None:
         """The default policy's state (:mod:`dpstream.tabular.epochs`)."""
-        for name, value, default in (
-            ("counter", counter, "simple"), ("horizon", horizon, None),
-            ("estimator", estimator, "pgm"),
-        ):  # fmt: skip
-            if value != default:
-                raise ValueError(
-                    f"{name}={value!r} applies to the Paper() and Baseline() policies; the "
-                    f"default policy Adaptive() measures each epoch once and fits its own "
-                    f"graphical model"
-                )
-        if sampling not in ("round", "iid"):
-            raise ValueError(f"sampling must be 'round' or 'iid', got {sampling!r}")
         if not isinstance(public_sizes, (bool, np.bool_)):
             raise TypeError(f"public_sizes must be a bool, got {type(public_sizes).__name__}")
         # A workload whose own marginal exceeds the bound is refused (the trees' nodes are
         # pairs inside the workloads, so every model stays within it).
-        limit = check_int(max_model_cells, "max_model_cells", 1)
-        CellLimit(self._domain, self._workloads, "pgm", limit)
-        self._sampling = sampling
-        self._estimator = "pgm"
-        self._iters = check_int(iters, "iters", 1)
+        CellLimit(self._domain, self._workloads, "pgm", model.max_model_cells)
+        self._sampling = model.sampling
+        self._iters = model.iters
         self._public_sizes = bool(public_sizes)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
@@ -311,7 +271,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise
         self._t = mech.t
         self._size = mech.size
-        return self._table(self.synthetic_codes())
+        return self._released(batch, deletions)
 
     # ------------------------------------------------------------------ the stream
 
@@ -332,16 +292,19 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         Returns:
             A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64 array of
             codes) of :attr:`size` synthetic records, with the domain's category labels in
-            the columns that have them (:meth:`Domain.decode`).
+            the columns that have them (:meth:`Domain.decode`). When ``batch`` or
+            ``deletions`` is a Dask collection, the same table as a Dask DataFrame whose
+            rows are drawn on the workers when computed (:meth:`synthetic_dask`).
 
         All or nothing. Refused before anything changes (``to_bytes()`` identical): a
-        rejected batch (wrong columns, dtypes, unknown categories, deleting more records
-        than the table holds, deletions with the baseline, a marginal count beyond ``2^27``
-        in one cell), a stream at the counters' ``horizon``, and a model that no workload
-        fits within ``max_model_cells``. If the step still fails after that (a numerical
-        failure of a fit: a bug), the state is rolled back before the error is raised;
-        nothing was released, but the error follows from the step's noisy values, so a
-        retry of the same batch counts as another step against ε.
+        rejected batch (wrong columns, dtypes, unknown categories, with ``public_sizes``
+        deleting more records than the table holds, deletions with the baseline, a
+        marginal count beyond ``2^27`` in one cell), a stream at the counters'
+        ``horizon``, and a model that no workload fits within ``max_model_cells``. If the
+        step still fails after that (a numerical failure of a fit: a bug), the state is
+        rolled back before the error is raised; nothing was released, but the error
+        follows from the step's noisy values, so a retry of the same batch counts as
+        another step against ε.
         """
         if self._removed is not None:
             raise ValueError(self._removed.message)
@@ -352,7 +315,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         if n_dels and self._baseline:
             raise ValueError("the baseline method takes insertions only")
         exact = self._exact_size + n_ins - n_dels
-        if exact < 0:
+        if exact < 0 and self._public_sizes:  # sizes public: the check reveals nothing
             raise ValueError(
                 f"deleting {n_dels} records from a table of {self._exact_size + n_ins}"
             )
@@ -382,7 +345,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._exact_size = exact
         self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
-        return self._table(self.synthetic_codes())
+        return self._released(batch, deletions)
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are
@@ -404,22 +367,47 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise ValueError("the model's marginals are not finite (corrupt state)")
 
     def synthetic_codes(self) -> Codes:
-        """The current synthetic table as an ``(size, d)`` int64 array (post-processing).
+        """The current synthetic table as an ``(size, d)`` int64 array (post-processing),
+        drawn on this machine in the chunks of :meth:`synthetic_dask`, the same rows.
 
         With :class:`Paper` the table is drawn from the mixture of the step's models
         ``h_{t,1..k}`` (equal weights): ``"round"`` gives each model ``⌊n/k⌋`` or
-        ``⌈n/k⌉`` rows, ``"iid"`` a multinomial share."""
-        empty = np.zeros((0, len(self._domain)), dtype=np.int64)
+        ``⌈n/k⌉`` rows (the first ones ``⌈n/k⌉``), ``"iid"`` a multinomial share of each
+        chunk."""
+        return self._release_plan().sample()
+
+    def synthetic_dask(self) -> Any:
+        """The current synthetic table as a Dask DataFrame drawn on the workers
+        (post-processing; needs Dask): one partition per chunk of
+        :data:`~dpstream.tabular.release.CHUNK_ROWS` rows, each drawn from the small
+        fitted models alone, so the client never holds the rows. Computed (now or after
+        later steps), it is the table :meth:`step` returns for the same draw on one
+        machine: the same rows, order and index, bit for bit when decoding draws nothing
+        (numbers binned by the schema are drawn inside their bins on each side). The
+        table is fixed when this is called: every compute gives the same codes."""
+        return release_frame(self._release_plan(), self._domain)
+
+    def _release_plan(self) -> ReleasePlan:
+        """How the current table's rows are drawn (:mod:`dpstream.tabular.release`)."""
+        d = len(self._domain)
         if self._epochs is not None:
-            return self._epochs.sample(self._sample_rng, method=self._sampling)
-        if self._baseline:
-            return np.concatenate(self._baseline_rows) if self._baseline_rows else empty
-        if self._model is None or self._size == 0:
-            return empty
-        if not self._mixture:
-            return self._model.sample(self._size, self._sample_rng, method=self._sampling)
-        parts = [*self._mixture, self._model]
-        return sample_mixture(parts, self._size, self._sample_rng, self._sampling)
+            return self._epochs.release_plan(self._sample_rng, method=self._sampling)
+        if self._baseline or self._model is None or self._size == 0:
+            rows = self._baseline_rows if self._baseline else []
+            empty = np.zeros((0, d), dtype=np.int64)
+            return ReleasePlan.of_rows(np.concatenate(rows) if rows else empty)
+        key = int(self._sample_rng.integers(2**63))
+        parts = [Part(m) for m in [*self._mixture, self._model]]
+        k, n = len(parts), self._size
+        sizes = [n // k + (p < n % k) for p in range(k)] if self._sampling == "round" else None
+        return ReleasePlan.mixture(d, parts, sizes, (key, self._t), self._sampling, rows=n)
+
+    def _released(self, batch: Any, deletions: Any) -> Any:
+        """A step's release: :meth:`synthetic_dask` when its records were a Dask
+        collection, else the table of :meth:`synthetic_codes`."""
+        if is_collection(batch) or is_collection(deletions):
+            return self.synthetic_dask()
+        return self._table(self.synthetic_codes())
 
     def _table(self, codes: Codes) -> Any:
         try:
@@ -516,3 +504,6 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
     def _record(self, order: list[int]) -> None:
         self._last_selected = list(order)
         self._selections[order] += 1
+
+
+register(TabularStream.from_bytes, "TabularStream", prefix=checkpoint._MAGIC)

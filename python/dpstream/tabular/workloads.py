@@ -91,7 +91,7 @@ class WorkloadErrors(NamedTuple):
     ``avg_rel_we``/``max_rel_we`` are the printed RelWE (mean over a workload's cells
     with ``q(f) > 0`` of ``|q(f) − q(g)| / q(f)``). ``avg_rel_l2``/``max_rel_l2`` are
     the relative ℓ2 errors ``‖W(f) − W(g)‖₂ / ‖W(f)‖₂`` per workload, which the paper's
-    published RelWE figures appear to be (see benches/RESULTS.md): rare cells do not
+    published RelWE figures appear to be (see research/tabular_paper.md): rare cells do not
     dominate them. ``avg_tv``/``max_tv`` are the mean and largest total variation
     distance (½ ℓ1 of the normalised marginals, in [0, 1]) over the workloads.
     """
