@@ -508,9 +508,9 @@ impl SparseState {
     ///
     /// The noise is keyed (see [`SparseKeys::generator`]): each run of tests
     /// with one count and threshold (from a non-zero value or a closing test
-    /// to the next) has its own generator, from which one uniform decides its
-    /// first firing test, so the same values give the same draws however the
-    /// steps are grouped into calls.
+    /// to the next) has its own randomness, of which its tests are a fixed
+    /// function ([`TailTest::first_firing_replayable`]), so the same values
+    /// give the same draws however the steps are grouped into calls.
     ///
     /// All-or-nothing for the state (only a draw beyond `i64` can fail).
     pub(crate) fn advance(

@@ -590,6 +590,12 @@ mod tests {
                 None => counts[n as usize] += 1.0,
             }
         }
+        assert_geometric(counts, p, n, draws, &format!("s={sn}/{sd} c={c}"));
+    }
+
+    /// Chi-square of the outcome counts `counts` (index g−1, last = None) of
+    /// `draws` runs of `n` tests against the geometric law of parameter `p`.
+    fn assert_geometric(mut counts: Vec<f64>, p: f64, n: u64, draws: usize, what: &str) {
         let mut probs: Vec<f64> = (1..=n).map(|g| (1.0 - p).powi(g as i32 - 1) * p).collect();
         probs.push((1.0 - p).powi(n as i32));
         let total = draws as f64;
@@ -606,9 +612,53 @@ mod tests {
         let crit = chi2_critical((probs.len() - 1) as f64);
         assert!(
             stat < crit,
-            "s={sn}/{sd} c={c} p={p}: chi2 {stat:.1} >= {crit:.1} ({} bins)",
+            "{what} p={p}: chi2 {stat:.1} >= {crit:.1} ({} bins)",
             probs.len()
         );
+    }
+
+    /// A replayable run is the same fixed function of its randomness whatever
+    /// `n` (so any grouping of calls agrees), and its first firing test has
+    /// the geometric law of independent tests, near the threshold (tests one
+    /// by one, then the coupled uniform past 32) and far from it.
+    #[test]
+    fn replayable_runs_agree_across_n_and_follow_the_law() {
+        let t = TailTest::new(&Rational::new(2u32, 1u32).unwrap()).unwrap();
+        let run = |seed: u64, c: i64, n: u64| {
+            let first = Rng::seed_from_u64(seed).next_u32();
+            t.first_firing_replayable(first, || Rng::seed_from_u64(seed + (1 << 40)), c, n)
+                .unwrap()
+        };
+        let n = 80u64;
+        // p ≈ 0.084 (P(G > 32) ≈ 0.06) and p ≈ 0.62.
+        for (c, draws) in [(3i64, 40_000usize), (-1, 20_000)] {
+            let mut counts = vec![0f64; n as usize + 1];
+            for seed in 0..draws as u64 {
+                let g = run(seed, c, n);
+                if seed % 8 == 0 {
+                    for m in [1, 5, 31, 32, 33, 60] {
+                        assert_eq!(run(seed, c, m), g.filter(|&g| g <= m), "c={c} seed {seed}");
+                    }
+                }
+                counts[g.map_or(n as usize, |g| g as usize - 1)] += 1.0;
+            }
+            assert_geometric(
+                counts,
+                p_f64(2.0, c),
+                n,
+                draws,
+                &format!("replayable c={c}"),
+            );
+        }
+        // Far from the threshold (per test, then per run of 32): nothing fires,
+        // except through an all-ones word, decided exactly.
+        for c in [t.min_c[1], t.min_c[SHORT_RUN_BITS]] {
+            for seed in 0..2000 {
+                assert_eq!(run(seed, c, 1000), None);
+            }
+            let never = t.first_firing_replayable(u32::MAX, || Rng::seed_from_u64(1), c, 1000);
+            assert!(matches!(never, Ok(None | Some(1..=1000))));
+        }
     }
 
     #[test]
