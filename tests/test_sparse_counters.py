@@ -96,7 +96,7 @@ def mean_abs_error(kind: str, x: np.ndarray, seeds: range) -> float:
 
 
 def test_sparse_error_is_far_below_the_simple_counter_and_grows_slowly() -> None:
-    n, seeds = 2048, range(100, 106)
+    n, seeds = 2048, range(100, 112)
     small, big = evenly(n, 2**12), evenly(n, 2**18)
     sparse_small = mean_abs_error("sparse", small, seeds)
     sparse_big = mean_abs_error("sparse", big, seeds)

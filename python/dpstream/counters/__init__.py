@@ -66,9 +66,13 @@ step ``t`` comes from a key derived from it, ``t`` and a digest of the increment
 far, so a checkpoint loaded any number of times and fed the same increments releases
 the same values (the noisy values formed after a load, which cover released steps,
 cannot be averaged); other increments give independent noise. A checkpoint supports
-one continuation. The sparse counters store no key: a loaded one draws from ``rng``,
-or from a fresh OS-seeded generator when ``rng`` is ``None``. Every counter's bytes
-also record whether its noise was seeded: loading such a checkpoint needs
+one continuation. The sparse counters store a master key too: each run of their tests
+(from one count and threshold to the next), each closing test and each level sum draws
+from a key derived from it, the run's first step and a keyed digest of the values so
+far, whatever steps are skipped at once; the same holds for them. A checkpoint written
+before the key draws one from ``rng`` (or a fresh OS-seeded generator when ``rng`` is
+``None``) at its next step. Every counter's bytes also record whether its noise was
+seeded: loading such a checkpoint needs
 ``allow_seeded=True``, and the loaded counter stays marked NOT PRIVATE.
 """
 

@@ -91,13 +91,11 @@ impl Kind {
     /// read by the kind's own decoder ([`decode_versioned`]).
     pub fn version(self) -> u16 {
         match self {
-            Self::Counter => 3,
-            Self::Sketch
-            | Self::SparseCounter
-            | Self::InhomogeneousSparseCounter
-            | Self::TreeGenerator
-            | Self::EpochSynthesizer
-            | Self::ContinualPrivHP => 2,
+            Self::Counter | Self::SparseCounter | Self::InhomogeneousSparseCounter => 3,
+            Self::OnlineSynthesizer => 2,
+            Self::Sketch | Self::TreeGenerator | Self::EpochSynthesizer | Self::ContinualPrivHP => {
+                2
+            }
             _ => FORMAT_VERSION,
         }
     }
@@ -529,9 +527,13 @@ mod tests {
             Kind::TreeGenerator,
             Kind::EpochSynthesizer,
             Kind::ContinualPrivHP,
+            Kind::OnlineSynthesizer,
         ] {
             let now = encode(kind, &payload);
-            let v = if kind == Kind::Counter { 3 } else { 2 };
+            let v = match kind {
+                Kind::Counter | Kind::SparseCounter | Kind::InhomogeneousSparseCounter => 3,
+                _ => 2,
+            };
             assert_eq!(decode_versioned(&now, kind).unwrap(), (v, &payload[..]));
             assert_eq!(decode(&now, kind).unwrap(), &payload[..]);
             let old = encode_version(kind, 1, &payload);

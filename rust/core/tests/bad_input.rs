@@ -93,7 +93,8 @@ fn a_deep_online_state_in_a_short_payload_is_refused_early() {
         44, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 0,
         0,
     ];
-    let bytes = state::encode(Kind::OnlineSynthesizer, payload);
+    // A version-1 layout (before the master key).
+    let bytes = state::encode_version(Kind::OnlineSynthesizer, 1, payload);
     let err = OnlineSynthesizer::from_bytes(&bytes)
         .unwrap_err()
         .to_string();

@@ -13,7 +13,11 @@
 //!   increments; the key and the digest are stored. A decoded counter fed
 //!   the same increments gives exactly the releases the original would have
 //!   given, however many times the bytes are loaded. A version-1 or -2
-//!   encoding (no key) draws a new master key at its next step.
+//!   encoding (no key) draws a new master key at its next step. The sparse
+//!   counters (version 3) store theirs too, after the exact total (`u8` 0 or
+//!   1 and the key), and each sparse state starts with the first test of its
+//!   current run and its digest (3 × `u64`); every run of tests is keyed by
+//!   them ([`super::sparse`]).
 //! * **Seeded flag**: the caller, who knows its generator, says whether the
 //!   noise came from a seeded one (reproducible, **not private**); the flag
 //!   is stored and decoded with the counter, so a loaded counter stays
@@ -494,8 +498,10 @@ mod tests {
                 "cut at {i}"
             );
         }
-        // Flags, ε = 1/2 (two 1-byte parts), horizon, total.
+        // Flags, ε = 1/2 (two 1-byte parts), horizon, total, master key, the
+        // state's run start and digest, then its time.
         let total_at = 1 + 2 * 9 + 8;
+        let time_at = total_at + 8 + 33 + 24;
         let set = |at: usize, v: i64| {
             reencode(&bytes, Kind::SparseCounter, |p| {
                 p[at..at + 8].copy_from_slice(&v.to_le_bytes())
@@ -506,10 +512,12 @@ mod tests {
             ("horizon 0", total_at - 8, 0),
             ("total", total_at, 249),
             ("total", total_at, -1),
-            ("time", total_at + 8, 301),
-            ("time 0", total_at + 8, 0),
-            ("open count", total_at + 17, -5),
-            ("sub noise", total_at + 17 + 24, 12345),
+            ("time", time_at, 301),
+            ("time 0", time_at, 0),
+            ("run start", time_at - 24, 400),
+            ("run start 0", time_at - 24, 0),
+            ("open count", time_at + 9, -5),
+            ("sub noise", time_at + 9 + 24, 12345),
         ] {
             let err = SparseCounter::from_bytes(&set(at, v)).map(|_| ());
             assert!(err.is_err(), "{what}");
@@ -594,7 +602,7 @@ mod tests {
         // Flags, ε_time (two 1-byte parts), r_0, table tag, count, 6 rationals of 18 bytes.
         let start_at = 1 + 2 * 9;
         let time_at = start_at + 4 + 1 + 8 + 6 * 18;
-        let level_at = time_at + 8 + 8 + 1;
+        let level_at = time_at + 8 + 8 + 33 + 1;
         let kind = Kind::InhomogeneousSparseCounter;
         let put = |at: usize, v: &[u8]| {
             reencode(&bytes, kind, |p| p[at..at + v.len()].copy_from_slice(v))
@@ -653,30 +661,43 @@ mod tests {
             let (d, flag) = InhomogeneousSparseCounter::from_bytes(&bytes).unwrap();
             assert_eq!((flag, d.to_bytes(flag).unwrap()), (seeded, bytes));
         }
-        let v1 = |bytes: Vec<u8>, kind: Kind| {
-            let payload = &state::decode(&bytes, kind).unwrap()[1..];
-            state::encode_version(kind, 1, payload)
+        // A version-1 payload: the version-3 one without its flags byte, master
+        // key (`u8` 1 and 32 bytes) and the state's run start and digest (24
+        // bytes): `cuts` are their byte ranges.
+        let v1 = |bytes: Vec<u8>, kind: Kind, cuts: [std::ops::Range<usize>; 2]| {
+            let payload = state::decode(&bytes, kind).unwrap();
+            let kept: Vec<u8> = (1..payload.len())
+                .filter(|i| !cuts.iter().any(|c| c.contains(i)))
+                .map(|i| payload[i])
+                .collect();
+            state::encode_version(kind, 1, &kept)
         };
+        let master_at = 1 + 2 * 9 + 8 + 8;
+        let cuts = [master_at..master_at + 33, master_at + 33..master_at + 57];
         let (mut d, seeded) =
-            SparseCounter::from_bytes(&v1(sparse.to_bytes(true), Kind::SparseCounter)).unwrap();
+            SparseCounter::from_bytes(&v1(sparse.to_bytes(true), Kind::SparseCounter, cuts))
+                .unwrap();
         assert!(!seeded);
-        assert_eq!(d.to_bytes(true), sparse.to_bytes(true));
+        assert_eq!((d.time(), d.release()), (sparse.time(), sparse.release()));
         let kind = Kind::InhomogeneousSparseCounter;
-        let old = v1(inhom.to_bytes(true).unwrap(), kind);
+        // Flags, ε_time, r_0, table tag, count, 6 rationals, time, total.
+        let master_at = 1 + 2 * 9 + 4 + 1 + 8 + 6 * 18 + 16;
+        // After the key: the level flag and index, S̃ and the level sum.
+        let run_at = master_at + 33 + 1 + 4 + 16;
+        let old = v1(
+            inhom.to_bytes(true).unwrap(),
+            kind,
+            [master_at..master_at + 33, run_at..run_at + 24],
+        );
         let (mut e, seeded) = InhomogeneousSparseCounter::from_bytes(&old).unwrap();
         assert!(!seeded);
-        assert_eq!(e.to_bytes(true).unwrap(), inhom.to_bytes(true).unwrap());
-        let mut rng2 = rng.clone();
+        assert_eq!((e.time(), e.release()), (inhom.time(), inhom.release()));
+        // They continue (drawing new master keys).
         for t in 0..40 {
-            sparse.step(&mut rng, t % 2).unwrap();
-            inhom.step(&mut rng, 1).unwrap();
-            d.step(&mut rng2, t % 2).unwrap();
-            e.step(&mut rng2, 1).unwrap();
-            assert_eq!(
-                (d.release(), e.release()),
-                (sparse.release(), inhom.release())
-            );
+            d.step(&mut rng, t % 2).unwrap();
+            e.step(&mut rng, 1).unwrap();
         }
+        assert_eq!((d.time(), e.time()), (100, 100));
         // A flags byte other than 0 or 1 is refused.
         for (kind, bytes) in [
             (Kind::SparseCounter, sparse.to_bytes(false)),

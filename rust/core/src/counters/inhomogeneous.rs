@@ -42,7 +42,10 @@
 //! included.
 
 use super::encoding::{bad, read_rational, write_rational};
-use super::sparse::{SparseParams, SparseState, MAX_SPARSE_COUNT};
+use super::sparse::{
+    read_master, write_master, Draw, RunKeys, SparseKeys, SparseParams, SparseState,
+    MAX_SPARSE_COUNT,
+};
 use super::{check_run_lengths, run_scalar};
 use crate::error::{invalid, Error, Result};
 use crate::noise::DiscreteLaplace;
@@ -213,6 +216,11 @@ impl LevelState {
         }
     }
 
+    /// The level's keyed digest of its values (and those of the levels before).
+    pub(crate) fn digest(&self) -> [u64; 2] {
+        self.sparse.digest()
+    }
+
     /// `S̃ + c_t` as of the last processed step.
     pub(crate) fn release(&self) -> i64 {
         self.s_tilde.saturating_add(self.sparse.release())
@@ -235,10 +243,11 @@ impl LevelState {
         self.sparse.write(w);
     }
 
-    /// Decode [`LevelState::write`] output for a counter in level `p`.
-    pub(crate) fn read(r: &mut Reader<'_>, p: &LevelParams) -> Result<Self> {
+    /// Decode [`LevelState::write`] output for a counter in level `p`
+    /// (`keyed`: as for [`SparseState::read`]).
+    pub(crate) fn read(r: &mut Reader<'_>, p: &LevelParams, keyed: bool) -> Result<Self> {
         let (s_tilde, sum) = (r.i64()?, r.i64()?);
-        let sparse = SparseState::read(r, &p.sparse)?;
+        let sparse = SparseState::read(r, &p.sparse, keyed)?;
         if sum < 0 {
             return Err(invalid!("invalid dpstream state: negative level sum"));
         }
@@ -263,12 +272,12 @@ impl LevelState {
 
     /// Process the level's steps up to local step `upto` (1-based), of
     /// which only the last may be non-zero (`value`); the earlier ones are
-    /// zeros and are skipped lazily with the same law. All-or-nothing for the
-    /// state; on error the caller restores `rng`.
+    /// zeros and are skipped lazily with the same law; the noise keyed by
+    /// `keys` (whose position names the level). All-or-nothing.
     pub(crate) fn advance_to(
         &mut self,
         p: &LevelParams,
-        rng: &mut Rng,
+        keys: &SparseKeys<'_>,
         upto: u64,
         value: Option<i64>,
     ) -> Result<()> {
@@ -276,26 +285,29 @@ impl LevelState {
         let zeros = upto
             .checked_sub(done + u64::from(value.is_some()))
             .ok_or_else(|| invalid!("internal: step {upto} of the level is already processed"))?;
-        self.sparse.advance(&p.sparse, rng, zeros, value)?;
+        self.sparse.advance(&p.sparse, keys, zeros, value)?;
         self.sum = self.sum.saturating_add(value.unwrap_or(0)); // ≤ the exact total ≤ 2^62
         Ok(())
     }
 
-    /// End the level: `S̃ ← S̃ + Σ X + Lap_Z(2/ε_r)`; the state then enters
-    /// the level `next` with a fresh Algorithm-2 counter.
+    /// End the level: `S̃ ← S̃ + Σ X + Lap_Z(2/ε_r)`, the noise keyed by
+    /// `keys` (the level's) and the level's digest; the state then enters the
+    /// level `next` with a fresh Algorithm-2 counter that continues the digest.
     pub(crate) fn close(
         &mut self,
         p: &LevelParams,
         next: &LevelParams,
-        rng: &mut Rng,
+        keys: &SparseKeys<'_>,
     ) -> Result<()> {
-        let z = p.sum_noise(rng)?;
+        let digest = self.digest();
+        let z = p.sum_noise(&mut keys.generator(Draw::LevelSum, 0, 0, digest))?;
         let s = self
             .s_tilde
             .checked_add(self.sum)
             .and_then(|s| s.checked_add(z))
             .ok_or_else(|| Error::Overflow("the private count exceeds int64".into()))?;
         *self = Self::new(next, s);
+        self.sparse.set_digest(digest);
         Ok(())
     }
 }
@@ -313,6 +325,10 @@ pub struct InhomogeneousSparseCounter {
     level: Option<(LevelParams, LevelState)>,
     /// Exact sum from `t_{r_0}` on, for the range check. Secret.
     total: i64,
+    /// Secret master key of the noise, drawn from the caller's generator at
+    /// the first counted step; each level's noise is keyed by it, the level
+    /// and the values (see [`SparseState::advance`]).
+    master: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for InhomogeneousSparseCounter {
@@ -346,6 +362,7 @@ impl InhomogeneousSparseCounter {
             time: 0,
             level: None,
             total: 0,
+            master: None,
         })
     }
 
@@ -415,17 +432,26 @@ impl InhomogeneousSparseCounter {
             .filter(|s| *s <= MAX_SPARSE_COUNT)
             .ok_or_else(|| Error::Overflow("the running count exceeds 2^62".into()))?;
         let saved = rng.clone();
+        let master = match self.master {
+            Some(m) => m,
+            None => rng.draw_key(),
+        };
+        let base = RunKeys::new(&master, rng.is_seeded());
         let result = match &mut self.level {
             // Within the level: the state's advance is all-or-nothing.
-            Some((p, s)) if t < p.end => s.advance_to(p, rng, t - p.start + 1, Some(value)),
+            Some((p, s)) if t < p.end => {
+                let position = [u64::from(p.level)];
+                s.advance_to(p, &base.at(&position), t - p.start + 1, Some(value))
+            }
             _ => self
-                .enter_level(rng, t, value)
+                .enter_level(&base, t, value)
                 .map(|level| self.level = Some(level)),
         };
         match result {
             Ok(()) => {
                 self.total = total;
                 self.time = t;
+                self.master = Some(master);
                 Ok(())
             }
             Err(e) => {
@@ -437,13 +463,14 @@ impl InhomogeneousSparseCounter {
 
     /// The level that step `t` (the first of a level) starts, with `value`
     /// counted; changes nothing.
-    fn enter_level(&self, rng: &mut Rng, t: u64, value: i64) -> Result<(LevelParams, LevelState)> {
+    fn enter_level(&self, base: &RunKeys, t: u64, value: i64) -> Result<(LevelParams, LevelState)> {
         let (p, mut state) = match &self.level {
             Some((p, s)) => {
                 // Empty levels hold no step: no data, no counter, no noise.
                 let next = self.params(nonempty_level(&self.time_epsilon, p.level + 1)?)?;
                 let mut s = s.clone();
-                s.close(p, &next, rng)?;
+                let position = [u64::from(p.level)];
+                s.close(p, &next, &base.at(&position))?;
                 (next, s)
             }
             None => {
@@ -453,7 +480,8 @@ impl InhomogeneousSparseCounter {
             }
         };
         debug_assert!(p.start <= t && t < p.end);
-        state.advance_to(&p, rng, t - p.start + 1, Some(value))?;
+        let position = [u64::from(p.level)];
+        state.advance_to(&p, &base.at(&position), t - p.start + 1, Some(value))?;
         Ok((p, state))
     }
 
@@ -463,8 +491,10 @@ impl InhomogeneousSparseCounter {
     /// after the seeded flag: whether its noise came from a seeded generator
     /// (the caller says, as for [`crate::counters::Counter::to_bytes`]).
     ///
-    /// **Sensitive**: the bytes hold the exact counts (protect them like the
-    /// raw data). No generator state is stored: the counter has none.
+    /// **Sensitive**: the bytes hold the exact counts and the secret master
+    /// key (protect them like the raw data): loaded any number of times and
+    /// fed the same values, the counter releases the same values; a
+    /// checkpoint supports one continuation.
     ///
     /// Fails for a [`LevelSchedule::Function`] schedule, which cannot be
     /// encoded; [`LevelSchedule::Table`] and [`LevelSchedule::Online`] can.
@@ -501,6 +531,7 @@ impl InhomogeneousSparseCounter {
         }
         w.u64(self.time);
         w.i64(self.total);
+        write_master(&mut w, self.master.as_ref());
         match &self.level {
             None => w.u8(0),
             Some((p, s)) => {
@@ -552,6 +583,8 @@ impl InhomogeneousSparseCounter {
         let mut c = Self::new(&time_epsilon, start_level, schedule).map_err(bad)?;
         let time = r.u64()?;
         let total = r.i64()?;
+        let keyed = version >= 3;
+        let master = if keyed { read_master(&mut r)? } else { None };
         if !(0..=MAX_SPARSE_COUNT).contains(&total) {
             return Err(bad("the running count is out of range"));
         }
@@ -566,7 +599,7 @@ impl InhomogeneousSparseCounter {
                 if !(p.start..p.end).contains(&time) {
                     return Err(bad(format!("time {time} is not in time level {level}")));
                 }
-                let s = LevelState::read(&mut r, &p)?;
+                let s = LevelState::read(&mut r, &p, keyed)?;
                 s.validate()?;
                 let first = nonempty_level(&time_epsilon, start_level)? == level;
                 let consistent = s.local_time() == time - p.start + 1
@@ -583,6 +616,7 @@ impl InhomogeneousSparseCounter {
         c.time = time;
         c.total = total;
         c.level = level;
+        c.master = master;
         Ok((c, seeded))
     }
 

@@ -103,6 +103,7 @@ use hybrid::Hybrid;
 pub use inhomogeneous::{level_start, InhomogeneousSparseCounter, LevelFn, LevelSchedule};
 pub(crate) use inhomogeneous::{level_sum_noise, nonempty_level, LevelParams, LevelState};
 use simple::Simple;
+pub(crate) use sparse::{read_master, write_master, Draw, RunKeys};
 pub use sparse::{sparse_threshold, SparseCounter, MAX_SPARSE_COUNT};
 pub use split::{epsilon_split, Sensitivity, Share};
 use tree::Tree;

@@ -28,9 +28,26 @@
 //!   tree's noise changes when a segment closes).
 //!
 //! The noise scales `2/ε` of `λ_j` and `λ'_t` and the parameter `ε/2` of
-//! `A_sub` are the paper's, verbatim. All noise is exact discrete Laplace
-//! drawn from the caller's [`Rng`], by [`SparseCounter::draw`] (thresholds
-//! and tests) and by the binary tree counter (p-sums).
+//! `A_sub` are the paper's, verbatim. All noise is exact discrete Laplace.
+//!
+//! # Keys (one continuation per checkpoint)
+//!
+//! The noise is drawn from generators keyed by the counter's secret master
+//! key (drawn from the caller's [`Rng`] at the first step and stored in its
+//! checkpoint), the state's public position (level, cell) and a keyed digest
+//! of the non-zero values with their times ([`SparseKeys::generator`]). A
+//! *run* is the tests from one count and threshold to the next (from a
+//! non-zero value or a closing test): its own generator decides its tests
+//! as a fixed function of its stream (the first 32 one by one in order, the
+//! rest by one uniform: [`TailTest::first_firing_replayable`]), so every call
+//! replays the same draws for the tests so far and the answers agree; a
+//! closing test draws its p-sum noise and the next threshold from another.
+//! So the draws do not depend on how the steps are grouped into calls
+//! ([`SparseCounter::skip`] or steps): a checkpoint loaded any number
+//! of times and fed the same values releases the same values, and other
+//! values give independent noise (distinct inputs of a pseudorandom
+//! function). The tests of a run are independent given its count and
+//! threshold, so the law is that of step-by-step processing.
 //!
 //! # Privacy (Lemma 3.2)
 //!
@@ -73,11 +90,12 @@
 //! run of `n` zero steps is `n` independent tests with the same firing
 //! probability `p = P(λ' > T̃_j − N_j)`. [`SparseState::advance`] samples the
 //! first firing test of such a run directly
-//! ([`TailTest::first_firing`]: one 32-bit word when `n·p ≤ 2^{-32}`, exact
-//! inversion otherwise), closes the segment there, and continues with the
+//! ([`TailTest::first_firing_replayable`]: one 32-bit word when
+//! `n·p ≤ 2^{-32}`, else up to 32 tests drawn one by one and exact inversion
+//! for the rest), closes the segment there, and continues with the
 //! rest of the run — the same joint law of segments, thresholds and releases
-//! as step-by-step processing, with work independent of `n`. The test before
-//! a non-zero value belongs to the same run. [`SparseCounter::skip`] exposes
+//! as step-by-step processing, with work bounded independently of `n`. The
+//! test before a non-zero value belongs to the same run. [`SparseCounter::skip`] exposes
 //! this; the online synthesizer advances every region this way.
 //!
 //! Public parameters (ε, `T`, `T_0`, the noise samplers) live in
@@ -99,7 +117,7 @@ use super::{CounterKind, Sensitivity};
 use crate::error::{invalid, Error, Result};
 use crate::noise::{DiscreteLaplace, TailTest};
 use crate::rational::Rational;
-use crate::rng::Rng;
+use crate::rng::{chacha12_block, derive_key, tag, DigestPowers, KeyedDigest, Rng, APPEND_WORDS};
 use crate::state::{self, Kind, Reader, Writer};
 
 /// Largest exact count a sparse counter keeps (sums stay far inside `i64`).
@@ -162,6 +180,34 @@ impl SparseParams {
     }
 }
 
+/// Write an optional master key (a flag, then the 32 bytes).
+pub(crate) fn write_master(w: &mut Writer, master: Option<&[u8; 32]>) {
+    match master {
+        None => w.u8(0),
+        Some(m) => {
+            w.u8(1);
+            for b in m {
+                w.u8(*b);
+            }
+        }
+    }
+}
+
+/// Read [`write_master`] output.
+pub(crate) fn read_master(r: &mut Reader<'_>) -> Result<Option<[u8; 32]>> {
+    match r.u8()? {
+        0 => Ok(None),
+        1 => {
+            let mut m = [0u8; 32];
+            for b in m.iter_mut() {
+                *b = r.u8()?;
+            }
+            Ok(Some(m))
+        }
+        _ => Err(invalid!("invalid dpstream state: bad master key flag")),
+    }
+}
+
 fn half(x: &Rational) -> Rational {
     x.mul(&Rational::new(1u32, 2u32).expect("1/2"))
 }
@@ -184,6 +230,144 @@ pub(crate) struct SparseState {
     sub_noise: i64,
     /// `A_sub`'s p-sums; the number of items is the number of closed segments.
     psums: PSums,
+    /// The first test of the current run: the tests from here on share the
+    /// count and threshold until a non-zero value or a closing test.
+    run_start: u64,
+    /// The keyed digest of the non-zero values so far, with their times.
+    digest: [u64; 2],
+}
+
+/// The keys of sparse states under a secret master key: derived once per
+/// owner (four ChaCha blocks), then [`RunKeys::at`] a state's position.
+pub(crate) struct RunKeys {
+    /// `derive_key(master, [SPARSE_RUN])`: the key of the runs' blocks.
+    run: [u8; 32],
+    /// Whether the master key came from a seeded generator (then it is not
+    /// private).
+    seeded: bool,
+    /// The keyed digest under the master key, empty (its secret points).
+    hash: KeyedDigest,
+    powers: DigestPowers,
+}
+
+impl RunKeys {
+    /// The keys under `master`.
+    pub(crate) fn new(master: &[u8; 32], seeded: bool) -> Self {
+        let hash = KeyedDigest::new(master);
+        Self {
+            run: derive_key(master, &[tag::SPARSE_RUN]),
+            seeded,
+            powers: hash.powers(),
+            hash,
+        }
+    }
+
+    /// The keys of the state at `position` (e.g. its level and cell; at most
+    /// 3 words).
+    pub(crate) fn at<'a>(&'a self, position: &'a [u64]) -> SparseKeys<'a> {
+        SparseKeys {
+            keys: self,
+            position,
+        }
+    }
+}
+
+/// Where a sparse state's noise comes from: its owner's [`RunKeys`] and the
+/// state's public position.
+#[derive(Clone, Copy)]
+pub(crate) struct SparseKeys<'a> {
+    keys: &'a RunKeys,
+    position: &'a [u64],
+}
+
+/// What a keyed generator of a run draws.
+#[derive(Clone, Copy)]
+pub(crate) enum Draw {
+    /// The run's tests ([`TailTest::first_firing_replayable`]).
+    Tests = 0,
+    /// A closing test's p-sum noise and the next segment's threshold.
+    Close = 1,
+    /// The first segment's threshold.
+    First = 2,
+    /// The level sum's noise of an inhomogeneous counter.
+    LevelSum = 3,
+    /// The noise of the finished levels of a cell the online synthesizer
+    /// creates (`d = 1`).
+    History = 4,
+}
+
+/// The randomness of one keyed draw: one ChaCha block.
+pub(crate) struct KeyedStream {
+    block: [u8; 64],
+    seeded: bool,
+}
+
+impl KeyedStream {
+    /// A word of the block (the fast path of a run's tests reads only this).
+    pub(crate) fn first_u32(&self) -> u32 {
+        u32::from_le_bytes([self.block[0], self.block[1], self.block[2], self.block[3]])
+    }
+
+    /// A generator keyed by the block's second half (independent of its
+    /// first word).
+    pub(crate) fn rng(&self) -> Rng {
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&self.block[32..]);
+        Rng::keyed_stream(key, 0, self.seeded)
+    }
+}
+
+impl SparseKeys<'_> {
+    /// `digest` with `words` appended.
+    fn absorb(&self, digest: [u64; 2], words: &[u64]) -> [u64; 2] {
+        let mut d = self.keys.hash.at(digest);
+        d.append(words, &self.keys.powers);
+        d.state()
+    }
+
+    /// The generator of `draw` for the run that starts at test `start` after
+    /// `segments` closed segments and the values of `digest`: a fixed
+    /// function of the master key and these words, so a state loaded any
+    /// number of times and fed the same values draws the same noise, in any
+    /// grouping of its calls.
+    pub(crate) fn generator(&self, draw: Draw, start: u64, segments: u64, digest: [u64; 2]) -> Rng {
+        self.stream(draw, start, segments, digest).rng()
+    }
+
+    /// The block behind [`SparseKeys::generator`]: its first word and the
+    /// key of the generator.
+    ///
+    /// The words are hashed by the keyed digest (its points are secret: two
+    /// distinct word sequences collide with negligible probability), and the
+    /// hash's two halves are the 128-bit input of the pseudorandom function
+    /// [`chacha12_block`] under a key derived from the master key: one ChaCha
+    /// block per run.
+    pub(crate) fn stream(
+        &self,
+        draw: Draw,
+        start: u64,
+        segments: u64,
+        digest: [u64; 2],
+    ) -> KeyedStream {
+        let mut words = [0u64; APPEND_WORDS];
+        let len = 6 + self.position.len();
+        words[..6].copy_from_slice(&[
+            draw as u64,
+            start,
+            segments,
+            digest[0],
+            digest[1],
+            self.position.len() as u64,
+        ]);
+        words[6..len].copy_from_slice(self.position);
+        let mut h = self.keys.hash;
+        h.append(&words[..len], &self.keys.powers);
+        let [h0, h1] = h.state();
+        KeyedStream {
+            block: chacha12_block(&self.keys.run, h0, h1),
+            seeded: self.keys.seeded,
+        }
+    }
 }
 
 impl SparseState {
@@ -196,7 +380,19 @@ impl SparseState {
             closed_sum: 0,
             sub_noise: 0,
             psums: PSums::growing(1, params.levels),
+            run_start: 1,
+            digest: [1, 1],
         }
+    }
+
+    /// The keyed digest of the values so far (for a level's sum noise).
+    pub(crate) fn digest(&self) -> [u64; 2] {
+        self.digest
+    }
+
+    /// Continue the digest of an earlier state (a new level of the same counter).
+    pub(crate) fn set_digest(&mut self, digest: [u64; 2]) {
+        self.digest = digest;
     }
 
     /// Steps processed.
@@ -218,6 +414,9 @@ impl SparseState {
 
     /// Encode the state (secret: exact counts and thresholds).
     pub(crate) fn write(&self, w: &mut Writer) {
+        w.u64(self.run_start);
+        w.u64(self.digest[0]);
+        w.u64(self.digest[1]);
         w.u64(self.time);
         w.u8(u8::from(self.started));
         for v in [
@@ -231,8 +430,15 @@ impl SparseState {
         self.psums.write(w);
     }
 
-    /// Decode [`SparseState::write`] output for a counter with parameters `p`.
-    pub(crate) fn read(r: &mut Reader<'_>, p: &SparseParams) -> Result<Self> {
+    /// Decode [`SparseState::write`] output for a counter with parameters `p`;
+    /// `keyed`: the encoding has the run and digest (a state written before
+    /// them continues with a run starting at its next test).
+    pub(crate) fn read(r: &mut Reader<'_>, p: &SparseParams, keyed: bool) -> Result<Self> {
+        let keys = if keyed {
+            Some((r.u64()?, [r.u64()?, r.u64()?]))
+        } else {
+            None
+        };
         let time = r.u64()?;
         let started = match r.u8()? {
             0 => false,
@@ -247,6 +453,12 @@ impl SparseState {
                 "invalid dpstream state: sparse counter out of range"
             ));
         }
+        let (run_start, digest) = keys.unwrap_or((time + 1, [1, 1]));
+        if run_start == 0 || run_start > time + 1 {
+            return Err(invalid!(
+                "invalid dpstream state: sparse counter run out of range"
+            ));
+        }
         Ok(Self {
             time,
             started,
@@ -255,6 +467,8 @@ impl SparseState {
             closed_sum,
             sub_noise,
             psums,
+            run_start,
+            digest,
         })
     }
 
@@ -268,7 +482,7 @@ impl SparseState {
             && self.segments() == 0
             && (self.open_count, self.noisy_threshold, self.closed_sum) == (0, 0, 0);
         let ok = self.started == (self.time > 0)
-            && (self.started || fresh)
+            && (self.started || (fresh && self.run_start == 1))
             && noise[0] == self.sub_noise
             && (self.segments() > 0 || self.closed_sum == 0);
         let total = self
@@ -292,12 +506,17 @@ impl SparseState {
     /// `value ≥ 0` (the caller checks the sign, the horizon and the range).
     /// Exactly the law of step-by-step processing; see the module docs.
     ///
-    /// All-or-nothing for the state (the caller restores `rng` on error,
-    /// which only a draw beyond `i64` can cause).
+    /// The noise is keyed (see [`SparseKeys::generator`]): each run of tests
+    /// with one count and threshold (from a non-zero value or a closing test
+    /// to the next) has its own randomness, of which its tests are a fixed
+    /// function ([`TailTest::first_firing_replayable`]), so the same values
+    /// give the same draws however the steps are grouped into calls.
+    ///
+    /// All-or-nothing for the state (only a draw beyond `i64` can fail).
     pub(crate) fn advance(
         &mut self,
         p: &SparseParams,
-        rng: &mut Rng,
+        keys: &SparseKeys<'_>,
         zeros: u64,
         value: Option<i64>,
     ) -> Result<()> {
@@ -307,15 +526,22 @@ impl SparseState {
         if steps == 0 {
             return Ok(());
         }
+        let end = self.time + steps;
         let mut backup: Option<Self> = None;
-        let result = self.advance_inner(p, rng, steps, &mut backup);
+        let result = self.advance_inner(p, keys, end, &mut backup);
         match result {
-            Ok((count, thr)) => {
+            Ok((count, thr, start)) => {
+                let v = value.unwrap_or(0);
                 // `count + value ≤` the counter's exact total, checked by the caller.
-                self.open_count = count.saturating_add(value.unwrap_or(0));
+                self.open_count = count.saturating_add(v);
                 self.noisy_threshold = thr;
                 self.started = true;
-                self.time += steps;
+                self.time = end;
+                self.run_start = start;
+                if v != 0 {
+                    self.digest = keys.absorb(self.digest, &[end, v as u64]);
+                    self.run_start = end + 1;
+                }
                 Ok(())
             }
             Err(e) => {
@@ -327,50 +553,67 @@ impl SparseState {
         }
     }
 
-    /// The tests of `steps` steps; returns the open count and threshold.
-    /// Saves `self` into `backup` before its first change.
+    /// The tests up to test `end`; returns the open count, the threshold and
+    /// the start of the open run. Saves `self` into `backup` before its first
+    /// change.
     fn advance_inner(
         &mut self,
         p: &SparseParams,
-        rng: &mut Rng,
-        steps: u64,
+        keys: &SparseKeys<'_>,
+        end: u64,
         backup: &mut Option<Self>,
-    ) -> Result<(i64, i64)> {
+    ) -> Result<(i64, i64, u64)> {
         let noisy = |rng: &mut Rng| -> Result<i64> {
             p.threshold
                 .checked_add(p.tests.sample(rng)?)
                 .ok_or_else(|| Error::Overflow("the noisy threshold exceeds int64".into()))
         };
+        let mut start = self.run_start;
         let mut thr = if self.started {
             self.noisy_threshold
         } else {
-            noisy(rng)?
+            noisy(&mut keys.generator(Draw::First, start, 0, self.digest))?
         };
         let mut count = self.open_count;
-        let mut left = steps;
         // Once A_sub holds T segments no test is made (see the module docs).
         while self.segments() < p.horizon {
             let c = thr
                 .checked_sub(count)
                 .ok_or_else(|| Error::Overflow("threshold minus count exceeds int64".into()))?;
-            let Some(g) = p.tests.first_firing(rng, c, left)? else {
+            let segments = self.segments();
+            // The run's own generator decides its tests as a fixed function
+            // of its stream: every call replays the run's tests so far, and
+            // the answers agree ([`TailTest::first_firing_replayable`]).
+            let n = end - start + 1;
+            let tests = keys.stream(Draw::Tests, start, segments, self.digest);
+            let Some(g) =
+                p.tests
+                    .first_firing_replayable(tests.first_u32(), || tests.rng(), c, n)?
+            else {
                 break;
             };
-            // The test of step g fails: the segment closes with `count`, a new
-            // one starts, and step g is tested again.
-            let z = p.psum.sample(rng)?;
+            let at = start + g - 1;
+            if at <= self.time {
+                return Err(invalid!(
+                    "invalid dpstream state: a sparse counter's test fired in the past"
+                ));
+            }
+            // The test of step `at` fails: the segment closes with `count`, a
+            // new one starts, and step `at` is tested again.
+            let mut close = keys.generator(Draw::Close, start, segments, self.digest);
+            let z = p.psum.sample(&mut close)?;
             let mut noise = [0i64];
             self.psums.stage(&[z], &[self.sub_noise], &mut noise)?;
-            let next_thr = noisy(rng)?;
+            let next_thr = noisy(&mut close)?;
             backup.get_or_insert_with(|| self.clone());
             self.psums.commit(&[z]);
             self.sub_noise = noise[0];
             self.closed_sum = self.closed_sum.saturating_add(count); // ≤ the exact total ≤ 2^62
             count = 0;
             thr = next_thr;
-            left -= g - 1;
+            start = at;
         }
-        Ok((count, thr))
+        Ok((count, thr, start))
     }
 }
 
@@ -381,6 +624,9 @@ pub struct SparseCounter {
     state: SparseState,
     /// Exact sum of all values so far (for the range check). Secret.
     total: i64,
+    /// Secret master key of the noise, drawn from the caller's generator at
+    /// the first step ([`SparseState::advance`] keys every run by it).
+    master: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for SparseCounter {
@@ -403,6 +649,7 @@ impl SparseCounter {
             state: SparseState::new(&params),
             params,
             total: 0,
+            master: None,
         })
     }
 
@@ -467,7 +714,7 @@ impl SparseCounter {
             .checked_add(value)
             .filter(|s| *s <= MAX_SPARSE_COUNT)
             .ok_or_else(|| Error::Overflow("the running count exceeds 2^62".into()))?;
-        self.guarded(rng, |s, r| s.state.advance(&s.params, r, 0, Some(value)))?;
+        self.keyed(rng, |state, p, keys| state.advance(p, keys, 0, Some(value)))?;
         self.total = total;
         Ok(())
     }
@@ -477,7 +724,7 @@ impl SparseCounter {
     /// in time independent of `n`. All-or-nothing.
     pub fn skip(&mut self, rng: &mut Rng, n: u64) -> Result<()> {
         self.check_room(n)?;
-        self.guarded(rng, |s, r| s.state.advance(&s.params, r, n, None))
+        self.keyed(rng, |state, p, keys| state.advance(p, keys, n, None))
     }
 
     fn check_room(&self, n: u64) -> Result<()> {
@@ -491,14 +738,30 @@ impl SparseCounter {
         Ok(())
     }
 
-    /// Run `f`, restoring `rng` if it fails (the state restores itself).
-    fn guarded(
+    /// Run `f` with the counter's keys (its master key drawn from `rng` at
+    /// the first call), restoring `rng` if it fails (the state restores itself).
+    fn keyed(
         &mut self,
         rng: &mut Rng,
-        f: impl FnOnce(&mut Self, &mut Rng) -> Result<()>,
+        f: impl FnOnce(&mut SparseState, &SparseParams, &SparseKeys<'_>) -> Result<()>,
     ) -> Result<()> {
         let saved = rng.clone();
-        f(self, rng).inspect_err(|_| *rng = saved)
+        let master = match self.master {
+            Some(m) => m,
+            None => rng.draw_key(),
+        };
+        let base = RunKeys::new(&master, rng.is_seeded());
+        let keys = base.at(&[]);
+        match f(&mut self.state, &self.params, &keys) {
+            Ok(()) => {
+                self.master = Some(master);
+                Ok(())
+            }
+            Err(e) => {
+                *rng = saved;
+                Err(e)
+            }
+        }
     }
 
     /// Encode the whole counter for a checkpoint ([`Kind::SparseCounter`]):
@@ -508,21 +771,25 @@ impl SparseCounter {
     /// caller says; it is stored so that a loaded counter stays marked not
     /// private).
     ///
-    /// **Sensitive**: the bytes hold the exact counts and the noisy
-    /// threshold (protect them like the raw data). No generator state is
-    /// stored: the counter has none.
+    /// **Sensitive**: the bytes hold the exact counts, the noisy threshold
+    /// and the secret master key (protect them like the raw data): loaded any
+    /// number of times and fed the same values, the counter releases the same
+    /// values; a checkpoint supports one continuation.
     pub fn to_bytes(&self, seeded: bool) -> Vec<u8> {
         let mut w = Writer::new();
         state::write_seeded_flag(&mut w, seeded);
         write_rational(&mut w, &self.params.epsilon);
         w.u64(self.params.horizon);
         w.i64(self.total);
+        write_master(&mut w, self.master.as_ref());
         self.state.write(&mut w);
         state::encode(Kind::SparseCounter, &w.finish())
     }
 
     /// Decode [`SparseCounter::to_bytes`] output: the counter and its seeded
-    /// flag (`false` for a version-1 encoding, which did not record it).
+    /// flag (`false` for a version-1 encoding, which did not record it). A
+    /// version-1 or -2 encoding holds no master key: the loaded counter draws
+    /// one at its next step.
     /// Fails with a clear error on truncated, corrupted or foreign bytes and
     /// on a state that no counter can reach.
     pub fn from_bytes(bytes: &[u8]) -> Result<(Self, bool)> {
@@ -533,7 +800,9 @@ impl SparseCounter {
         let horizon = r.u64()?;
         let params = SparseParams::new(&epsilon, horizon).map_err(bad)?;
         let total = r.i64()?;
-        let state = SparseState::read(&mut r, &params)?;
+        let keyed = version >= 3;
+        let master = if keyed { read_master(&mut r)? } else { None };
+        let state = SparseState::read(&mut r, &params, keyed)?;
         r.finish()?;
         if state.validate()? != total {
             return Err(bad(
@@ -545,6 +814,7 @@ impl SparseCounter {
                 params,
                 state,
                 total,
+                master,
             },
             seeded,
         ))
@@ -706,6 +976,53 @@ mod tests {
                 assert!(hist[1][1] > reps / 4, "{hist:?}");
             }
         }
+    }
+
+    /// A checkpoint loaded any number of times and fed the same values gives
+    /// the same state, byte for byte, however the zeros are grouped into
+    /// calls; other values give other noise.
+    #[test]
+    fn loads_fed_the_same_values_give_the_same_noise_in_any_grouping() {
+        let mut rng = Rng::from_os().unwrap();
+        let mut c = SparseCounter::new(&eps(4, 1), 2000).unwrap();
+        for t in 0..300 {
+            c.step(&mut rng, i64::from(t % 4 == 0)).unwrap();
+        }
+        let saved = c.to_bytes(false);
+        let values: Vec<i64> = (0..900).map(|t| i64::from(t % 7 == 0)).collect();
+        let continue_with = |values: &[i64], grouped: bool| {
+            let (mut d, _) = SparseCounter::from_bytes(&saved).unwrap();
+            // The master key is stored: the generator given is not used.
+            let mut other = Rng::from_os().unwrap();
+            let mut zeros = 0;
+            let mut noises = Vec::new();
+            for &v in values {
+                if grouped && v == 0 {
+                    zeros += 1;
+                    continue;
+                }
+                d.skip(&mut other, zeros).unwrap();
+                zeros = 0;
+                d.step(&mut other, v).unwrap();
+                if v != 0 {
+                    noises.push(d.state.sub_noise);
+                }
+            }
+            d.skip(&mut other, zeros).unwrap();
+            (d, noises)
+        };
+        let (first, noises) = continue_with(&values, false);
+        assert!(first.segments() > c.segments() + 3);
+        for grouped in [true, false, true] {
+            let (again, again_noises) = continue_with(&values, grouped);
+            assert_eq!(again.to_bytes(false), first.to_bytes(false));
+            assert_eq!(again_noises, noises);
+        }
+        let mut changed = values.clone();
+        changed[0] = 1 - changed[0];
+        // The noise of every segment closed after the change is another draw.
+        let (_, other) = continue_with(&changed, true);
+        assert_ne!(other, noises);
     }
 
     #[test]

@@ -84,6 +84,8 @@ impl FiringSkipper {
 
 /// Runs up to this length that may fire are drawn test by test.
 const SHORT_RUN: u64 = 32;
+/// The bit length of [`SHORT_RUN`]: `min_c[SHORT_RUN_BITS]` covers `n ≤ SHORT_RUN`.
+const SHORT_RUN_BITS: usize = 6;
 
 /// Runs of threshold tests "`Z > c`?" with `Z` discrete Laplace of a fixed
 /// scale, as sparse-vector counters make them: [`TailTest::first_firing`]
@@ -164,6 +166,83 @@ impl TailTest {
             return Ok(None);
         }
         Ok(FiringSkipper::new(self.noise.scale(), c)?.first_firing(rng, n))
+    }
+
+    /// [`TailTest::first_firing`] as a fixed function of a word `first` and
+    /// the stream of the generator `rng()` (built only when needed) whatever
+    /// `n`: calls with the same randomness and different `n` agree on the
+    /// tests they share, so a keyed run of tests can be read in pieces (each
+    /// call replays the run from its first test). Exact: the tests are
+    /// independent, each fires with probability `P(Z > c)`.
+    ///
+    /// If `c` is far enough from the threshold that the fast path holds for
+    /// every `n ≤ 32`, one uniform `V` whose first 32 bits are `first` decides
+    /// the whole run (as [`TailTest::first_firing_coupled`]). Otherwise the
+    /// first 32 tests are drawn one by one from the generator, in order (each
+    /// a 32-bit word if one test's firing is below `2^{-33}`, completed
+    /// exactly by [`FiringSkipper`] when the word is all ones; else one draw
+    /// of `Z`), and if none fires, the coupled uniform that follows in the
+    /// stream decides the rest. Fails only if a draw of `Z` overflows `i64`
+    /// (probability below `e^{-64}`).
+    pub fn first_firing_replayable(
+        &self,
+        first: u32,
+        rng: impl FnOnce() -> Rng,
+        c: i64,
+        n: u64,
+    ) -> Result<Option<u64>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        if c >= self.min_c[SHORT_RUN_BITS] {
+            if self.silent(c, n, first) {
+                return Ok(None);
+            }
+            let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
+            return Ok(skipper.first_firing_from(&mut rng(), n, first));
+        }
+        let mut rng = rng();
+        for i in 1..=n.min(SHORT_RUN) {
+            let fires = if c >= self.min_c[1] {
+                self.first_firing_coupled(&mut rng, c, 1)?.is_some()
+            } else {
+                self.noise.sample(&mut rng)? > c
+            };
+            if fires {
+                return Ok(Some(i));
+            }
+        }
+        if n <= SHORT_RUN {
+            return Ok(None);
+        }
+        let rest = self.first_firing_coupled(&mut rng, c, n - SHORT_RUN)?;
+        Ok(rest.map(|g| g + SHORT_RUN))
+    }
+
+    /// The fast path: whether a uniform `V` whose first 32 bits are `first`
+    /// decides that none of `n ≥ 1` tests fires (`n·p ≤ 2^{-32}`, `first` not
+    /// all ones).
+    fn silent(&self, c: i64, n: u64, first: u32) -> bool {
+        let k = (64 - n.leading_zeros()) as usize;
+        c >= self.min_c[k] && first != u32::MAX
+    }
+
+    /// [`TailTest::first_firing`] decided by one uniform `V` whatever `n`
+    /// (the fast path, or [`FiringSkipper`], never test-by-test draws): the
+    /// first firing test is a function `G(V)`, and the answer is `Some(G)` if
+    /// `G ≤ n`, else `None`. So calls with the same generator state and
+    /// different `n` agree on the tests they share, which lets a keyed run of
+    /// tests be read in pieces. Exact; `n = 0` draws nothing.
+    pub fn first_firing_coupled(&self, rng: &mut Rng, c: i64, n: u64) -> Result<Option<u64>> {
+        if n == 0 {
+            return Ok(None);
+        }
+        let first = rng.next_u32();
+        if self.silent(c, n, first) {
+            return Ok(None);
+        }
+        let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
+        Ok(skipper.first_firing_from(rng, n, first))
     }
 }
 
@@ -511,6 +590,12 @@ mod tests {
                 None => counts[n as usize] += 1.0,
             }
         }
+        assert_geometric(counts, p, n, draws, &format!("s={sn}/{sd} c={c}"));
+    }
+
+    /// Chi-square of the outcome counts `counts` (index g−1, last = None) of
+    /// `draws` runs of `n` tests against the geometric law of parameter `p`.
+    fn assert_geometric(mut counts: Vec<f64>, p: f64, n: u64, draws: usize, what: &str) {
         let mut probs: Vec<f64> = (1..=n).map(|g| (1.0 - p).powi(g as i32 - 1) * p).collect();
         probs.push((1.0 - p).powi(n as i32));
         let total = draws as f64;
@@ -527,9 +612,53 @@ mod tests {
         let crit = chi2_critical((probs.len() - 1) as f64);
         assert!(
             stat < crit,
-            "s={sn}/{sd} c={c} p={p}: chi2 {stat:.1} >= {crit:.1} ({} bins)",
+            "{what} p={p}: chi2 {stat:.1} >= {crit:.1} ({} bins)",
             probs.len()
         );
+    }
+
+    /// A replayable run is the same fixed function of its randomness whatever
+    /// `n` (so any grouping of calls agrees), and its first firing test has
+    /// the geometric law of independent tests, near the threshold (tests one
+    /// by one, then the coupled uniform past 32) and far from it.
+    #[test]
+    fn replayable_runs_agree_across_n_and_follow_the_law() {
+        let t = TailTest::new(&Rational::new(2u32, 1u32).unwrap()).unwrap();
+        let run = |seed: u64, c: i64, n: u64| {
+            let first = Rng::seed_from_u64(seed).next_u32();
+            t.first_firing_replayable(first, || Rng::seed_from_u64(seed + (1 << 40)), c, n)
+                .unwrap()
+        };
+        let n = 80u64;
+        // p ≈ 0.084 (P(G > 32) ≈ 0.06) and p ≈ 0.62.
+        for (c, draws) in [(3i64, 40_000usize), (-1, 20_000)] {
+            let mut counts = vec![0f64; n as usize + 1];
+            for seed in 0..draws as u64 {
+                let g = run(seed, c, n);
+                if seed % 8 == 0 {
+                    for m in [1, 5, 31, 32, 33, 60] {
+                        assert_eq!(run(seed, c, m), g.filter(|&g| g <= m), "c={c} seed {seed}");
+                    }
+                }
+                counts[g.map_or(n as usize, |g| g as usize - 1)] += 1.0;
+            }
+            assert_geometric(
+                counts,
+                p_f64(2.0, c),
+                n,
+                draws,
+                &format!("replayable c={c}"),
+            );
+        }
+        // Far from the threshold (per test, then per run of 32): nothing fires,
+        // except through an all-ones word, decided exactly.
+        for c in [t.min_c[1], t.min_c[SHORT_RUN_BITS]] {
+            for seed in 0..2000 {
+                assert_eq!(run(seed, c, 1000), None);
+            }
+            let never = t.first_firing_replayable(u32::MAX, || Rng::seed_from_u64(1), c, 1000);
+            assert!(matches!(never, Ok(None | Some(1..=1000))));
+        }
     }
 
     #[test]

@@ -33,8 +33,12 @@
 //!   lower bounds) and the two paths give ε. Consistency and sampling are
 //!   post-processing; the sampling randomness is not privacy noise.
 //! * **Public**: ε, `d`, the time `t` (hence the levels and the depth).
-//! * **Noise**: exact discrete Laplace from the synthesizer's ChaCha12
-//!   generator; integer arithmetic throughout.
+//! * **Noise**: exact discrete Laplace; integer arithmetic throughout. The
+//!   counters' noise is keyed by a secret master key (drawn from the
+//!   synthesizer's ChaCha12 generator, stored in its checkpoints), the cell,
+//!   the level and the cell's values ([`crate::counters::SparseCounter`]'s
+//!   keys): one continuation per checkpoint. The sampling of the released
+//!   points draws from the generator.
 //!
 //! # Cost
 //!
@@ -52,12 +56,15 @@
 //! checkpoint resumes exactly, but a release draws the noise of the steps it
 //! catches up and so changes the noise of later releases.
 
-use crate::counters::{level_start, level_sum_noise, nonempty_level, LevelParams, LevelState};
+use crate::counters::{
+    level_start, level_sum_noise, nonempty_level, read_master, write_master, Draw, LevelParams,
+    LevelState, RunKeys,
+};
 use crate::error::{invalid, Error, Result};
 use crate::partition::consistency::enforce_tree;
 use crate::partition::path::{encode_points, MAX_DEPTH};
 use crate::rational::Rational;
-use crate::rng::Rng;
+use crate::rng::{KeyedDigest, Rng};
 use crate::state::{self, Kind, Reader, Writer};
 use crate::synth::online_budget::{online_epsilon, MAX_ONLINE_DIM};
 use crate::synth::tree_generator::CellSampler;
@@ -95,6 +102,12 @@ pub struct OnlineSynthesizer {
     epsilon: Rational,
     dim: usize,
     rng: Rng,
+    /// Secret master key of the counters' noise (drawn from `rng` at
+    /// construction, stored in checkpoints): cell `θ` of depth `j` in level
+    /// `r` keys its noise by it, `(j, θ, r)` and its values.
+    master: [u8; 32],
+    /// The counters' keys under `master` (derived once).
+    keys: RunKeys,
     time: u64,
     /// The level of `time`, `None` before `t_0`. The depth is the level.
     level: Option<u32>,
@@ -159,6 +172,13 @@ impl OnlineSynthesizer {
     /// its noise from `rng` (a seeded generator is reproducible and **not
     /// private**). Fails on `ε = 0` or a bad `dim`.
     pub fn new(epsilon: &Rational, dim: usize, rng: Rng) -> Result<Self> {
+        let mut rng = rng;
+        let master = rng.draw_key();
+        Self::build(epsilon, dim, rng, master)
+    }
+
+    /// [`Self::new`] with the counters' master key given.
+    fn build(epsilon: &Rational, dim: usize, rng: Rng, master: [u8; 32]) -> Result<Self> {
         if epsilon.is_zero() {
             return Err(invalid!("epsilon must be positive, got 0"));
         }
@@ -172,6 +192,8 @@ impl OnlineSynthesizer {
         Ok(Self {
             epsilon: epsilon.clone(),
             dim,
+            master,
+            keys: RunKeys::new(&master, rng.is_seeded()),
             rng,
             time: 0,
             level: None,
@@ -338,10 +360,13 @@ impl OnlineSynthesizer {
     /// existing cell and create the cells of the new depths.
     fn enter_level(&mut self, next: u32, params: Vec<LevelParams>) -> Result<()> {
         let old = self.depth() as usize;
-        let rng = &mut self.rng;
+        let base = &self.keys;
         for (j, cells) in self.cells.iter_mut().enumerate() {
-            for cell in cells.iter_mut() {
-                cell.close(&self.params[j], &params[j], rng)?;
+            let p = &self.params[j];
+            for (theta, cell) in cells.iter_mut().enumerate() {
+                let position = [theta as u64, (j as u64 + 1) << 32 | u64::from(p.level)];
+                let keys = base.at(&position);
+                cell.close(p, &params[j], &keys)?;
             }
         }
         for j in old + 1..=next as usize {
@@ -370,11 +395,16 @@ impl OnlineSynthesizer {
                         }
                     })
                     .collect::<Result<Vec<_>>>()?;
+                let mut history = KeyedDigest::new(&self.master);
+                history.words(&self.history);
                 let mut v = states(1 << j, LevelState::new(p, 0))?;
-                for (cell, count) in v.iter_mut().zip(counts) {
+                for (theta, (cell, count)) in v.iter_mut().zip(counts).enumerate() {
+                    let position = [theta as u64, (j as u64) << 32 | u64::from(next)];
+                    let keys = base.at(&position);
+                    let mut rng = keys.generator(Draw::History, 0, 0, history.state());
                     let mut s = count;
                     for noise in &noises {
-                        s = s.checked_add(noise.sample(&mut self.rng)?).ok_or_else(|| {
+                        s = s.checked_add(noise.sample(&mut rng)?).ok_or_else(|| {
                             Error::Overflow("a private count exceeds int64".into())
                         })?;
                     }
@@ -395,9 +425,12 @@ impl OnlineSynthesizer {
         if self.dim == 1 && self.level.is_some() {
             self.history.push(code);
         }
+        let base = &self.keys;
         for (j, (cells, p)) in self.cells.iter_mut().zip(&self.params).enumerate() {
             let theta = (code >> (MAX_DEPTH - 1 - j as u32)) as usize;
-            cells[theta].advance_to(p, &mut self.rng, t - p.start + 1, Some(1))?;
+            let position = [theta as u64, (j as u64 + 1) << 32 | u64::from(p.level)];
+            let keys = base.at(&position);
+            cells[theta].advance_to(p, &keys, t - p.start + 1, Some(1))?;
         }
         Ok(())
     }
@@ -426,11 +459,14 @@ impl OnlineSynthesizer {
     /// Advance every cell to the current time and append its `N_θ` to
     /// `counts` in heap order. Fails only on a noise draw beyond `i64`.
     fn catch_up(&mut self, counts: &mut Vec<i64>) -> Result<()> {
-        for (cells, p) in self.cells.iter_mut().zip(&self.params) {
+        let base = &self.keys;
+        for (j, (cells, p)) in self.cells.iter_mut().zip(&self.params).enumerate() {
             let upto = self.time - p.start + 1;
-            for cell in cells.iter_mut() {
+            for (theta, cell) in cells.iter_mut().enumerate() {
                 if cell.local_time() < upto {
-                    cell.advance_to(p, &mut self.rng, upto, None)?;
+                    let position = [theta as u64, (j as u64 + 1) << 32 | u64::from(p.level)];
+                    let keys = base.at(&position);
+                    cell.advance_to(p, &keys, upto, None)?;
                 }
                 counts.push(cell.release());
             }
@@ -494,9 +530,12 @@ impl OnlineSynthesizer {
     }
 
     /// Encode the whole state for a checkpoint. **Sensitive**: it holds the
-    /// exact counts (protect it like the raw data). The key of an OS-seeded
-    /// generator is never written: a loaded copy draws a fresh one. A seeded
-    /// synthesizer resumes exactly.
+    /// exact counts and the counters' secret master key (protect it like the
+    /// raw data): loaded any number of times and fed the same points, the
+    /// counters release the same values; a checkpoint supports one
+    /// continuation. The key of an OS-seeded sampling generator is never
+    /// written: a loaded copy draws a fresh one. A seeded synthesizer resumes
+    /// exactly.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.check_usable()?;
         let mut w = Writer::new();
@@ -504,6 +543,7 @@ impl OnlineSynthesizer {
         w.u64(self.dim as u64);
         w.u64(self.time);
         state::write_rng(&mut w, &self.rng);
+        write_master(&mut w, Some(&self.master));
         for cells in &self.cells {
             for cell in cells {
                 cell.write(&mut w);
@@ -519,13 +559,21 @@ impl OnlineSynthesizer {
     /// Decode [`Self::to_bytes`] output. Fails with a clear error on
     /// truncated, corrupted or foreign data.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
-        let payload = state::decode(bytes, Kind::OnlineSynthesizer)?;
+        let (version, payload) = state::decode_versioned(bytes, Kind::OnlineSynthesizer)?;
         let mut r = Reader::new(payload);
         let epsilon = state::read_rational(&mut r)?;
         let dim = usize::try_from(r.u64()?).map_err(|_| invalid!("bad dim"))?;
         let time = r.u64()?;
         let rng = state::read_rng(&mut r)?;
-        let mut s = Self::new(&epsilon, dim, rng)?;
+        let keyed = version >= 2;
+        let mut s = if keyed {
+            let master = read_master(&mut r)?
+                .ok_or_else(|| invalid!("invalid dpstream state: no master key"))?;
+            Self::build(&epsilon, dim, rng, master)?
+        } else {
+            // Version 1 has no master key: one drawn from the restored generator.
+            Self::new(&epsilon, dim, rng)?
+        };
         if time > MAX_TIME {
             return Err(invalid!("invalid dpstream state: time out of range"));
         }
@@ -556,7 +604,7 @@ impl OnlineSynthesizer {
             // Same capacities as the counters built by `update`.
             let mut cells = Vec::with_capacity(n);
             for _ in 0..n {
-                let c = LevelState::read(&mut r, p)?;
+                let c = LevelState::read(&mut r, p, keyed)?;
                 if c.local_time() > upto {
                     return Err(invalid!("invalid dpstream state: cell ahead of time"));
                 }

@@ -200,3 +200,31 @@ fn checkpoints_with_impossible_histories_are_refused() {
     let encoded = crate::state::encode(Kind::OnlineSynthesizer, &short);
     assert!(OnlineSynthesizer::from_bytes(&encoded).is_err());
 }
+
+/// A checkpoint loaded any number of times and fed the same points releases
+/// the same counts, whenever the counts are read.
+#[test]
+fn loads_fed_the_same_points_release_the_same_counts() {
+    let mut data = Rng::seed_from_u64(81);
+    let pts = uniform_points(&mut data, 3000, 2);
+    let mut s = OnlineSynthesizer::new(&q(1, 1), 2, Rng::from_os().unwrap()).unwrap();
+    s.update(&pts[..2000]).unwrap();
+    s.leaf_counts().unwrap();
+    let saved = s.to_bytes().unwrap();
+    let run = |pts: &[f64], reads: usize| {
+        let mut t = OnlineSynthesizer::from_bytes(&saved).unwrap();
+        for chunk in pts.chunks(pts.len() / reads) {
+            t.update(chunk).unwrap();
+            t.leaf_counts().unwrap();
+        }
+        t.leaf_counts().unwrap()
+    };
+    let first = run(&pts[2000..], 1);
+    for reads in [1, 5, 2] {
+        assert_eq!(run(&pts[2000..], reads), first);
+    }
+    // Other points (the independence of their noise is tested on the sparse
+    // counter, `counters::sparse`).
+    let other = run(&uniform_points(&mut data, 1000, 2), 1);
+    assert_ne!(other, first);
+}
