@@ -28,15 +28,31 @@ ROOT = TESTS.parent
 BENCHES = ROOT / "benches"
 
 
+#: The audits ``make test`` keeps as its smoke tier (a few seconds each): the accounting
+#: of every default, one noise, counter, online and tabular audit, and a planted 2ε bug
+#: in a counter and in the tabular default. ``make check`` runs every audit.
+SMOKE_AUDITS = (
+    "test_audit_accounting.py::",
+    "test_audit_noise.py::test_discrete_laplace_mechanism",
+    "test_audit_counters.py::test_counter[simple]",
+    "test_audit_counters.py::test_planted_bug_counter_with_its_split_summing_to_two_epsilon",
+    "test_audit_synthesis.py::test_online_epochs_one_replaced_point",
+    "test_audit_tabular_default.py::test_default_tabular_stream[4101-fast]",
+    "test_audit_tabular_default.py::test_planted_double_epsilon_is_flagged[4101-fast]",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the check tier by path, before ``-m`` deselects: the privacy audits
-    (``tests/audit/``) as ``audit`` and the tests that run the bench scripts
-    (``tests/test_bench_*.py``) as ``bench``. ``make test`` runs neither (nor ``slow``)."""
+    (``tests/audit/``, but :data:`SMOKE_AUDITS`) as ``audit`` and the tests that run the
+    bench scripts (``tests/test_bench_*.py``) as ``bench``. ``make test`` runs neither
+    (nor ``slow``)."""
     for item in items:
         path = Path(item.path)
         if TESTS / "audit" in path.parents:
-            item.add_marker(pytest.mark.audit)
+            if not any(key in item.nodeid for key in SMOKE_AUDITS):
+                item.add_marker(pytest.mark.audit)
         elif path.parent == TESTS and path.name.startswith("test_bench_"):
             item.add_marker(pytest.mark.bench)
 
