@@ -20,7 +20,7 @@ RUST_SOURCES := $(shell find rust -path rust/fuzz -prune -o \( -name '*.rs' -o -
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: demo test check test-rust test-python test-python-all examples test-mbi test-planted \
+.PHONY: demo test check test-rust test-rust-slow test-python test-python-all examples test-mbi test-planted \
 	planted-build audit-long lint bench reproduce develop docs clean
 
 demo: $(EXT)
@@ -39,10 +39,14 @@ FAST := not (long or slow or audit or bench)
 
 test: test-rust test-python
 
-check: test-rust test-python-all test-mbi test-planted
+check: test-rust test-rust-slow test-python-all test-mbi test-planted
 
 test-rust:
 	cargo test -p dpstream-core
+
+# The core's slow statistical tests (#[ignore]d in the fast tier).
+test-rust-slow:
+	cargo test -p dpstream-core -- --ignored
 
 # The Rust examples the edge tests run (tests never build Rust; a missing one fails here).
 EXAMPLES := privhp_edge continual_edge

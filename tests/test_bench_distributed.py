@@ -50,7 +50,7 @@ def test_release_rss_measures_both_releases_and_checks_them_equal() -> None:
     written by the workers, and drawn on the client; the script checks them equal."""
     pytest.importorskip("dask.distributed")
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--release-rss", "30000"],
+        [sys.executable, str(SCRIPT), "--release-rss", "30000", "--no-write"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -925,7 +925,9 @@ mod tests {
     /// `skip(n)` has the law of `n` zero steps: two-sample chi-square on the
     /// number of closed segments (α = 1e-6) in regimes that exercise the
     /// fast path, short runs drawn test by test, and the exact skipper.
+    /// About two minutes: `make check` runs it (`cargo test -- --ignored`).
     #[test]
+    #[ignore = "slow (about two minutes): make check runs it"]
     fn skipping_zeros_has_the_law_of_zero_steps() {
         use crate::noise::test_support::chi2_critical;
         // ε = 1, T = 1000: T_0 = 62, test noise scale 2, so after 60 ones a
