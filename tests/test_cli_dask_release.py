@@ -15,7 +15,7 @@ from dpstream.cli import main
 from dpstream.runs import _decode_checkpoint
 from dpstream.tabular import Domain, release
 from test_cli import run as cli
-from test_cli_dask import MONTHS, frame, scheduler, write_dir  # noqa: F401 (a fixture)
+from test_cli_dask import MONTHS, inputs, scheduler  # noqa: F401 (fixtures)
 
 pytest.importorskip("dask.distributed")
 pytest.importorskip("pyarrow")
@@ -31,13 +31,10 @@ LABELS = ["2024-01", "2024-02", "2024-03"]
 
 
 @pytest.fixture
-def inputs(tmp_path: Path) -> tuple[Path, Path, Path]:
-    data = frame(12_000, 1)
-    data.to_parquet(tmp_path / "one.parquet", index=False)
-    write_dir(data, tmp_path / "dir", 4)
-    domain = tmp_path / "domain.json"
-    domain.write_text(json.dumps(SCHEMA))
-    return tmp_path / "one.parquet", tmp_path / "dir", domain
+def numbers(inputs: tuple[Path, Path, Path]) -> tuple[Path, Path, Path]:  # noqa: F811
+    """``test_cli_dask``'s inputs with a schema of numbers in bins and missing values."""
+    inputs[2].write_text(json.dumps(SCHEMA))
+    return inputs
 
 
 def table(domain: Path, src: Path, out: Path, *extra: str) -> list[str]:
@@ -55,12 +52,12 @@ def files(out: Path) -> dict[str, bytes]:
 
 @pytest.mark.slow
 def test_a_release_is_a_directory_of_chunks_with_the_rows_of_one_process(
-    inputs: tuple[Path, Path, Path],
+    numbers: tuple[Path, Path, Path],
     tmp_path: Path,
     scheduler: str,  # noqa: F811 (the imported fixture)
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    one, directory, domain = inputs
+    one, directory, domain = numbers
     schema = Domain.from_json(domain)
     # Chunks of 997 rows (the workers run in this process): several parts per release.
     monkeypatch.setattr(release, "CHUNK_ROWS", 997)
@@ -93,7 +90,7 @@ def test_a_release_is_a_directory_of_chunks_with_the_rows_of_one_process(
 
 @pytest.mark.slow
 def test_a_killed_run_draws_its_pending_release_again_from_the_state(
-    inputs: tuple[Path, Path, Path],
+    numbers: tuple[Path, Path, Path],
     tmp_path: Path,
     scheduler: str,  # noqa: F811 (the imported fixture)
 ) -> None:
@@ -102,7 +99,7 @@ def test_a_killed_run_draws_its_pending_release_again_from_the_state(
     release again, the same bytes; killed after the release's directory appeared, the
     run keeps it (and removes an unfinished one). ``--policy paper`` draws a new key
     from the state at every release."""
-    _, directory, domain = inputs
+    _, directory, domain = numbers
     paper = ["--policy", "paper", "--checkpoint"]
 
     def argv(out: str, *extra: str) -> list[str]:
