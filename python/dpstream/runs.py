@@ -19,6 +19,11 @@ when rows are appended to its input:
   before its file is written, so a crash between the two re-writes the same
   bytes on resume: a release is computed once and never recomputed with new
   noise (no ε is spent twice for it);
+* a :class:`Drawn` model's release (rows drawn and written by a cluster's
+  workers, never held here) is named in the checkpoint (``redraw``) with the
+  state it is drawn from, a deterministic function of it: on resume it is drawn
+  again from that state, the same rows, and written unless its directory is
+  there (written into a temporary directory, then renamed: it appears whole);
 * batches are consumed in a fixed order from the input, and the checkpoint
   records how many were consumed, so none is lost or counted twice;
 * the checkpoint stores the run's options; a run with other options is
@@ -43,17 +48,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from dpstream._files import atomic_write
 from dpstream.io import table_bytes
 
-__all__ = ["Batch", "Model", "RunResult", "check_out_dir", "consumed_sizes", "run_stream"]
+__all__ = [
+    "Batch",
+    "Drawn",
+    "Model",
+    "RunResult",
+    "check_out_dir",
+    "consumed_sizes",
+    "run_stream",
+]
 
 _MAGIC = b"DPSTREAM-RUN\x00\x03"
 #: Format 2 hashed the rows' canonical bytes in input order (a partitioned run: its
@@ -67,6 +81,18 @@ class Model(Protocol):
 
     def update(self, batch: Any) -> None: ...
     def release(self) -> Any: ...
+    def to_bytes(self) -> bytes: ...
+
+
+class Drawn(Protocol):
+    """A model whose releases are written by its own means (a cluster's workers) into a
+    directory: :meth:`update` draws nothing; :meth:`draw` draws the step's release from
+    the state after the update (:meth:`to_bytes` then), a deterministic function of it,
+    moves the state past it and returns what writes it into a new directory. It is
+    called at every step, released or not, so the state moves the same way."""
+
+    def update(self, batch: Any) -> None: ...
+    def draw(self) -> Callable[[Path], None]: ...
     def to_bytes(self) -> bytes: ...
 
 
@@ -154,11 +180,36 @@ def _check_header(header: Any) -> None:
         "releases": isinstance(header.get("releases"), list)
         and all(_is_release_name(r) for r in header["releases"]),
         "pending": header.get("pending") is None or _is_release_name(header["pending"]),
+        "redraw": header.get("redraw") is None or _is_release_name(header["redraw"]),
         "closed": isinstance(header.get("closed"), bool),
     }
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
         raise ValueError(f"bad header field {bad[0]!r}")
+
+
+def _write_directory(target: Path, write: Callable[[Path], None]) -> None:
+    """``write(directory)`` into a temporary sibling of ``target``, then renamed to it:
+    the directory appears whole. One already at ``target`` appeared so and is kept; a
+    temporary one left by a crash was never part of a release and is removed first."""
+    if target.is_dir():
+        return
+    tmp = target.with_name(f".{target.name}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    write(tmp)
+    _fsync(tmp)
+    os.rename(tmp, target)
+    _fsync(target.parent)
+
+
+def _fsync(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def check_out_dir(out: Path, checkpoint: Path | None) -> None:
@@ -232,6 +283,7 @@ def run_stream(
     progress: Callable[[Iterator[int], int], Iterator[int]] | None = None,
     one_shot: bool = False,
     legacy_row_bytes: Callable[[Any], bytes] | None = None,
+    drawn: bool = False,
 ) -> RunResult:
     """Drive ``model`` over ``batches``; see the module docs for the guarantees.
 
@@ -248,17 +300,21 @@ def run_stream(
         legacy_row_bytes: the canonical bytes of a batch's rows in input order,
             which a format-2 checkpoint hashed; given, such a checkpoint is checked
             with them and continues in format 3. ``None``: it is refused.
+        drawn: ``model`` (and what ``load_model`` returns) is a :class:`Drawn`: each
+            release is the directory ``release-<label><suffix>/`` its writer fills.
 
     Raises:
         ValueError: a corrupt or foreign checkpoint, other options, a changed
-            consumed prefix, fewer batches than consumed, or new rows for a
-            finished one-shot run. Nothing is written then.
+            consumed prefix, fewer batches than consumed, new rows for a
+            finished one-shot run, or a release to draw again (``redraw``) for a
+            model that is not :class:`Drawn`. Nothing is written then.
     """
     start = 0
     written: list[str] = []
     sizes: list[int] = []
     digest = hashlib.sha256()
     pending_write: tuple[str, bytes] | None = None
+    redraw: str | None = None
     closed = False
     if checkpoint is not None and checkpoint.exists():
         header, state, pending = _decode_checkpoint(checkpoint)
@@ -300,6 +356,12 @@ def run_stream(
         written = list(header["releases"])
         if header.get("pending"):
             pending_write = (str(header["pending"]), pending)
+        redraw = header.get("redraw")
+        if redraw is not None and not drawn:
+            raise ValueError(
+                f"checkpoint {checkpoint} holds release {redraw} still to be drawn and "
+                "written by the workers: resume the run with --dask (and --format parquet)"
+            )
         if state:
             model = load_model(state)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -308,9 +370,23 @@ def run_stream(
         atomic_write(out_dir / name, data)  # the same bytes as before the crash
         if name not in written:
             written.append(name)
+
+    def draw() -> Callable[[Path], None]:
+        return cast("Drawn", model).draw()
+
+    if redraw is not None:  # drawn again from the state it was drawn from: the same rows
+        _write_directory(out_dir / redraw, draw())
+        if redraw not in written:
+            written.append(redraw)
     resumed = start
 
-    def save(done: int, label: str, pending: tuple[str, bytes] | None, final: bool) -> None:
+    def save(
+        done: int,
+        label: str,
+        pending: tuple[str, bytes] | None,
+        final: bool,
+        redraw: str | None = None,
+    ) -> None:
         if checkpoint is None:
             return
         shot = final and one_shot
@@ -324,7 +400,9 @@ def run_stream(
             "pending": pending[0] if pending else None,
             "closed": shot,
         }
-        state = b"" if shot else bytes(model.to_bytes())
+        if redraw is not None:  # only then: other checkpoints are as before
+            header["redraw"] = redraw
+        state = b"" if shot and redraw is None else bytes(model.to_bytes())
         atomic_write(checkpoint, _encode_checkpoint(header, state, pending[1] if pending else b""))
 
     indices: Iterator[int] = iter(range(start, len(batches)))
@@ -337,9 +415,16 @@ def run_stream(
         sizes.append(len(batch.rows))
         done = i + 1
         final = done == len(batches)
-        if batch.release:
+        name = f"release-{batch.label}{suffix}"
+        if drawn and batch.release:
+            _fault("before-checkpoint", i)
+            save(done, batch.label, None, final, redraw=name)  # the state it is drawn from
+            _fault("after-checkpoint", i)
+            _write_directory(out_dir / name, draw())
+            written.append(name)
+            _fault("after-write", i)
+        elif batch.release:
             frame = model.release()
-            name = f"release-{batch.label}{suffix}"
             data = table_bytes(frame, suffix)
             _fault("before-checkpoint", i)
             save(done, batch.label, (name, data), final)
@@ -347,6 +432,9 @@ def run_stream(
             atomic_write(out_dir / name, data)
             written.append(name)
             _fault("after-write", i)
-        elif done % checkpoint_every == 0 or final:
-            save(done, batch.label, None, final)
+        else:
+            if drawn:
+                draw()
+            if done % checkpoint_every == 0 or final:
+                save(done, batch.label, None, final)
     return RunResult(len(batches), [out_dir / n for n in written], model, resumed)

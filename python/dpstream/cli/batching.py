@@ -286,11 +286,13 @@ def run_batches(
     load_model: Callable[[bytes], Any],
     fingerprint: dict[str, Any],
     one_shot: bool = False,
+    drawn: bool = False,
 ) -> RunResult:
     """The command's run over ``batches`` (:func:`dpstream.runs.run_stream`): releases in
     ``--out`` as ``--format``, ``--checkpoint`` every ``--checkpoint-every`` batches (a
     checkpoint resumes only a run whose options ``fingerprint`` match), progress unless
-    ``--quiet``."""
+    ``--quiet``. ``drawn``: ``model`` is a :class:`dpstream.runs.Drawn` (each release a
+    directory its workers write)."""
     return run_stream(
         batches,
         model,
@@ -304,4 +306,5 @@ def run_batches(
         checkpoint_every=positive(opts, "checkpoint_every") or 1,
         progress=progress(opts),
         one_shot=one_shot,
+        drawn=drawn,
     )

@@ -4,16 +4,25 @@ The records are encoded by the public schema (``--domain``): categories as codes
 numbers by their bins, missing values as their own code. A release is decoded back
 to the schema's values, numbers drawn inside their bins (post-processing). ε is spent
 on every step's table for the relation of :data:`dpstream.cli.parser.RELATIONS`.
+
+With ``--dask`` and ``--format parquet`` a release is the directory
+``release-<label>.parquet/`` of ``part-<i>.parquet`` files, one per chunk of
+:data:`dpstream.tabular.release.CHUNK_ROWS` rows, drawn, decoded and written by the
+workers (:func:`chunk_rng`): the client holds the models, never the rows.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dpstream._dask import gather_in_order
+from dpstream._dask import require as module
 from dpstream.cli.batching import input_batches, is_partitioned, read_checked, released, run_batches
 from dpstream.cli.evaluation import evaluate_table
 from dpstream.cli.options import (
@@ -83,9 +92,62 @@ def decode_rng(opts: dict[str, Any], step: int) -> Any:
     """The generator that draws a release's numbers inside their bins (post-processing,
     not privacy noise): OS-seeded, or with ``--seed`` a function of the seed and the step
     alone, so that a resumed run draws what an uninterrupted one draws."""
-    if opts.get("seed") is None:
+    seed = opts.get("seed")
+    return chunk_rng(None if seed is None else int(seed), step, 0)
+
+
+def chunk_rng(seed: int | None, step: int, index: int) -> Any:
+    """The generator of chunk ``index`` of a release written by the workers, as
+    :func:`decode_rng` for a whole release: OS-seeded, or with ``--seed`` a function of
+    ``(seed, step, index)`` alone, so that any worker (or one process) draws the same
+    numbers. Chunk 0's is :func:`decode_rng`'s: a release of one chunk is the rows of the
+    run without ``--dask``; later chunks draw other numbers in the same bins."""
+    if seed is None:
         return np.random.default_rng()
-    return np.random.default_rng([int(opts["seed"]), step, 40])
+    return np.random.default_rng([seed, step, 40, *([index] if index else [])])
+
+
+_Shared = tuple[Domain, Domain, Any, "int | None", int]
+
+
+def _write_chunk(part: Any, shared: _Shared, index: int, directory: str) -> int:
+    """Task body (on a worker): chunk ``index`` of a release (a partition of
+    ``TabularStream.synthetic_dask``) in the schema's values, written to
+    ``directory/part-<index>.parquet`` with the release's Arrow schema and synced to
+    disk; its row count."""
+    coded, domain, schema, seed, step = shared
+    if not domain.is_codes:
+        part = domain.decode(coded.encode(part), chunk_rng(seed, step, index))
+    pa, pq = module("pyarrow"), module("pyarrow.parquet")
+    out = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pandas(part, schema=schema, preserve_index=False), out)
+    with open(Path(directory) / f"part-{index:05d}.parquet", "wb") as f:
+        f.write(out.getvalue().to_pybytes())
+        f.flush()
+        os.fsync(f.fileno())
+    return len(part)
+
+
+def release_writer(
+    table: Any, coded: Domain, domain: Domain, seed: int | None, step: int
+) -> Callable[[Path], None]:
+    """What writes ``table`` (``synthetic_dask()`` of step ``step``, in ``coded``'s
+    labels) into a directory, one Parquet file per partition, on the workers. Every
+    part has the schema's column types, whatever values its chunk holds."""
+    zeros = np.zeros((1, len(coded)), dtype=np.int64)
+    one = coded.decode(zeros) if domain.is_codes else domain.decode(zeros, chunk_rng(0, 0, 0))
+    schema = module("pyarrow").Schema.from_pandas(one, preserve_index=False)
+    shared: _Shared = (coded, domain, schema.remove_metadata(), seed, step)
+
+    def write(directory: Path) -> None:
+        dask = module()
+        key = dask.delayed(shared, pure=True)
+        task = dask.delayed(_write_chunk, pure=False)  # it writes a file
+        parts = table.to_delayed()
+        for _ in gather_in_order([task(p, key, i, str(directory)) for i, p in enumerate(parts)]):
+            pass
+
+    return write
 
 
 def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +210,10 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
             return release
         return domain.decode(coded.encode(release), decode_rng(opts, t))
 
+    # --dask with Parquet: each release drawn and written by the workers (runs.Drawn).
+    drawn = opts.get("dask") is not None and opts.get("format") == "parquet"
+    seed = None if opts.get("seed") is None else int(opts["seed"])
+
     class _Table:
         def __init__(self, s: Any) -> None:
             self.s = s
@@ -163,12 +229,17 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
 
         def _step(self, batch: Any) -> Any:
             try:
-                return self.s.step(batch)
+                return self.s.step(batch, draw=not drawn)
             except ValueError as e:  # in the command's words: columns, options
                 raise ValueError(in_command_words(str(e), names)) from None
 
         def release(self) -> Any:
             return decoded(self.last, int(self.s._t))
+
+        def draw(self) -> Callable[[Path], None]:
+            """The step's release, drawn as the step would have drawn it, written by the
+            workers (:func:`release_writer`)."""
+            return release_writer(self.s.synthetic_dask(), coded, domain, seed, int(self.s.t))
 
         def to_bytes(self) -> bytes:
             return bytes(self.s.to_bytes())
@@ -180,7 +251,7 @@ def cmd_table(opts: dict[str, Any]) -> dict[str, Any]:
     def load(state: bytes) -> Any:
         return _Table(TabularStream.from_bytes(state, allow_seeded=seeded))
 
-    result = run_batches(opts, run_input, batches, _Table(stream), load, fingerprint)
+    result = run_batches(opts, run_input, batches, _Table(stream), load, fingerprint, drawn=drawn)
     summary = run_summary(opts, eps, result.releases, command="table")
     if evaluate is not None and result.releases:
         summary.update(evaluate_table(batches, domain, codes, result.releases, evaluate, opts))

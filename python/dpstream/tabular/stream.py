@@ -241,7 +241,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._last_selected = []
         self._selections = np.zeros(len(self._workloads), dtype=np.int64)
 
-    def _step_epochs(self, batch: Any, deletions: Any) -> Any:
+    def _step_epochs(self, batch: Any, deletions: Any, draw: bool) -> Any:
         mech = self._epochs
         assert mech is not None
         d = len(self._domain)
@@ -271,11 +271,11 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
             raise
         self._t = mech.t
         self._size = mech.size
-        return self._released(batch, deletions)
+        return self._released(batch, deletions) if draw else None
 
     # ------------------------------------------------------------------ the stream
 
-    def step(self, batch: Any = None, *, deletions: Any = None) -> Any:
+    def step(self, batch: Any = None, *, deletions: Any = None, draw: bool = True) -> Any:
         """Take the next time step's insertions (and deletions); return the synthetic table.
 
         Args:
@@ -288,6 +288,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
                 for bit, on the same records.
             deletions: removed records, same forms (not with :class:`Baseline`). Whether a
                 step is given a ``deletions`` argument (not its records) is public.
+            draw: ``False``: the step draws no table and returns ``None``; the next
+                :meth:`synthetic_codes` or :meth:`synthetic_dask` draws the table it would
+                have returned. That table is a function of :meth:`to_bytes` taken before
+                it is drawn: a stream loaded from those bytes draws the same one.
 
         Returns:
             A pandas DataFrame (if pandas is installed, else an ``(n, d)`` int64 array of
@@ -309,7 +313,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         if self._removed is not None:
             raise ValueError(self._removed.message)
         if self._epochs is not None:
-            return self._step_epochs(batch, deletions)
+            return self._step_epochs(batch, deletions, bool(draw))
         counts = step_marginals(self._domain, self._workloads, batch, deletions)
         n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
         if n_dels and self._baseline:
@@ -345,7 +349,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         self._exact_size = exact
         self._insert_only = self._insert_only and not counts.has_deletions
         self._t += 1
-        return self._released(batch, deletions)
+        return self._released(batch, deletions) if draw else None
 
     def _check_step(self) -> None:
         """Refuse, before anything changes, a step that could fail after the counters are
