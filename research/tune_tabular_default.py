@@ -6,6 +6,7 @@ R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
 
     .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
     .venv/bin/python research/tune_tabular_default.py fresh-half --no-alternatives
+    .venv/bin/python research/tune_tabular_default.py pooled-unmerge --no-alternatives
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import collections
 import itertools
 import sys
+import types
 from fractions import Fraction
 from multiprocessing import Pool
 from pathlib import Path
@@ -24,6 +26,8 @@ import _alternatives as alt
 import _tables
 from dpstream import Rng
 from dpstream.tabular import Adaptive, TabularStream, epoch_split, tv_errors
+from dpstream.tabular.epochs import EpochMechanism
+from dpstream.tabular.release import Part, ReleasePlan
 
 
 def _split(shares: str) -> epoch_split.Split:
@@ -41,7 +45,39 @@ VARIANTS = {
     "half-one-way": (2.0, _split("1/4 1/4 1/10 1/4 1/8")),
     "fresh-half": (2.0, _split("1/2 0 1/8 1/4 1/10")),
     "fresh-3/8": (2.0, _split("3/8 0 1/8 3/8 1/10")),
+    "pooled-unmerge": (2.0, epoch_split.SPLIT),
 }
+
+
+def _project(y: np.ndarray) -> np.ndarray:
+    """The nearest (ℓ2) non-negative vector with the same sum (bisection on the shift)."""
+    total = max(float(y.sum()), 0.0)
+    lo, hi = float(y.min()) - total, float(y.max())
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.clip(y - mid, 0, None).sum() > total else (lo, mid)
+    return np.clip(y - hi, 0, None)
+
+
+def _pooled_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
+    """Variant "pooled-unmerge": a merged code is drawn back to a category with the 1-way
+    sums of every epoch (closed and open) added up and projected, instead of its own
+    epoch's (post-processing; same ε)."""
+    if self.key is None:
+        self.key = int(rng.integers(2**63))
+    ones = tuple(
+        _project(sum((e.ones[j] for e in self.epochs), np.zeros(s)) + self.ones[j])
+        for j, s in enumerate(self.sizes)
+    )
+    parts, sizes = [], []
+    for e in self.epochs:
+        if (n := self._rows(e.size, e.rows)) > 0 and e.model is not None:
+            parts.append(Part(e.model, tuple(e.maps), ones))
+            sizes.append(n)
+    if (n := self.open_rows) > 0 and self.open_model is not None:
+        parts.append(Part(self.open_model, tuple(self.epochs[-1].maps), ones))
+        sizes.append(n)
+    return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
 def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str], float, float]:
@@ -57,6 +93,8 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         growth, shares = VARIANTS[method]
         stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
+        if method == "pooled-unmerge":
+            stream._epochs.release_plan = types.MethodType(_pooled_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         for batch in parts:
             stream.step(batch)
         synth = stream.synthetic_codes()
