@@ -161,6 +161,19 @@ trait NoiseProcess {
     fn commit(&mut self, t: u64, z: &[i64], noise: &[i64]);
     /// Heap bytes held.
     fn heap_bytes(&self) -> usize;
+    /// Encode what a checkpoint needs beyond the sums and the release's
+    /// noise (what does not follow from the public time); nothing by default.
+    fn write_state(&self, _w: &mut crate::state::Writer) {}
+    /// Decode [`Self::write_state`] output into a new counter's process that
+    /// is at `time`, whose release carries the noise `noise`.
+    fn read_state(
+        &mut self,
+        _r: &mut crate::state::Reader<'_>,
+        _time: u64,
+        _noise: &[i64],
+    ) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug)]
