@@ -16,8 +16,9 @@
 
 use dpstream_core::synth::ContinualPrivHP;
 use dpstream_core::{Rational, Rng};
-use std::collections::HashMap;
 use std::io::Write;
+
+mod common;
 
 /// Points generated per update.
 const BATCH: usize = 4096;
@@ -34,16 +35,7 @@ fn unit(rng: &mut Rng) -> f64 {
 }
 
 fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut opts = HashMap::new();
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let name = flag
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument {flag}"))?;
-        let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
-        opts.insert(name.to_string(), value.clone());
-    }
+    let opts = common::options()?;
     let num = |k: &str, default: Option<u64>| -> Result<u64, String> {
         match opts.get(k) {
             Some(v) => v

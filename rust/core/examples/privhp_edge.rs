@@ -18,8 +18,9 @@
 use dpstream_core::sketch::SketchKind;
 use dpstream_core::synth::{BudgetRule, PrivHP, PrivHPConfig};
 use dpstream_core::{Rational, Rng};
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
+
+mod common;
 
 /// Points buffered before each update: the reader's whole memory.
 const BATCH: usize = 4096;
@@ -47,16 +48,7 @@ fn parse_epsilon(s: &str) -> Result<Rational, String> {
 }
 
 fn run() -> Result<(), String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut opts = HashMap::new();
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let name = flag
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument {flag}"))?;
-        let value = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
-        opts.insert(name.to_string(), value.clone());
-    }
+    let opts = common::options()?;
     let get = |k: &str| opts.get(k).map(String::as_str);
     let num = |k: &str| -> Result<Option<u64>, String> {
         get(k)

@@ -70,20 +70,22 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, by code.
+    pub const ALL: [Kind; 9] = [
+        Self::TreeGenerator,
+        Self::Sketch,
+        Self::OnlineSynthesizer,
+        Self::PrivHP,
+        Self::Counter,
+        Self::SparseCounter,
+        Self::InhomogeneousSparseCounter,
+        Self::EpochSynthesizer,
+        Self::ContinualPrivHP,
+    ];
+
     /// The kind with code `code`, if known.
     pub fn from_code(code: u16) -> Option<Self> {
-        match code {
-            1 => Some(Self::TreeGenerator),
-            2 => Some(Self::Sketch),
-            3 => Some(Self::OnlineSynthesizer),
-            4 => Some(Self::PrivHP),
-            5 => Some(Self::Counter),
-            6 => Some(Self::SparseCounter),
-            7 => Some(Self::InhomogeneousSparseCounter),
-            8 => Some(Self::EpochSynthesizer),
-            9 => Some(Self::ContinualPrivHP),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|&k| k as u16 == code)
     }
 
     /// Version of this kind's payload layout written by this build (the

@@ -4,19 +4,9 @@
 use dpstream_core::state::{self, Kind};
 use libfuzzer_sys::fuzz_target;
 
-const KINDS: [Kind; 7] = [
-    Kind::TreeGenerator,
-    Kind::Sketch,
-    Kind::OnlineSynthesizer,
-    Kind::PrivHP,
-    Kind::Counter,
-    Kind::SparseCounter,
-    Kind::InhomogeneousSparseCounter,
-];
-
 fuzz_target!(|data: &[u8]| {
     let peeked = state::peek_kind(data);
-    for kind in KINDS {
+    for kind in Kind::ALL {
         match (state::decode_versioned(data, kind), &peeked) {
             (Ok((version, payload)), Ok(k)) => {
                 assert_eq!(*k, kind);
@@ -32,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     // Wrapping arbitrary bytes always decodes back to them.
-    for kind in KINDS {
+    for kind in Kind::ALL {
         let wrapped = state::encode(kind, data);
         assert_eq!(state::decode(&wrapped, kind).unwrap(), data);
     }

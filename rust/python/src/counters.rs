@@ -82,27 +82,10 @@ pub(crate) struct PyCounter {
     seeded: bool,
 }
 
-impl PyCounter {
-    /// Run `f` on the counter and its generator with the GIL released.
-    fn with_rng<T: Send>(
-        &mut self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut Counter, &mut dpstream_core::Rng) -> T + Send,
-    ) -> PyResult<T> {
-        let Self { inner, rng, .. } = self;
-        match rng {
-            Source::Shared(shared) => {
-                let mut guard = shared.bind(py).try_borrow_mut()?;
-                let r = &mut guard.inner;
-                Ok(py.detach(|| f(inner, r)))
-            }
-            Source::Own(r) => Ok(py.detach(|| f(inner, r))),
-        }
-    }
-}
+counter_methods! {
+    PyCounter(Counter);
+    get { horizon: Option<u64>, dim: usize }
 
-#[pymethods]
-impl PyCounter {
     #[new]
     #[pyo3(signature = (kind, eps_num, eps_den, dim, horizon=None, rng=None))]
     fn new(
@@ -117,39 +100,13 @@ impl PyCounter {
         let kind = parse_kind(kind, horizon)?;
         let eps = rational(eps_num, eps_den, "epsilon")?;
         let inner = Counter::new(kind, &eps, dim).map_err(to_py_err)?;
-        let (rng, seeded) = match rng {
-            Some(r) => {
-                let seeded = r.bind(py).try_borrow()?.inner.is_seeded();
-                (Source::Shared(r), seeded)
-            }
-            None => {
-                let own = dpstream_core::Rng::from_os().map_err(to_py_err)?;
-                (Source::Own(Box::new(own)), false)
-            }
-        };
+        let (rng, seeded) = make_source(py, rng)?;
         Ok(Self { inner, rng, seeded })
     }
 
     #[getter]
     fn kind(&self) -> &'static str {
         kind_name(self.inner.kind())
-    }
-    #[getter]
-    fn horizon(&self) -> Option<u64> {
-        self.inner.horizon()
-    }
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    #[getter]
-    fn time(&self) -> u64 {
-        self.inner.time()
-    }
-    /// Whether the counter draws from a caller-seeded generator (not private).
-    #[getter]
-    fn seeded(&self) -> bool {
-        self.seeded
     }
 
     /// `(numerator, denominator)` of ε.
@@ -161,10 +118,6 @@ impl PyCounter {
     /// `None` for the hybrid epoch trees (it is the epoch index `k`).
     fn epsilon_split(&self) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
         share_tuples(self.inner.epsilon_split())
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.inner.memory_bytes()
     }
 
     #[getter]
@@ -179,8 +132,8 @@ impl PyCounter {
         increment: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<Py<PyArray1<i64>>> {
         let inc = increment.as_slice()?;
-        self.with_rng(py, |c, r| c.step(r, inc))?
-            .map_err(to_py_err)?;
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.step(r, inc))?.map_err(to_py_err)?;
         Ok(self.inner.release().to_vec().into_pyarray(py).unbind())
     }
 
@@ -188,23 +141,6 @@ impl PyCounter {
     /// the exact sums.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes(self.seeded))
-    }
-
-    /// Decode `to_bytes` output; the counter draws from `rng`, or from a
-    /// fresh OS-seeded generator when `rng` is `None`. A checkpoint of a
-    /// seeded counter is refused unless `allow_seeded`; loaded, it stays
-    /// seeded whatever `rng` is (its noise so far is reproducible).
-    #[staticmethod]
-    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
-    fn from_bytes(
-        py: Python<'_>,
-        data: &[u8],
-        rng: Option<Py<Rng>>,
-        allow_seeded: bool,
-    ) -> PyResult<Self> {
-        let (inner, saved) = Counter::from_bytes(data).map_err(to_py_err)?;
-        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, "Counter")?;
-        Ok(Self { inner, rng, seeded })
     }
 
     /// `(T, dim)` increments in, `(T, dim)` releases out. All-or-nothing.
@@ -225,8 +161,8 @@ impl PyCounter {
             .ok_or_else(|| PyValueError::new_err("increments are too large"))?;
         let inc = increments.as_slice()?;
         let mut out = zeroed::<i64>(size)?;
-        self.with_rng(py, |c, r| c.run(r, inc, &mut out))?
-            .map_err(to_py_err)?;
+        let Self { inner, rng, .. } = self;
+        with_source(py, inner, rng, |c, r| c.run(r, inc, &mut out))?.map_err(to_py_err)?;
         Ok(out.into_pyarray(py).reshape([steps, dim])?.unbind())
     }
 }
@@ -297,8 +233,10 @@ pub(crate) struct PySparseCounter {
     seeded: bool,
 }
 
-#[pymethods]
-impl PySparseCounter {
+sparse_counter_methods! {
+    PySparseCounter(SparseCounter);
+    get { horizon: u64, threshold: i64, segments: u64 }
+
     #[new]
     #[pyo3(signature = (eps_num, eps_den, horizon, rng=None))]
     fn new(
@@ -314,30 +252,6 @@ impl PySparseCounter {
         Ok(Self { inner, rng, seeded })
     }
 
-    #[getter]
-    fn horizon(&self) -> u64 {
-        self.inner.horizon()
-    }
-    #[getter]
-    fn threshold(&self) -> i64 {
-        self.inner.threshold()
-    }
-    #[getter]
-    fn time(&self) -> u64 {
-        self.inner.time()
-    }
-    #[getter]
-    fn segments(&self) -> u64 {
-        self.inner.segments()
-    }
-    #[getter]
-    fn release(&self) -> i64 {
-        self.inner.release()
-    }
-    #[getter]
-    fn seeded(&self) -> bool {
-        self.seeded
-    }
     fn epsilon(&self) -> (BigUint, BigUint) {
         fraction(self.inner.epsilon())
     }
@@ -345,45 +259,10 @@ impl PySparseCounter {
     fn epsilon_split(&self) -> Vec<(&'static str, BigUint, BigUint, Option<u64>)> {
         share_tuples(self.inner.epsilon_split())
     }
-    fn memory_bytes(&self) -> usize {
-        self.inner.memory_bytes()
-    }
-    /// One step; returns the release. All-or-nothing.
-    fn step(&mut self, py: Python<'_>, value: i64) -> PyResult<i64> {
-        let Self { inner, rng, .. } = self;
-        with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
-        Ok(self.inner.release())
-    }
     /// Checkpoint bytes (kind `SparseCounter`), with the seeded flag.
     /// Sensitive: the exact counts.
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes(self.seeded))
-    }
-    /// Decode `to_bytes` output; the generator and the seeded flag as in
-    /// `Counter.from_bytes`.
-    #[staticmethod]
-    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
-    fn from_bytes(
-        py: Python<'_>,
-        data: &[u8],
-        rng: Option<Py<Rng>>,
-        allow_seeded: bool,
-    ) -> PyResult<Self> {
-        let (inner, saved) = SparseCounter::from_bytes(data).map_err(to_py_err)?;
-        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, "SparseCounter")?;
-        Ok(Self { inner, rng, seeded })
-    }
-    /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
-    fn run(
-        &mut self,
-        py: Python<'_>,
-        values: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<Py<PyArray1<i64>>> {
-        let xs = values.as_slice()?;
-        let mut out = zeroed::<i64>(xs.len())?;
-        let Self { inner, rng, .. } = self;
-        with_source(py, inner, rng, |c, r| c.run(r, xs, &mut out))?.map_err(to_py_err)?;
-        Ok(out.into_pyarray(py).unbind())
     }
 }
 
@@ -395,8 +274,10 @@ pub(crate) struct PyInhomogeneousSparseCounter {
     seeded: bool,
 }
 
-#[pymethods]
-impl PyInhomogeneousSparseCounter {
+sparse_counter_methods! {
+    PyInhomogeneousSparseCounter(InhomogeneousSparseCounter);
+    get { start_level: u32, first_time: u64, level: Option<u32> }
+
     /// `table` is `[(num, den), ...]` for levels `r_0, r_0 + 1, ...`, or `None`
     /// with `online = (eps_num, eps_den, dim, depth)` for the online schedule.
     #[new]
@@ -434,30 +315,6 @@ impl PyInhomogeneousSparseCounter {
         Ok(Self { inner, rng, seeded })
     }
 
-    #[getter]
-    fn start_level(&self) -> u32 {
-        self.inner.start_level()
-    }
-    #[getter]
-    fn first_time(&self) -> u64 {
-        self.inner.first_time()
-    }
-    #[getter]
-    fn level(&self) -> Option<u32> {
-        self.inner.level()
-    }
-    #[getter]
-    fn time(&self) -> u64 {
-        self.inner.time()
-    }
-    #[getter]
-    fn release(&self) -> i64 {
-        self.inner.release()
-    }
-    #[getter]
-    fn seeded(&self) -> bool {
-        self.seeded
-    }
     fn time_epsilon(&self) -> (BigUint, BigUint) {
         let e = self.inner.time_epsilon();
         fraction(e)
@@ -477,48 +334,12 @@ impl PyInhomogeneousSparseCounter {
             .map_err(to_py_err)?;
         Ok(fraction(&e))
     }
-    fn memory_bytes(&self) -> usize {
-        self.inner.memory_bytes()
-    }
-    /// One step; returns the release. All-or-nothing.
-    fn step(&mut self, py: Python<'_>, value: i64) -> PyResult<i64> {
-        let Self { inner, rng, .. } = self;
-        with_source(py, inner, rng, |c, r| c.step(r, value))?.map_err(to_py_err)?;
-        Ok(self.inner.release())
-    }
     /// Checkpoint bytes (kind `InhomogeneousSparseCounter`), with the seeded
     /// flag. Sensitive: the exact counts. Refused for a schedule given as a
     /// function (none is, from Python).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let data = self.inner.to_bytes(self.seeded).map_err(to_py_err)?;
         Ok(PyBytes::new(py, &data))
-    }
-    /// Decode `to_bytes` output; the generator and the seeded flag as in
-    /// `Counter.from_bytes`.
-    #[staticmethod]
-    #[pyo3(signature = (data, rng=None, allow_seeded=false))]
-    fn from_bytes(
-        py: Python<'_>,
-        data: &[u8],
-        rng: Option<Py<Rng>>,
-        allow_seeded: bool,
-    ) -> PyResult<Self> {
-        let (inner, saved) = InhomogeneousSparseCounter::from_bytes(data).map_err(to_py_err)?;
-        let what = "InhomogeneousSparseCounter";
-        let (rng, seeded) = loaded_source(py, rng, saved, allow_seeded, what)?;
-        Ok(Self { inner, rng, seeded })
-    }
-    /// `(T,)` values in, `(T,)` releases out. All-or-nothing.
-    fn run(
-        &mut self,
-        py: Python<'_>,
-        values: PyReadonlyArray1<'_, i64>,
-    ) -> PyResult<Py<PyArray1<i64>>> {
-        let xs = values.as_slice()?;
-        let mut out = zeroed::<i64>(xs.len())?;
-        let Self { inner, rng, .. } = self;
-        with_source(py, inner, rng, |c, r| c.run(r, xs, &mut out))?.map_err(to_py_err)?;
-        Ok(out.into_pyarray(py).unbind())
     }
 }
 

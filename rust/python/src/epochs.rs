@@ -14,30 +14,11 @@ pub(crate) struct PyEpochSynthesizer {
     inner: EpochSynthesizer,
 }
 
-#[pymethods]
-impl PyEpochSynthesizer {
-    /// The synthesizer owns a generator derived from `rng` (seeded iff `rng`
-    /// is), or, for `None`, one derived from a fresh OS-seeded generator.
-    #[new]
-    #[pyo3(signature = (eps_num, eps_den, dim, rng=None))]
-    fn new(
-        py: Python<'_>,
-        eps_num: BigUint,
-        eps_den: BigUint,
-        dim: usize,
-        rng: Option<&Bound<'_, Rng>>,
-    ) -> PyResult<Self> {
-        let eps = rational(eps_num, eps_den, "epsilon")?;
-        let own = with_rng(py, rng, |r| r.derive())?;
-        let inner = EpochSynthesizer::new(&eps, dim, own).map_err(to_py_err)?;
-        Ok(Self { inner })
-    }
+synthesizer_methods! {
+    PyEpochSynthesizer(EpochSynthesizer),
+    new();
+    get { epochs: u64, depth: u32, n_blocks: usize }
 
-    /// `(numerator, denominator)` of ε.
-    fn epsilon(&self) -> (BigUint, BigUint) {
-        let e = self.inner.epsilon();
-        fraction(e)
-    }
     /// `(numerator, denominator)` of the ε of each block a point of
     /// super-block `k` enters (`k + 1` shares).
     fn epsilon_split(&self, k: u32) -> PyResult<Vec<(BigUint, BigUint)>> {
@@ -51,43 +32,6 @@ impl PyEpochSynthesizer {
             .epsilon_ledger()
             .map(|e| fraction(&e))
             .map_err(to_py_err)
-    }
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    #[getter]
-    fn time(&self) -> u64 {
-        self.inner.time()
-    }
-    #[getter]
-    fn epochs(&self) -> u64 {
-        self.inner.epochs()
-    }
-    #[getter]
-    fn depth(&self) -> u32 {
-        self.inner.depth()
-    }
-    #[getter]
-    fn n_blocks(&self) -> usize {
-        self.inner.n_blocks()
-    }
-    /// Whether the noise comes from a caller-seeded generator (not private).
-    #[getter]
-    fn seeded(&self) -> bool {
-        self.inner.is_seeded()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.inner.memory_bytes()
-    }
-
-    /// Feed a C-contiguous float64 (n, dim) batch, one point per time step;
-    /// all-or-nothing.
-    fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
-        let data = points_slice(&points, self.inner.dim())?;
-        let inner = &mut self.inner;
-        py.detach(|| inner.update(data)).map_err(to_py_err)
     }
 
     /// Feed exact counts of finest cells: `counts[i]` points with the 63-bit
@@ -115,15 +59,6 @@ impl PyEpochSynthesizer {
         self.inner.rollback_to(mark).map_err(to_py_err)
     }
 
-    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
-    #[pyo3(signature = (size=None))]
-    fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {
-        let dim = self.inner.dim();
-        let inner = &mut self.inner;
-        let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
-        rows_array(py, out, dim)
-    }
-
     /// The fitted release tree (closes the open epoch).
     fn release_tree(&mut self, py: Python<'_>) -> PyResult<PyTreeGenerator> {
         let inner = &mut self.inner;
@@ -133,13 +68,6 @@ impl PyEpochSynthesizer {
 
     fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.inner.to_bytes())
-    }
-
-    #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(Self {
-            inner: EpochSynthesizer::from_bytes(data).map_err(to_py_err)?,
-        })
     }
 }
 

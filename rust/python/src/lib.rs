@@ -13,6 +13,9 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyMemoryError, PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+#[macro_use]
+mod macros;
+
 mod continual;
 mod counters;
 mod epochs;
@@ -172,6 +175,28 @@ pub(crate) fn rows_array(
     use numpy::{IntoPyArray, PyArrayMethods};
     let rows = out.len() / dim;
     Ok(out.into_pyarray(py).reshape([rows, dim])?.unbind())
+}
+
+/// `(lower, upper, counts)` of `n = counts.len()` cells as `(n, dim)`,
+/// `(n, dim)` and `(n,)` arrays.
+pub(crate) fn cells_arrays<C: numpy::Element>(
+    py: Python<'_>,
+    lower: Vec<f64>,
+    upper: Vec<f64>,
+    counts: Vec<C>,
+    dim: usize,
+) -> PyResult<(
+    Py<numpy::PyArray2<f64>>,
+    Py<numpy::PyArray2<f64>>,
+    Py<PyArray1<C>>,
+)> {
+    use numpy::PyArrayMethods;
+    let n = counts.len();
+    Ok((
+        lower.into_pyarray(py).reshape([n, dim])?.unbind(),
+        upper.into_pyarray(py).reshape([n, dim])?.unbind(),
+        counts.into_pyarray(py).unbind(),
+    ))
 }
 
 /// The object kind of encoded dpstream state ("TreeGenerator", "Sketch"),

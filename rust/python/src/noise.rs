@@ -6,45 +6,41 @@ use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 
-/// `size` draws of `fill` into a new int64 array, with the GIL released.
-fn draws(
-    py: Python<'_>,
-    size: usize,
-    rng: Option<&Bound<'_, Rng>>,
-    fill: impl FnOnce(&mut dpstream_core::Rng, &mut [i64]) -> dpstream_core::Result<()> + Send,
-) -> PyResult<Py<PyArray1<i64>>> {
-    let mut out = zeroed::<i64>(size)?;
-    with_rng(py, rng, |r| fill(r, &mut out))?.map_err(to_py_err)?;
-    Ok(out.into_pyarray(py).unbind())
+/// A pyfunction `$name(num, den, size, rng=None)`: `size` draws of the
+/// sampler `$sampler` whose parameter (`$what`) is `num/den`, into a new
+/// int64 array, with the GIL released.
+macro_rules! sampler_draws {
+    ($(#[$doc:meta])* $name:ident, $sampler:ident, $what:literal) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (num, den, size, rng=None))]
+        fn $name(
+            py: Python<'_>,
+            num: BigUint,
+            den: BigUint,
+            size: usize,
+            rng: Option<&Bound<'_, Rng>>,
+        ) -> PyResult<Py<PyArray1<i64>>> {
+            let sampler = $sampler::new(&rational(num, den, $what)?).map_err(to_py_err)?;
+            let mut out = zeroed::<i64>(size)?;
+            with_rng(py, rng, |r| sampler.fill(r, &mut out))?.map_err(to_py_err)?;
+            Ok(out.into_pyarray(py).unbind())
+        }
+    };
 }
 
-/// Discrete Laplace draws with scale `num/den`.
-#[pyfunction]
-#[pyo3(signature = (num, den, size, rng=None))]
-fn discrete_laplace(
-    py: Python<'_>,
-    num: BigUint,
-    den: BigUint,
-    size: usize,
-    rng: Option<&Bound<'_, Rng>>,
-) -> PyResult<Py<PyArray1<i64>>> {
-    let sampler = DiscreteLaplace::new(&rational(num, den, "scale")?).map_err(to_py_err)?;
-    draws(py, size, rng, |r, out| sampler.fill(r, out))
-}
-
-/// Discrete Gaussian draws with sigma `num/den`.
-#[pyfunction]
-#[pyo3(signature = (num, den, size, rng=None))]
-fn discrete_gaussian(
-    py: Python<'_>,
-    num: BigUint,
-    den: BigUint,
-    size: usize,
-    rng: Option<&Bound<'_, Rng>>,
-) -> PyResult<Py<PyArray1<i64>>> {
-    let sampler = DiscreteGaussian::new(&rational(num, den, "sigma")?).map_err(to_py_err)?;
-    draws(py, size, rng, |r, out| sampler.fill(r, out))
-}
+sampler_draws!(
+    /// Discrete Laplace draws with scale `num/den`.
+    discrete_laplace,
+    DiscreteLaplace,
+    "scale"
+);
+sampler_draws!(
+    /// Discrete Gaussian draws with sigma `num/den`.
+    discrete_gaussian,
+    DiscreteGaussian,
+    "sigma"
+);
 
 /// Permute-and-flip over float64 scores; epsilon and sensitivity as exact fractions.
 #[pyfunction]

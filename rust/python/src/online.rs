@@ -1,10 +1,12 @@
 //! Bindings of `dpstream_core::synth::OnlineSynthesizer` (He, Vershynin, Zhu, Algorithm 1).
 
-use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, zeroed, Rng};
+use crate::{
+    cells_arrays, fraction, points_slice, rational, rows_array, to_py_err, with_rng, zeroed, Rng,
+};
 use dpstream_core::partition::path::cell_bounds;
 use dpstream_core::synth::OnlineSynthesizer;
 use num_bigint::BigUint;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -15,72 +17,10 @@ pub(crate) struct PyOnlineSynthesizer {
     inner: OnlineSynthesizer,
 }
 
-#[pymethods]
-impl PyOnlineSynthesizer {
-    /// The synthesizer owns a generator derived from `rng` (seeded iff `rng`
-    /// is), or, for `None`, one derived from a fresh OS-seeded generator.
-    #[new]
-    #[pyo3(signature = (eps_num, eps_den, dim, rng=None))]
-    fn new(
-        py: Python<'_>,
-        eps_num: BigUint,
-        eps_den: BigUint,
-        dim: usize,
-        rng: Option<&Bound<'_, Rng>>,
-    ) -> PyResult<Self> {
-        let eps = rational(eps_num, eps_den, "epsilon")?;
-        let own = with_rng(py, rng, |r| r.derive())?;
-        let inner = OnlineSynthesizer::new(&eps, dim, own).map_err(to_py_err)?;
-        Ok(Self { inner })
-    }
-
-    /// `(numerator, denominator)` of ε.
-    fn epsilon(&self) -> (BigUint, BigUint) {
-        let e = self.inner.epsilon();
-        fraction(e)
-    }
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    #[getter]
-    fn time(&self) -> u64 {
-        self.inner.time()
-    }
-    #[getter]
-    fn depth(&self) -> u32 {
-        self.inner.depth()
-    }
-    #[getter]
-    fn n_regions(&self) -> usize {
-        self.inner.n_regions()
-    }
-    /// Whether the noise comes from a caller-seeded generator (not private).
-    #[getter]
-    fn seeded(&self) -> bool {
-        self.inner.is_seeded()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.inner.memory_bytes()
-    }
-
-    /// Feed a C-contiguous float64 (n, dim) batch, one point per time step;
-    /// all-or-nothing.
-    fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
-        let data = points_slice(&points, self.inner.dim())?;
-        let inner = &mut self.inner;
-        py.detach(|| inner.update(data)).map_err(to_py_err)
-    }
-
-    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
-    #[pyo3(signature = (size=None))]
-    fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {
-        let dim = self.inner.dim();
-        let inner = &mut self.inner;
-        let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
-        rows_array(py, out, dim)
-    }
+synthesizer_methods! {
+    PyOnlineSynthesizer(OnlineSynthesizer),
+    new();
+    get { depth: u32, n_regions: usize }
 
     /// `(lower, upper, counts)`: corners `(L, dim)` and the consistent
     /// non-negative counts `(L,)` of the `L = 2^depth` leaves, by path.
@@ -91,8 +31,8 @@ impl PyOnlineSynthesizer {
         let (dim, depth) = (self.inner.dim(), self.inner.depth());
         let inner = &mut self.inner;
         let counts = py.detach(|| inner.leaf_counts()).map_err(to_py_err)?;
-        let n = counts.len();
-        let size = n
+        let size = counts
+            .len()
             .checked_mul(dim)
             .ok_or_else(|| PyValueError::new_err("too many cells"))?;
         let mut lower = zeroed::<f64>(size)?;
@@ -106,23 +46,12 @@ impl PyOnlineSynthesizer {
                 cell_bounds(theta as u64, depth, dim, lo, hi);
             }
         });
-        Ok((
-            lower.into_pyarray(py).reshape([n, dim])?.unbind(),
-            upper.into_pyarray(py).reshape([n, dim])?.unbind(),
-            counts.into_pyarray(py).unbind(),
-        ))
+        cells_arrays(py, lower, upper, counts, dim)
     }
 
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let data = self.inner.to_bytes().map_err(to_py_err)?;
         Ok(PyBytes::new(py, &data))
-    }
-
-    #[staticmethod]
-    fn from_bytes(data: &[u8]) -> PyResult<Self> {
-        Ok(Self {
-            inner: OnlineSynthesizer::from_bytes(data).map_err(to_py_err)?,
-        })
     }
 }
 

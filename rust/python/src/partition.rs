@@ -1,11 +1,10 @@
 //! Bindings of `dpstream_core::partition` (path encoding, cells, consistency).
 
-use crate::{to_py_err, zeroed};
+use crate::{rows_array, to_py_err, zeroed};
 use dpstream_core::partition::consistency::enforce_consistency;
 use dpstream_core::partition::path::{cell_bounds, encode_points};
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -56,9 +55,7 @@ fn cell_bounds_array(
         let r = i * dim..(i + 1) * dim;
         cell_bounds(t, level, dim, &mut lower[r.clone()], &mut upper[r]);
     }
-    let lower = lower.into_pyarray(py).reshape([n, dim])?.unbind();
-    let upper = upper.into_pyarray(py).reshape([n, dim])?.unbind();
-    Ok((lower, upper))
+    Ok((rows_array(py, lower, dim)?, rows_array(py, upper, dim)?))
 }
 
 fn consistency<C: dpstream_core::partition::consistency::Count + numpy::Element>(
@@ -80,27 +77,33 @@ fn consistency<C: dpstream_core::partition::consistency::Count + numpy::Element>
     Ok((l.into_pyarray(py).unbind(), r.into_pyarray(py).unbind()))
 }
 
-/// Algorithm 4 applied to each (parent, left, right) triple of float64 counts.
-#[pyfunction]
-fn consistency_f64(
-    py: Python<'_>,
-    parent: PyReadonlyArray1<'_, f64>,
-    left: PyReadonlyArray1<'_, f64>,
-    right: PyReadonlyArray1<'_, f64>,
-) -> PyResult<(Py<PyArray1<f64>>, Py<PyArray1<f64>>)> {
-    consistency(py, parent.as_slice()?, left.as_slice()?, right.as_slice()?)
+/// A pyfunction `$name(parent, left, right)`: Algorithm 4 applied to each
+/// (parent, left, right) triple of `$t` counts.
+macro_rules! consistency_fn {
+    ($(#[$doc:meta])* $name:ident, $t:ty) => {
+        $(#[$doc])*
+        #[pyfunction]
+        fn $name(
+            py: Python<'_>,
+            parent: PyReadonlyArray1<'_, $t>,
+            left: PyReadonlyArray1<'_, $t>,
+            right: PyReadonlyArray1<'_, $t>,
+        ) -> PyResult<(Py<PyArray1<$t>>, Py<PyArray1<$t>>)> {
+            consistency(py, parent.as_slice()?, left.as_slice()?, right.as_slice()?)
+        }
+    };
 }
 
-/// Algorithm 4 applied to each (parent, left, right) triple of int64 counts.
-#[pyfunction]
-fn consistency_i64(
-    py: Python<'_>,
-    parent: PyReadonlyArray1<'_, i64>,
-    left: PyReadonlyArray1<'_, i64>,
-    right: PyReadonlyArray1<'_, i64>,
-) -> PyResult<(Py<PyArray1<i64>>, Py<PyArray1<i64>>)> {
-    consistency(py, parent.as_slice()?, left.as_slice()?, right.as_slice()?)
-}
+consistency_fn!(
+    /// Algorithm 4 applied to each (parent, left, right) triple of float64 counts.
+    consistency_f64,
+    f64
+);
+consistency_fn!(
+    /// Algorithm 4 applied to each (parent, left, right) triple of int64 counts.
+    consistency_i64,
+    i64
+);
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_points_array, m)?)?;

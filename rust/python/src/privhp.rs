@@ -2,12 +2,10 @@
 
 use crate::counters::seeded_refusal;
 use crate::sketch::parse_kind;
-use crate::{fraction, rational, to_py_err, with_rng, zeroed, Rng};
+use crate::{cells_arrays, fraction, points_slice, rational, to_py_err, with_rng, zeroed, Rng};
 use dpstream_core::synth::{BudgetRule, PrivHP, PrivHPConfig, TreeGenerator};
 use num_bigint::BigUint;
-use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods,
-};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -28,8 +26,11 @@ pub(crate) struct PyPrivHP {
     pub(crate) inner: PrivHP,
 }
 
-#[pymethods]
-impl PyPrivHP {
+py_methods! {
+    PyPrivHP;
+    get { points_seen: u64 }
+    config { dim: usize, k: usize, width: usize, rows: usize, depth: u32 }
+
     #[new]
     #[pyo3(signature = (eps_num, eps_den, dim, k, width, rows, depth, sketch, budget, rng=None))]
     fn new(
@@ -93,14 +94,7 @@ impl PyPrivHP {
 
     /// Count a C-contiguous float64 (n, dim) batch; all-or-nothing.
     fn update(&mut self, py: Python<'_>, points: PyReadonlyArray2<'_, f64>) -> PyResult<()> {
-        let dim = self.inner.config().dim;
-        if points.shape()[1] != dim {
-            return Err(PyValueError::new_err(format!(
-                "points must have {dim} columns, got {}",
-                points.shape()[1]
-            )));
-        }
-        let data = points.as_slice()?;
+        let data = points_slice(&points, self.inner.config().dim)?;
         let inner = &mut self.inner;
         py.detach(|| inner.update(data)).map_err(to_py_err)
     }
@@ -163,32 +157,8 @@ impl PyPrivHP {
     }
 
     #[getter]
-    fn points_seen(&self) -> u64 {
-        self.inner.points_seen()
-    }
-    #[getter]
     fn released(&self) -> bool {
         self.inner.is_released()
-    }
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.config().dim
-    }
-    #[getter]
-    fn k(&self) -> usize {
-        self.inner.config().k
-    }
-    #[getter]
-    fn width(&self) -> usize {
-        self.inner.config().width
-    }
-    #[getter]
-    fn rows(&self) -> usize {
-        self.inner.config().rows
-    }
-    #[getter]
-    fn depth(&self) -> u32 {
-        self.inner.config().depth
     }
     #[getter]
     fn threads(&self) -> usize {
@@ -210,8 +180,18 @@ pub(crate) struct PyTreeGenerator {
     pub(crate) inner: TreeGenerator,
 }
 
-#[pymethods]
-impl PyTreeGenerator {
+py_methods! {
+    PyTreeGenerator;
+    get {
+        /// Whether the release's noise came from a seeded generator (not private).
+        noise_seeded: bool,
+        dim: usize,
+        n_leaves: usize,
+        n_nodes: usize,
+        total: f64,
+        depth: u32,
+    }
+
     #[pyo3(signature = (m, rng=None))]
     fn sample(
         &self,
@@ -235,12 +215,7 @@ impl PyTreeGenerator {
         py: Python<'_>,
     ) -> PyResult<(Py<PyArray2<f64>>, Py<PyArray2<f64>>, Py<PyArray1<f64>>)> {
         let (lower, upper, counts) = self.inner.cells();
-        let (n, dim) = (counts.len(), self.inner.dim());
-        Ok((
-            lower.into_pyarray(py).reshape([n, dim])?.unbind(),
-            upper.into_pyarray(py).reshape([n, dim])?.unbind(),
-            counts.into_pyarray(py).unbind(),
-        ))
+        cells_arrays(py, lower, upper, counts, self.inner.dim())
     }
 
     /// Versioned bytes, with whether the release's noise was seeded.
@@ -260,34 +235,8 @@ impl PyTreeGenerator {
         Ok(Self { inner })
     }
 
-    /// Whether the release's noise came from a seeded generator (not private).
-    #[getter]
-    fn noise_seeded(&self) -> bool {
-        self.inner.noise_seeded()
-    }
-
     fn memory_bytes(&self) -> usize {
         self.inner.memory_bytes()
-    }
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-    #[getter]
-    fn n_leaves(&self) -> usize {
-        self.inner.n_leaves()
-    }
-    #[getter]
-    fn n_nodes(&self) -> usize {
-        self.inner.n_nodes()
-    }
-    #[getter]
-    fn total(&self) -> f64 {
-        self.inner.total()
-    }
-    #[getter]
-    fn depth(&self) -> u32 {
-        self.inner.depth()
     }
 }
 

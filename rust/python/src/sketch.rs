@@ -44,8 +44,10 @@ impl PySketch {
     }
 }
 
-#[pymethods]
-impl PySketch {
+py_methods! {
+    PySketch;
+    get { rows: usize, width: usize }
+
     #[new]
     #[pyo3(signature = (kind, rows, width, rng=None))]
     fn new(
@@ -67,14 +69,6 @@ impl PySketch {
     #[getter]
     fn kind(&self) -> &'static str {
         kind_name(self.inner.kind())
-    }
-    #[getter]
-    fn rows(&self) -> usize {
-        self.inner.rows()
-    }
-    #[getter]
-    fn width(&self) -> usize {
-        self.inner.width()
     }
     #[getter]
     fn released(&self) -> bool {

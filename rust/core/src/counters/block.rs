@@ -119,21 +119,21 @@ impl Block {
         })
     }
 
+    #[cfg(test)]
+    pub(crate) fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+}
+
+impl NoiseProcess for Block {
     /// Encode the noise of the finished blocks (the schedule follows from time).
-    pub(crate) fn write_state(&self, w: &mut Writer) {
+    fn write_state(&self, w: &mut Writer) {
         for z in &self.blocks_noise {
             w.i64(*z);
         }
     }
 
-    /// Decode [`Block::write_state`] output into a new counter's process
-    /// that is at `time`, whose release carries the noise `noise`.
-    pub(crate) fn read_state(
-        &mut self,
-        r: &mut Reader<'_>,
-        time: u64,
-        noise: &[i64],
-    ) -> Result<()> {
+    fn read_state(&mut self, r: &mut Reader<'_>, time: u64, noise: &[i64]) -> Result<()> {
         for z in self.blocks_noise.iter_mut() {
             *z = r.i64()?;
         }
@@ -152,13 +152,6 @@ impl Block {
         Ok(())
     }
 
-    #[cfg(test)]
-    pub(crate) fn schedule(&self) -> Schedule {
-        self.schedule
-    }
-}
-
-impl NoiseProcess for Block {
     fn sampler(&self, t: u64) -> Result<&DiscreteLaplace> {
         Ok(if self.schedule.ends_block(t) {
             &self.block

@@ -50,7 +50,7 @@
 //! | master key | `u8` 0 (no step yet), or 1, the 32-byte key and the digest state (2 × `u64`) |
 
 use super::vector::add_into;
-use super::{Counter, CounterKind, Process};
+use super::{Counter, CounterKind};
 use crate::error::{invalid, Error, Result};
 use crate::rational::Rational;
 use crate::state::{self, Kind, Reader, Writer};
@@ -99,12 +99,7 @@ impl Counter {
         for v in self.sum.iter().chain(&self.noise) {
             w.i64(*v);
         }
-        match &self.process {
-            Process::Simple(_) => {}
-            Process::Block(p) => p.write_state(&mut w),
-            Process::Tree(p) => p.write_state(&mut w),
-            Process::Hybrid(p) => p.write_state(&mut w),
-        }
+        self.process.get().write_state(&mut w);
         match &self.master {
             None => w.u8(0),
             Some(m) => {
@@ -156,12 +151,7 @@ impl Counter {
         add_into(&c.sum, &c.noise, &mut c.release, "release")
             .map_err(|_| bad("the release exceeds the int64 range"))?;
         let Counter { process, noise, .. } = &mut c;
-        match process {
-            Process::Simple(_) => {}
-            Process::Block(p) => p.read_state(&mut r, time, noise)?,
-            Process::Tree(p) => p.read_state(&mut r, time, noise)?,
-            Process::Hybrid(p) => p.read_state(&mut r, time, noise)?,
-        }
+        process.get_mut().read_state(&mut r, time, noise)?;
         if version >= 3 {
             match r.u8()? {
                 0 => {}

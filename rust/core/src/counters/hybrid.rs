@@ -63,24 +63,17 @@ impl Hybrid {
     }
 }
 
-impl Hybrid {
+impl NoiseProcess for Hybrid {
     /// Encode the logarithmic noise and the current epoch's p-sums (the
     /// epoch and its samplers follow from time).
-    pub(crate) fn write_state(&self, w: &mut Writer) {
+    fn write_state(&self, w: &mut Writer) {
         for z in &self.log_noise {
             w.i64(*z);
         }
         self.psums.write(w);
     }
 
-    /// Decode [`Hybrid::write_state`] output into a new counter's process
-    /// that is at `time`, whose release carries the noise `noise`.
-    pub(crate) fn read_state(
-        &mut self,
-        r: &mut Reader<'_>,
-        time: u64,
-        noise: &[i64],
-    ) -> Result<()> {
+    fn read_state(&mut self, r: &mut Reader<'_>, time: u64, noise: &[i64]) -> Result<()> {
         let bad = || {
             invalid!(
                 "invalid dpstream state: the hybrid noise does not match the time or the release"
@@ -111,9 +104,7 @@ impl Hybrid {
         self.psums = psums;
         Ok(())
     }
-}
 
-impl NoiseProcess for Hybrid {
     fn prepare(&mut self, t: u64) -> Result<()> {
         if t.is_power_of_two() {
             let k = t.trailing_zeros();

@@ -98,6 +98,7 @@ use crate::error::{invalid, Result};
 use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
 use crate::rng::Rng;
+use crate::state::{Reader, Writer};
 use block::{Block, Schedule};
 use hybrid::Hybrid;
 pub use inhomogeneous::{level_start, InhomogeneousSparseCounter, LevelFn, LevelSchedule};
@@ -161,6 +162,14 @@ trait NoiseProcess {
     fn commit(&mut self, t: u64, z: &[i64], noise: &[i64]);
     /// Heap bytes held.
     fn heap_bytes(&self) -> usize;
+    /// Encode what a checkpoint needs beyond the sums and the release's
+    /// noise (what does not follow from the public time); nothing by default.
+    fn write_state(&self, _w: &mut Writer) {}
+    /// Decode [`Self::write_state`] output into a new counter's process that
+    /// is at `time`, whose release carries the noise `noise`.
+    fn read_state(&mut self, _r: &mut Reader<'_>, _time: u64, _noise: &[i64]) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -30,19 +30,20 @@ impl Tree {
         })
     }
 
+    /// Noise vectors in the current release.
+    #[cfg(test)]
+    pub(crate) fn psums_terms(&self) -> u32 {
+        self.psums.terms()
+    }
+}
+
+impl NoiseProcess for Tree {
     /// Encode the p-sums (the levels follow from the public horizon).
-    pub(crate) fn write_state(&self, w: &mut Writer) {
+    fn write_state(&self, w: &mut Writer) {
         self.psums.write(w);
     }
 
-    /// Decode [`Tree::write_state`] output into a new counter's process that
-    /// is at `time`, whose release carries the noise `noise`.
-    pub(crate) fn read_state(
-        &mut self,
-        r: &mut Reader<'_>,
-        time: u64,
-        noise: &[i64],
-    ) -> Result<()> {
+    fn read_state(&mut self, r: &mut Reader<'_>, time: u64, noise: &[i64]) -> Result<()> {
         let dim = noise.len();
         let psums = PSums::read(r, dim, self.psums.levels())?;
         psums.validate(true)?;
@@ -57,14 +58,6 @@ impl Tree {
         Ok(())
     }
 
-    /// Noise vectors in the current release.
-    #[cfg(test)]
-    pub(crate) fn psums_terms(&self) -> u32 {
-        self.psums.terms()
-    }
-}
-
-impl NoiseProcess for Tree {
     fn sampler(&self, _t: u64) -> Result<&DiscreteLaplace> {
         Ok(&self.psum)
     }

@@ -97,7 +97,9 @@ fn exp_neg_thresholds() -> &'static [u32] {
 
 /// A uniform `U ∈ [0, 1)` revealed bit by bit: `U ∈ [r/2^n, (r+1)/2^n)`.
 /// Comparisons against irrational thresholds draw bits only until decided,
-/// and later comparisons reuse the bits already drawn.
+/// and later comparisons reuse the bits already drawn. Every bit comes from
+/// the generator in stream order, so `U` is the same number whatever
+/// comparisons are asked of it.
 pub(crate) struct LazyUniform {
     r: BigUint,
     n: u64,
@@ -115,11 +117,27 @@ impl LazyUniform {
     /// Whether `U < e^{-j}`, exactly. Terminates with probability one
     /// because `e^{-j}` is irrational.
     pub(crate) fn below_exp_neg(&mut self, rng: &mut Rng, j: u64) -> bool {
+        self.below(rng, |bits| exp_neg_bracket(j, bits + 8))
+    }
+
+    /// Whether `U < t`, exactly, for a threshold `t` known through brackets:
+    /// `bracket(bits)` returns `(lo, hi, den)` with `lo/den ≤ t ≤ hi/den`
+    /// (it is told how many bits of `U` are known, to choose its precision).
+    /// Draws bits of `U` until the prefix interval lies on one side; this
+    /// terminates with probability one when `t` is irrational and the
+    /// brackets shrink to `t` as the precision grows.
+    pub(crate) fn below(
+        &mut self,
+        rng: &mut Rng,
+        mut bracket: impl FnMut(u64) -> (BigUint, BigUint, BigUint),
+    ) -> bool {
         loop {
-            let (lo, hi, den) = exp_neg_bracket(j, self.n + 8);
+            let (lo, hi, den) = bracket(self.n);
+            // U < (r+1)/2^n ≤ lo/den ≤ t.
             if (&self.r + 1u32) * &den <= &lo << self.n {
                 return true;
             }
+            // U ≥ r/2^n ≥ hi/den ≥ t.
             if &self.r * &den >= &hi << self.n {
                 return false;
             }

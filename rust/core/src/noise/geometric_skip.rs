@@ -12,6 +12,7 @@
 //! every comparison terminates with probability one.
 
 use crate::error::{invalid, Result};
+use crate::noise::bernoulli::LazyUniform;
 use crate::noise::DiscreteLaplace;
 use crate::rational::Rational;
 use crate::rng::Rng;
@@ -63,7 +64,7 @@ impl FiringSkipper {
     /// path); further bits come from `rng`. `n ≥ 1`.
     fn first_firing_from(&mut self, rng: &mut Rng, n: u64, first: u32) -> Option<u64> {
         let thresholds = &mut self.thresholds;
-        let mut v = LazyUniform::from_word(first);
+        let mut v = LazyUniform::new(first);
         if v.below(rng, |bits| thresholds.power_bracket(n, bits)) {
             // V < (1−p)^n: no step in 1..=n fires.
             return None;
@@ -243,49 +244,6 @@ impl TailTest {
         }
         let mut skipper = FiringSkipper::new(self.noise.scale(), c)?;
         Ok(skipper.first_firing_from(rng, n, first))
-    }
-}
-
-/// A uniform `V ∈ [0, 1)` revealed bit by bit: `V ∈ [r/2^n, (r+1)/2^n)`.
-/// Every bit comes from the generator in stream order, so `V` is the same
-/// number whatever comparisons are asked of it.
-struct LazyUniform {
-    r: BigUint,
-    n: u64,
-}
-
-impl LazyUniform {
-    fn from_word(first: u32) -> Self {
-        Self {
-            r: BigUint::from(first),
-            n: 32,
-        }
-    }
-
-    /// Whether `V < t`, exactly, for a threshold `t` known through brackets:
-    /// `bracket(bits)` returns `(lo, hi, den)` with `lo/den ≤ t ≤ hi/den`
-    /// (it is told how many bits of `V` are known, to choose its precision).
-    /// Draws bits of `V` until the prefix interval lies on one side; this
-    /// terminates with probability one when `t` is irrational and the
-    /// brackets shrink to `t` as the precision grows.
-    fn below(
-        &mut self,
-        rng: &mut Rng,
-        mut bracket: impl FnMut(u64) -> (BigUint, BigUint, BigUint),
-    ) -> bool {
-        loop {
-            let (lo, hi, den) = bracket(self.n);
-            // V < (r+1)/2^n ≤ lo/den ≤ t.
-            if (&self.r + 1u32) * &den <= &lo << self.n {
-                return true;
-            }
-            // V ≥ r/2^n ≥ hi/den ≥ t.
-            if &self.r * &den >= &hi << self.n {
-                return false;
-            }
-            self.r = (&self.r << 1u32) + u32::from(rng.bit());
-            self.n += 1;
-        }
     }
 }
 

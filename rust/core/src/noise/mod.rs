@@ -83,6 +83,37 @@ pub(crate) mod test_support {
         (-((z as f64).powi(2)) / (2.0 * s2)).exp() / norm
     }
 
+    /// The scales (Laplace) or σ (Gaussian) the issue pins: 1/2, 1, 3, 10,
+    /// 1000 and 10^6.
+    pub fn issue_scales() -> Vec<crate::rational::Rational> {
+        [
+            (1u32, 2u32),
+            (1, 1),
+            (3, 1),
+            (10, 1),
+            (1000, 1),
+            (1_000_000, 1),
+        ]
+        .into_iter()
+        .map(|(n, d)| crate::rational::Rational::new(n, d).unwrap())
+        .collect()
+    }
+
+    /// `draws` samples written by `fill` from the generator seeded with
+    /// `seed`, checked by [`chi_square_against`] `pmf`.
+    pub fn check_fill(
+        fill: impl FnOnce(&mut crate::rng::Rng, &mut [i64]) -> crate::error::Result<()>,
+        draws: usize,
+        seed: u64,
+        pmf: impl Fn(i64) -> f64,
+        label: &str,
+    ) {
+        let mut rng = crate::rng::Rng::seed_from_u64(seed);
+        let mut xs = vec![0i64; draws];
+        fill(&mut rng, &mut xs).unwrap();
+        chi_square_against(&xs, pmf, label);
+    }
+
     /// Chi-square goodness of fit of integer samples against a symmetric pmf.
     /// Bins are runs of consecutive integers on `[-L, L]` holding at least
     /// `max(50, n/400)` expected draws, plus the two tails beyond ±L.

@@ -70,10 +70,9 @@ fn bad_value(name: std::fmt::Arguments<'_>, x: f64) -> crate::error::Error {
     }
 }
 
-/// Check that `points` is a row-major `(n × dim)` array of numbers in
-/// `[0, 1]` (finite, not NaN). The error names the first offending entry,
-/// e.g. `points[3, 1] = 1.5 is outside [0, 1]` or `points[0, 0] is NaN`.
-pub fn validate_points(points: &[f64], dim: usize) -> Result<()> {
+/// Check that `points` can be a row-major `(n × dim)` array: `dim ≥ 1`
+/// divides its length.
+fn check_rows(points: &[f64], dim: usize) -> Result<()> {
     if dim == 0 {
         return Err(invalid!("dim must be at least 1, got 0"));
     }
@@ -83,6 +82,14 @@ pub fn validate_points(points: &[f64], dim: usize) -> Result<()> {
             points.len()
         ));
     }
+    Ok(())
+}
+
+/// Check that `points` is a row-major `(n × dim)` array of numbers in
+/// `[0, 1]` (finite, not NaN). The error names the first offending entry,
+/// e.g. `points[3, 1] = 1.5 is outside [0, 1]` or `points[0, 0] is NaN`.
+pub fn validate_points(points: &[f64], dim: usize) -> Result<()> {
+    check_rows(points, dim)?;
     // Branch-free scan of fixed blocks (vectorizes); locate the culprit only on failure.
     let ok = points
         .chunks(256)
@@ -103,15 +110,7 @@ pub fn validate_points(points: &[f64], dim: usize) -> Result<()> {
 /// become 0, above 1 become 1, infinities included). NaN is refused, naming
 /// the first NaN entry; on error nothing is changed.
 pub fn clip_points(points: &mut [f64], dim: usize) -> Result<()> {
-    if dim == 0 {
-        return Err(invalid!("dim must be at least 1, got 0"));
-    }
-    if points.len() % dim != 0 {
-        return Err(invalid!(
-            "points has {} values, which is not a multiple of dim = {dim}",
-            points.len()
-        ));
-    }
+    check_rows(points, dim)?;
     if let Some(i) = points.iter().position(|x| x.is_nan()) {
         return Err(invalid!("points[{}, {}] is NaN", i / dim, i % dim));
     }
@@ -192,26 +191,41 @@ fn spread(q: u64, stride: u32, bits: u32) -> u64 {
     out
 }
 
+/// `x = q & first`, then `x = (x | (x << shift)) & mask` for each step: a
+/// bit spread in `log2(bits)` shift-and-mask rounds (unrolled when inlined).
+#[inline(always)]
+fn spread_rounds(q: u64, first: u64, rounds: &[(u32, u64)]) -> u64 {
+    let mut x = q & first;
+    for &(shift, mask) in rounds {
+        x = (x | (x << shift)) & mask;
+    }
+    x
+}
+
 /// Place bit `i` of `q < 2^32` at position `2i`.
 #[inline(always)]
 fn spread2(q: u64) -> u64 {
-    let mut x = q & 0xFFFF_FFFF;
-    x = (x | (x << 16)) & 0x0000_FFFF_0000_FFFF;
-    x = (x | (x << 8)) & 0x00FF_00FF_00FF_00FF;
-    x = (x | (x << 4)) & 0x0F0F_0F0F_0F0F_0F0F;
-    x = (x | (x << 2)) & 0x3333_3333_3333_3333;
-    (x | (x << 1)) & 0x5555_5555_5555_5555
+    const ROUNDS: [(u32, u64); 5] = [
+        (16, 0x0000_FFFF_0000_FFFF),
+        (8, 0x00FF_00FF_00FF_00FF),
+        (4, 0x0F0F_0F0F_0F0F_0F0F),
+        (2, 0x3333_3333_3333_3333),
+        (1, 0x5555_5555_5555_5555),
+    ];
+    spread_rounds(q, 0xFFFF_FFFF, &ROUNDS)
 }
 
 /// Place bit `i` of `q < 2^21` at position `3i`.
 #[inline(always)]
 fn spread3(q: u64) -> u64 {
-    let mut x = q & 0x1F_FFFF;
-    x = (x | (x << 32)) & 0x001F_0000_0000_FFFF;
-    x = (x | (x << 16)) & 0x001F_0000_FF00_00FF;
-    x = (x | (x << 8)) & 0x100F_00F0_0F00_F00F;
-    x = (x | (x << 4)) & 0x10C3_0C30_C30C_30C3;
-    (x | (x << 2)) & 0x1249_2492_4924_9249
+    const ROUNDS: [(u32, u64); 5] = [
+        (32, 0x001F_0000_0000_FFFF),
+        (16, 0x001F_0000_FF00_00FF),
+        (8, 0x100F_00F0_0F00_F00F),
+        (4, 0x10C3_0C30_C30C_30C3),
+        (2, 0x1249_2492_4924_9249),
+    ];
+    spread_rounds(q, 0x1F_FFFF, &ROUNDS)
 }
 
 /// Path of one point (`point.len() == dim >= 1`, every coordinate in

@@ -116,13 +116,7 @@ impl LinearSketch {
             ))
         })?;
         cells.resize(n, 0);
-        Ok(Self {
-            kind,
-            rows,
-            width,
-            hashes,
-            cells,
-        })
+        Self::from_parts(kind, rows, width, hashes, cells)
     }
 
     /// A sketch from its parts (e.g. decoded state), validated: the shape as

@@ -105,8 +105,9 @@ fn fixed_bytes(levels: u32) -> usize {
     std::mem::size_of::<ContinualPrivHP>() + levels as usize * std::mem::size_of::<PrivHP>()
 }
 
-/// Continual-release PrivHP in fixed memory; see the [module docs](self).
-pub struct ContinualPrivHP {
+/// The public parameters `(ε, d, memory_bytes, expected_n, R)` and what
+/// follows from them: `L` and the configuration every summary shares.
+struct Params {
     epsilon: Rational,
     dim: usize,
     memory_budget: usize,
@@ -114,6 +115,34 @@ pub struct ContinualPrivHP {
     max_releases: u64,
     levels: u32,
     cfg: PrivHPConfig,
+}
+
+impl Params {
+    /// Checked as in [`ContinualPrivHP::config_for`].
+    fn new(
+        epsilon: &Rational,
+        dim: usize,
+        memory_bytes: usize,
+        expected_n: u64,
+        max_releases: u64,
+    ) -> Result<Self> {
+        let cfg =
+            ContinualPrivHP::config_for(epsilon, dim, memory_bytes, expected_n, max_releases)?;
+        Ok(Self {
+            epsilon: epsilon.clone(),
+            dim,
+            memory_budget: memory_bytes,
+            expected_n,
+            max_releases,
+            levels: continual_levels(max_releases),
+            cfg,
+        })
+    }
+}
+
+/// Continual-release PrivHP in fixed memory; see the [module docs](self).
+pub struct ContinualPrivHP {
+    params: Params,
     rng: Rng,
     /// Secret master key: each released block's noise comes from a key
     /// derived from it, the block's position and a digest of its summary.
@@ -132,9 +161,9 @@ impl std::fmt::Debug for ContinualPrivHP {
     // Counts are secret; only public values are shown.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ContinualPrivHP")
-            .field("epsilon", &self.epsilon.to_string())
-            .field("dim", &self.dim)
-            .field("max_releases", &self.max_releases)
+            .field("epsilon", &self.params.epsilon.to_string())
+            .field("dim", &self.params.dim)
+            .field("max_releases", &self.params.max_releases)
             .field("time", &self.time)
             .field("epochs", &self.epochs)
             .finish_non_exhaustive()
@@ -198,22 +227,16 @@ impl ContinualPrivHP {
         max_releases: u64,
         mut rng: Rng,
     ) -> Result<Self> {
-        let cfg = Self::config_for(epsilon, dim, memory_bytes, expected_n, max_releases)?;
-        let current = PrivHP::new(cfg.clone(), &mut rng)?;
+        let params = Params::new(epsilon, dim, memory_bytes, expected_n, max_releases)?;
+        let current = PrivHP::new(params.cfg.clone(), &mut rng)?;
         let master = rng.draw_key();
-        let levels = continual_levels(max_releases);
+        let levels = params.levels;
         let mut alphas = Vec::with_capacity(levels as usize);
         for _ in 0..levels {
             alphas.push(current.clone());
         }
         Ok(Self {
-            epsilon: epsilon.clone(),
-            dim,
-            memory_budget: memory_bytes,
-            expected_n,
-            max_releases,
-            levels,
-            cfg,
+            params,
             rng,
             master,
             time: 0,
@@ -228,17 +251,17 @@ impl ContinualPrivHP {
     /// released by PrivHP at [`continual_block_epsilon`] (twice that under
     /// replacement): `2·L·ε_b`, ε itself for a correct split.
     pub fn epsilon_ledger(&self) -> Result<Rational> {
-        let eps_b = continual_block_epsilon(&self.epsilon, self.levels)?;
-        Ok(eps_b.mul(&Rational::new(2 * u64::from(self.levels), 1u32)?))
+        let eps_b = continual_block_epsilon(&self.params.epsilon, self.params.levels)?;
+        Ok(eps_b.mul(&Rational::new(2 * u64::from(self.params.levels), 1u32)?))
     }
 
     /// ε of the whole stream of releases.
     pub fn epsilon(&self) -> &Rational {
-        &self.epsilon
+        &self.params.epsilon
     }
     /// Dimension of the points.
     pub fn dim(&self) -> usize {
-        self.dim
+        self.params.dim
     }
     /// Points seen (public).
     pub fn time(&self) -> u64 {
@@ -250,23 +273,23 @@ impl ContinualPrivHP {
     }
     /// The public cap `R` on epochs.
     pub fn max_releases(&self) -> u64 {
-        self.max_releases
+        self.params.max_releases
     }
     /// The requested memory budget (bytes).
     pub fn memory_budget(&self) -> usize {
-        self.memory_budget
+        self.params.memory_budget
     }
     /// The public guess of the stream length.
     pub fn expected_n(&self) -> u64 {
-        self.expected_n
+        self.params.expected_n
     }
     /// `L = ⌊log2 R⌋ + 1`.
     pub fn levels(&self) -> u32 {
-        self.levels
+        self.params.levels
     }
     /// The configuration every summary shares (its ε is the block budget `ε/(2L)`).
     pub fn config(&self) -> &PrivHPConfig {
-        &self.cfg
+        &self.params.cfg
     }
     /// Live blocks: the set bits of the epoch count (public).
     pub fn n_blocks(&self) -> usize {
@@ -283,14 +306,15 @@ impl ContinualPrivHP {
     /// on what the object holds at any time, including a release's transient
     /// copies; constant over the stream and at most `memory_budget`.
     pub fn memory_bytes(&self) -> usize {
-        fixed_bytes(self.levels) + (self.levels as usize + EXTRA_UNITS) * unit_bytes(&self.cfg)
+        fixed_bytes(self.params.levels)
+            + (self.params.levels as usize + EXTRA_UNITS) * unit_bytes(&self.params.cfg)
     }
 
     /// Feed `n` points (row-major `n × dim` in `[0,1]`), `n` time steps. All
     /// or nothing: on a bad value nothing changes. Never allocates.
     pub fn update(&mut self, points: &[f64]) -> Result<()> {
         self.current.update(points)?;
-        self.time += (points.len() / self.dim) as u64;
+        self.time += (points.len() / self.params.dim) as u64;
         Ok(())
     }
 
@@ -326,12 +350,12 @@ impl ContinualPrivHP {
         if self.current.points_seen() == 0 {
             return Ok(());
         }
-        if self.epochs >= self.max_releases {
+        if self.epochs >= self.params.max_releases {
             return Err(invalid!(
                 "max_releases = {} epochs have been released: the {} points fed since the \
                  last release cannot be released under this budget (releases without new \
                  points still work; start a new synthesizer for more)",
-                self.max_releases,
+                self.params.max_releases,
                 self.current.points_seen()
             ));
         }
@@ -395,13 +419,13 @@ impl ContinualPrivHP {
         let oom = || Error::OutOfMemory(format!("cannot allocate {m} synthetic points"));
         let len = usize::try_from(m)
             .ok()
-            .and_then(|m| m.checked_mul(self.dim))
+            .and_then(|m| m.checked_mul(self.params.dim))
             .ok_or_else(oom)?;
         let mut out = Vec::new();
         out.try_reserve_exact(len).map_err(|_| oom())?;
         out.resize(len, 0.0);
         self.close_epoch()?;
-        let dim = self.dim;
+        let dim = self.params.dim;
         let Self {
             alphas, gens, rng, ..
         } = self;
@@ -466,11 +490,11 @@ impl ContinualPrivHP {
     /// noise. A checkpoint supports one continuation.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut w = Writer::new();
-        state::write_rational(&mut w, &self.epsilon);
-        w.u64(self.dim as u64);
-        w.u64(self.memory_budget as u64);
-        w.u64(self.expected_n);
-        w.u64(self.max_releases);
+        state::write_rational(&mut w, &self.params.epsilon);
+        w.u64(self.params.dim as u64);
+        w.u64(self.params.memory_budget as u64);
+        w.u64(self.params.expected_n);
+        w.u64(self.params.max_releases);
         w.u64(self.time);
         w.u64(self.epochs);
         state::write_rng(&mut w, &self.rng);
@@ -524,7 +548,8 @@ fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
     let max_releases = r.u64()?;
     let time = r.u64()?;
     let epochs = r.u64()?;
-    let cfg = ContinualPrivHP::config_for(&epsilon, dim, memory_budget, expected_n, max_releases)?;
+    let params = Params::new(&epsilon, dim, memory_budget, expected_n, max_releases)?;
+    let cfg = &params.cfg;
     if epochs > max_releases || epochs > time {
         return Err(invalid!("{epochs} epochs out of range"));
     }
@@ -550,7 +575,7 @@ fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
     };
     let summary = |r: &mut Reader<'_>, current: Option<&PrivHP>| -> Result<PrivHP> {
         let p = PrivHP::from_bytes(&blob(r)?)?;
-        if *p.config() != cfg || current.is_some_and(|c| !c.same_shape(&p)) {
+        if p.config() != cfg || current.is_some_and(|c| !c.same_shape(&p)) {
             return Err(invalid!(
                 "a block summary does not match the shared configuration and hash keys"
             ));
@@ -558,7 +583,7 @@ fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
         Ok(p)
     };
     let current = summary(&mut r, None)?;
-    let levels = continual_levels(max_releases);
+    let levels = params.levels;
     let mut alphas = Vec::with_capacity(levels as usize);
     let mut gens = Vec::with_capacity(levels as usize);
     let mut total = current.points_seen();
@@ -587,13 +612,7 @@ fn decode(payload: &[u8], version: u16) -> Result<ContinualPrivHP> {
         return Err(invalid!("the summaries count {total} points, not {time}"));
     }
     Ok(ContinualPrivHP {
-        epsilon,
-        dim,
-        memory_budget,
-        expected_n,
-        max_releases,
-        levels,
-        cfg,
+        params,
         rng,
         master,
         time,
