@@ -67,6 +67,10 @@ pub enum Kind {
     /// ([`crate::synth::ContinualPrivHP`]): exact block summaries and the
     /// released generators of the live blocks.
     ContinualPrivHP = 9,
+    /// An online release drawn in chunks
+    /// ([`crate::synth::ChunkedRelease`]): the released structure and its
+    /// sampling key (public).
+    OnlineRelease = 10,
 }
 
 impl Kind {
@@ -82,6 +86,7 @@ impl Kind {
             7 => Some(Self::InhomogeneousSparseCounter),
             8 => Some(Self::EpochSynthesizer),
             9 => Some(Self::ContinualPrivHP),
+            10 => Some(Self::OnlineRelease),
             _ => None,
         }
     }
@@ -112,6 +117,7 @@ impl Kind {
             Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
             Self::EpochSynthesizer => "EpochSynthesizer",
             Self::ContinualPrivHP => "ContinualPrivHP",
+            Self::OnlineRelease => "OnlineRelease",
         }
     }
 }

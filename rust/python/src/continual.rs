@@ -1,9 +1,10 @@
 //! Bindings of `dpstream_core::synth::ContinualPrivHP` (continual-release
 //! PrivHP in fixed memory); see `dpstream.OnlineSynthesizer.for_memory`.
 
+use crate::online::PyOnlineRelease;
 use crate::privhp::{PyPrivHP, PyTreeGenerator};
 use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
-use dpstream_core::synth::ContinualPrivHP;
+use dpstream_core::synth::{ContinualPrivHP, CHUNK_ROWS};
 use num_bigint::BigUint;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -136,13 +137,41 @@ impl PyContinualPrivHP {
         self.inner.merge_summary(&summary.inner).map_err(to_py_err)
     }
 
-    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
-    #[pyo3(signature = (size=None))]
-    fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {
+    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`,
+    /// drawn in chunks of `chunk_rows` rows.
+    #[pyo3(signature = (size=None, chunk_rows=CHUNK_ROWS))]
+    fn release(
+        &mut self,
+        py: Python<'_>,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> PyResult<Py<PyArray2<f64>>> {
         let dim = self.inner.dim();
         let inner = &mut self.inner;
-        let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
+        let out = py
+            .detach(|| inner.release_chunked(size, chunk_rows))
+            .map_err(to_py_err)?;
         rows_array(py, out, dim)
+    }
+
+    /// The same release as `release`, to draw chunk by chunk (closes the
+    /// open epoch and draws the sampling key now).
+    #[pyo3(signature = (size=None, chunk_rows=CHUNK_ROWS))]
+    fn release_sampler(
+        &mut self,
+        py: Python<'_>,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> PyResult<PyOnlineRelease> {
+        let inner = &mut self.inner;
+        let r = py
+            .detach(|| {
+                inner
+                    .release_sampler(size, chunk_rows)
+                    .map(|r| r.into_owned())
+            })
+            .map_err(to_py_err)?;
+        Ok(PyOnlineRelease { inner: r })
     }
 
     /// The live blocks after closing the open epoch: `[(n_j, generator_j)]`.

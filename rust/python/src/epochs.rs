@@ -1,8 +1,9 @@
 //! Bindings of `dpstream_core::synth::EpochSynthesizer` (the default online synthesizer).
 
+use crate::online::PyOnlineRelease;
 use crate::privhp::PyTreeGenerator;
 use crate::{fraction, points_slice, rational, rows_array, to_py_err, with_rng, Rng};
-use dpstream_core::synth::EpochSynthesizer;
+use dpstream_core::synth::{EpochSynthesizer, CHUNK_ROWS};
 use num_bigint::BigUint;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -115,13 +116,37 @@ impl PyEpochSynthesizer {
         self.inner.rollback_to(mark).map_err(to_py_err)
     }
 
-    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
-    #[pyo3(signature = (size=None))]
-    fn release(&mut self, py: Python<'_>, size: Option<u64>) -> PyResult<Py<PyArray2<f64>>> {
+    /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`,
+    /// drawn in chunks of `chunk_rows` rows.
+    #[pyo3(signature = (size=None, chunk_rows=CHUNK_ROWS))]
+    fn release(
+        &mut self,
+        py: Python<'_>,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> PyResult<Py<PyArray2<f64>>> {
         let dim = self.inner.dim();
         let inner = &mut self.inner;
-        let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
+        let out = py
+            .detach(|| inner.release_chunked(size, chunk_rows))
+            .map_err(to_py_err)?;
         rows_array(py, out, dim)
+    }
+
+    /// The same release as `release`, to draw chunk by chunk (closes the
+    /// open epoch and draws the sampling key now).
+    #[pyo3(signature = (size=None, chunk_rows=CHUNK_ROWS))]
+    fn release_sampler(
+        &mut self,
+        py: Python<'_>,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> PyResult<PyOnlineRelease> {
+        let inner = &mut self.inner;
+        let r = py
+            .detach(|| inner.release_sampler(size, chunk_rows))
+            .map_err(to_py_err)?;
+        Ok(PyOnlineRelease { inner: r })
     }
 
     /// The fitted release tree (closes the open epoch).
