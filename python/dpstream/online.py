@@ -79,14 +79,15 @@ import numpy.typing as npt
 
 from dpstream import _core
 from dpstream._arrays import points_array
-from dpstream._dask import is_collection
+from dpstream._dask import is_collection, require
 from dpstream._params import RealLike, core_rng, exact_fraction, int_param
 from dpstream._rng import Rng, Seeded, refuse_copies, seeded_repr
-from dpstream.online_dask import update_online
+from dpstream.online_dask import release_array, update_online
 from dpstream.persistence import register, seeded_refusal
 from dpstream.privhp import PrivHP
 
 __all__ = [
+    "CHUNK_ROWS",
     "MAX_DIM",
     "METHODS",
     "EpochsSynthesizer",
@@ -95,12 +96,12 @@ __all__ = [
     "PrivHPSynthesizer",
 ]
 
+#: Rows per chunk of a release by default (public).
+CHUNK_ROWS = _core.RELEASE_CHUNK_ROWS
 #: Largest dimension accepted (the privacy schedule takes ``2d``-th roots).
 MAX_DIM = 4096
-
 #: The methods of :class:`OnlineSynthesizer`; the first is the default.
 METHODS = ("epochs", "paper")
-
 
 #: ``(lower, upper, counts)`` of :meth:`OnlineSynthesizer.cells`.
 _Cells = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.int64]]
@@ -341,30 +342,48 @@ class OnlineSynthesizer(Seeded):
             return
         self._inner.update(points_array(points, self.dim))
 
-    def release(self, size: int | None = None) -> npt.NDArray[np.float64]:
+    def release(
+        self, size: int | None = None, *, chunk_rows: int = CHUNK_ROWS
+    ) -> npt.NDArray[np.float64]:
         """Synthetic data from the current private state, float64 in ``[0,1]^d``.
 
         Args:
             size: ``None`` (default): exactly ``t`` rows, placed by the consistent
                 integer leaf counts (uniform inside each leaf; the paper's ``Y_t`` for
-                ``"paper"``). An int ``m``: ``m`` independent rows drawn from the same
-                private state.
+                ``"paper"``, its rows shuffled within each chunk). An int ``m``: ``m``
+                independent rows drawn from the same private state.
+            chunk_rows: rows per chunk (public, at least 1; default :data:`CHUNK_ROWS`,
+                ``2^20``); chunk ``i`` is drawn from a generator keyed by the release's
+                key and ``i``, as :meth:`release_dask` draws it on a cluster.
 
-        Returns:
-            Array of shape ``(t, d)`` or ``(m, d)``.
+        Returns ``(t, d)`` or ``(m, d)`` rows. ``ValueError``: ``size > 0`` before the
+        first point (nothing to draw from), ``chunk_rows < 1``.
 
-        Raises:
-            ValueError: ``size > 0`` before the first point (there is nothing to draw from).
-
-        Post-processing of the ε-DP counters: it spends no privacy. It draws from the
-        synthesizer's generator, so it advances the seeded stream of a seeded one.
-        ``"epochs"``: a release at a new time closes the open epoch, so call it only at
-        times fixed independently of the data.
+        Post-processing of the ε-DP counters: no privacy spent. It advances the
+        synthesizer's generator (a seeded one's stream). ``"epochs"``: a release at a new
+        time closes the open epoch: call it only at times fixed independently of the data.
         """
-        m = None if size is None else int_param(size, "size", high=2**63 - 1)
-        out: npt.NDArray[np.float64] = self._inner.release(m)
+        m, c = self._release_args(size, chunk_rows)
+        out: npt.NDArray[np.float64] = self._inner.release(m, c)
         self._released = True
         return out
+
+    def release_dask(self, size: int | None = None, *, chunk_rows: int = CHUNK_ROWS) -> Any:
+        """:meth:`release` as a Dask array drawn on the workers (needs Dask), one block
+        per chunk from the released structure (fitted trees or leaf counts: small) and
+        the sampling key (:func:`dpstream.online_dask.release_array`): the client never
+        holds the points. Computed, it is byte for byte :meth:`release` with the same
+        arguments on this state; it closes the epoch and advances the generator now.
+        Public: the rows and ``chunk_rows``. Post-processing: no privacy spent."""
+        m, c = self._release_args(size, chunk_rows)
+        require("dask.array")  # before the state changes
+        sampler = self._inner.release_sampler(m, c)
+        self._released = True
+        return release_array(sampler)
+
+    def _release_args(self, size: object, chunk_rows: object) -> tuple[int | None, int]:
+        m = None if size is None else int_param(size, "size", high=2**63 - 1)
+        return m, int_param(chunk_rows, "chunk_rows", low=1, high=2**64 - 1)
 
     def cells(self) -> _Cells:
         """``(lower, upper, counts)`` of the leaves of the current private partition.

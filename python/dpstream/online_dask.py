@@ -1,5 +1,5 @@
 """The online synthesizer on more than one machine: exact counts per partition, fed on
-the client, where the releases draw the noise.
+the client, where the releases draw the noise; a release's points drawn on the workers.
 
 :func:`update_online` is ``OnlineSynthesizer.update`` of a Dask collection.
 ``"epochs"`` (the default): each partition's distinct finest cells and their counts
@@ -9,7 +9,8 @@ synthesizer's public template, merged by a tree reduction
 (:mod:`dpstream.privhp_dask`), fed to ``merge_summary``; ``"paper"`` cannot be split
 and refuses Dask input. With the same seed the state is byte for byte that of one
 process on the same points. Every count is exact: the cluster, its network and the
-client are trusted with the raw data (they hold it).
+client are trusted with the raw data (they hold it). :func:`release_array` draws a
+release's chunks on the workers from the released structure (post-processing).
 
 These functions are also :mod:`dpstream.distributed`'s. On Spark, the default method
 takes each partition's finest cells and counts (one partition at a time on the
@@ -49,8 +50,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from dpstream import _core
 from dpstream._arrays import points_array
-from dpstream._dask import gather_in_order, map_partitions, naming_partition
+from dpstream._dask import gather_in_order, map_partitions, naming_partition, require
 from dpstream.partition import encode as encode_points
 from dpstream.privhp_dask import point_partitions, summary_graph
 
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
 
     from dpstream.online import EpochsSynthesizer, OnlineSynthesizer, PrivHPSynthesizer
 
-__all__ = ["cell_counts", "update_online"]
+__all__ = ["cell_counts", "release_array", "update_online"]
 
 #: The level of the finest cells the online synthesizer keeps (its 63-bit paths).
 PATH_BITS = 63
@@ -173,3 +175,27 @@ def update_online(
     cast("EpochsSynthesizer", synth)._update_counts_all(
         (cells, _counts_of(cells, more, counts)) for cells, more, counts in gather(tasks)
     )
+
+
+def _release_chunk(release: bytes, index: int) -> Any:
+    """Task body: chunk ``index`` of an encoded release, ``(rows, d)`` float64."""
+    return _core.OnlineRelease.from_bytes(release).chunk(index)
+
+
+def release_array(release: _core.OnlineRelease) -> Any:
+    """A release (``OnlineSynthesizer.release_dask``) as a Dask array ``(rows, d)``,
+    one block per chunk, drawn on the workers: the graph holds the encoded release once
+    (the released trees or leaf counts and the sampling key: small, public), never the
+    points. Chunk ``i`` is drawn from its own generator, so computed it equals
+    ``release.sample()``, byte for byte."""
+    da = require("dask.array")
+    shared = require().delayed(release.to_bytes(), pure=True)
+    task = require().delayed(_release_chunk, pure=True)
+    blocks = []
+    for i in range(release.n_chunks):
+        start, stop = release.chunk_bounds(i)
+        shape = (stop - start, release.dim)
+        blocks.append(da.from_delayed(task(shared, i), shape=shape, dtype=np.float64))
+    if not blocks:
+        return da.zeros((0, release.dim), dtype=np.float64)
+    return da.concatenate(blocks, axis=0)

@@ -67,11 +67,15 @@ pub enum Kind {
     /// ([`crate::synth::ContinualPrivHP`]): exact block summaries and the
     /// released generators of the live blocks.
     ContinualPrivHP = 9,
+    /// An online release drawn in chunks
+    /// ([`crate::synth::ChunkedRelease`]): the released structure and its
+    /// sampling key (public).
+    OnlineRelease = 10,
 }
 
 impl Kind {
     /// Every kind, by code.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Self::TreeGenerator,
         Self::Sketch,
         Self::OnlineSynthesizer,
@@ -81,6 +85,7 @@ impl Kind {
         Self::InhomogeneousSparseCounter,
         Self::EpochSynthesizer,
         Self::ContinualPrivHP,
+        Self::OnlineRelease,
     ];
 
     /// The kind with code `code`, if known.
@@ -114,6 +119,7 @@ impl Kind {
             Self::InhomogeneousSparseCounter => "InhomogeneousSparseCounter",
             Self::EpochSynthesizer => "EpochSynthesizer",
             Self::ContinualPrivHP => "ContinualPrivHP",
+            Self::OnlineRelease => "OnlineRelease",
         }
     }
 }

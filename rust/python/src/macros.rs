@@ -104,17 +104,37 @@ macro_rules! synthesizer_methods {
                 py.detach(|| inner.update(data)).map_err(to_py_err)
             }
 
-            /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`.
-            #[pyo3(signature = (size=None))]
+            /// `(rows, dim)` synthetic points: `t` rows for `size=None`, else `size`,
+            /// drawn in chunks of `chunk_rows` rows.
+            #[pyo3(signature = (size=None, chunk_rows=dpstream_core::synth::CHUNK_ROWS))]
             fn release(
                 &mut self,
                 py: Python<'_>,
                 size: Option<u64>,
+                chunk_rows: u64,
             ) -> PyResult<Py<PyArray2<f64>>> {
                 let dim = self.inner.dim();
                 let inner = &mut self.inner;
-                let out = py.detach(|| inner.release(size)).map_err(to_py_err)?;
+                let out = py
+                    .detach(|| inner.release_chunked(size, chunk_rows))
+                    .map_err(to_py_err)?;
                 rows_array(py, out, dim)
+            }
+
+            /// The same release as `release`, to draw chunk by chunk (closes the
+            /// open epoch and draws the sampling key now).
+            #[pyo3(signature = (size=None, chunk_rows=dpstream_core::synth::CHUNK_ROWS))]
+            fn release_sampler(
+                &mut self,
+                py: Python<'_>,
+                size: Option<u64>,
+                chunk_rows: u64,
+            ) -> PyResult<$crate::online::PyOnlineRelease> {
+                let inner = &mut self.inner;
+                let r = py
+                    .detach(|| inner.release_sampler(size, chunk_rows).map(|r| r.into_owned()))
+                    .map_err(to_py_err)?;
+                Ok($crate::online::PyOnlineRelease { inner: r })
             }
 
             #[staticmethod]

@@ -60,12 +60,14 @@
 //! allocates (it is a [`PrivHP::update`] of `current`).
 
 use super::privhp::{PrivHP, PrivHPConfig};
+use super::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
 use super::tree_generator::{Node, TreeGenerator};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, Result};
 use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::sketch::SketchKind;
 use crate::state::{self, Kind, Reader, Writer};
+use std::borrow::Cow;
 
 /// Largest release cap `R` accepted (`L ≤ 33` levels).
 pub const MAX_CONTINUAL_RELEASES: u64 = 1 << 32;
@@ -407,59 +409,42 @@ impl ContinualPrivHP {
 
     /// `t` synthetic points (`size = None`: `n_j` from every block `j`, placed
     /// by its leaf counts scaled to `n_j`) or `size` i.i.d. draws from the
-    /// mixture; row-major. Closes the open epoch (refused past `R`).
+    /// mixture; row-major: the chunks of [`Self::release_sampler`] with
+    /// [`CHUNK_ROWS`] rows each. Closes the open epoch (refused past `R`).
     pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
-        if self.time == 0 {
-            return match size {
-                None | Some(0) => Ok(Vec::new()),
-                Some(_) => Err(invalid!("no point has been seen yet: nothing to release")),
-            };
+        self.release_chunked(size, CHUNK_ROWS)
+    }
+
+    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
+    /// the concatenated chunks of [`Self::release_sampler`].
+    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
+        let (time, dim) = (self.time, self.params.dim);
+        draw_whole(time, dim, size, chunk_rows, || {
+            self.release_sampler(size, chunk_rows)
+        })
+    }
+
+    /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at
+    /// least 1), with a sampling key drawn from the synthesizer's generator;
+    /// it borrows the live blocks' generators. Closes the open epoch.
+    pub fn release_sampler(
+        &mut self,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> Result<ChunkedRelease<'_>> {
+        if let Some(r) = ChunkedRelease::unseen(self.time, self.params.dim, size, chunk_rows) {
+            return r;
         }
-        let m = size.unwrap_or(self.time);
-        let oom = || Error::OutOfMemory(format!("cannot allocate {m} synthetic points"));
-        let len = usize::try_from(m)
-            .ok()
-            .and_then(|m| m.checked_mul(self.params.dim))
-            .ok_or_else(oom)?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(len).map_err(|_| oom())?;
-        out.resize(len, 0.0);
         self.close_epoch()?;
-        let dim = self.params.dim;
         let Self {
             alphas, gens, rng, ..
         } = self;
-        let blocks: Vec<(u64, &TreeGenerator)> = alphas
+        let parts = alphas
             .iter()
             .zip(gens.iter())
-            .filter_map(|(a, g)| g.as_ref().map(|g| (a.points_seen(), g)))
+            .filter_map(|(a, g)| g.as_ref().map(|g| (a.points_seen(), Cow::Borrowed(g))))
             .collect();
-        match size {
-            None => {
-                let mut at = 0;
-                for (n, g) in blocks {
-                    let end = at + n as usize * dim;
-                    g.place_scaled(n, rng, &mut out[at..end])?;
-                    at = end;
-                }
-            }
-            Some(_) => {
-                let t: u64 = blocks.iter().map(|b| b.0).sum();
-                for row in out.chunks_exact_mut(dim) {
-                    let mut u = rng.below_u64(t);
-                    let mut pick = blocks[blocks.len() - 1].1;
-                    for &(n, g) in &blocks {
-                        if u < n {
-                            pick = g;
-                            break;
-                        }
-                        u -= n;
-                    }
-                    pick.sample(rng, row)?;
-                }
-            }
-        }
-        Ok(out)
+        ChunkedRelease::trees(self.params.dim, parts, size, rng, chunk_rows)
     }
 
     /// `(lower, upper, counts)`: the leaves of every live block's generator

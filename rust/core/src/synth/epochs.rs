@@ -75,8 +75,10 @@ use crate::partition::path::{encode_points, MAX_DEPTH};
 use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::state::{self, Kind, Reader, Writer};
+use crate::synth::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
 use crate::synth::tree_generator::{Node, TreeGenerator};
 use num_bigint::BigUint;
+use std::borrow::Cow;
 
 /// Deepest level any block measures.
 pub const MAX_EPOCH_DEPTH: u32 = 48;
@@ -572,33 +574,35 @@ impl EpochSynthesizer {
     }
 
     /// `t` synthetic points (`size = None`: the rounded leaf counts, uniform in
-    /// each leaf) or `size` i.i.d. draws from the same tree; row-major.
+    /// each leaf) or `size` i.i.d. draws from the same tree; row-major: the
+    /// chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`] rows each.
     pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
-        if self.time == 0 {
-            return match size {
-                None | Some(0) => Ok(Vec::new()),
-                Some(_) => Err(invalid!("no point has been seen yet: nothing to release")),
-            };
-        }
-        // Allocate before closing the epoch: a refused size changes nothing.
-        let mut out = Vec::new();
-        if let Some(m) = size {
-            let oom = || Error::OutOfMemory(format!("cannot allocate {m} synthetic points"));
-            let len = usize::try_from(m)
-                .ok()
-                .and_then(|m| m.checked_mul(self.dim))
-                .ok_or_else(oom)?;
-            out.try_reserve_exact(len).map_err(|_| oom())?;
-            out.resize(len, 0.0);
+        self.release_chunked(size, CHUNK_ROWS)
+    }
+
+    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
+    /// the concatenated chunks of [`Self::release_sampler`].
+    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
+        let (time, dim) = (self.time, self.dim);
+        draw_whole(time, dim, size, chunk_rows, || {
+            self.release_sampler(size, chunk_rows)
+        })
+    }
+
+    /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at
+    /// least 1), with a sampling key drawn from the synthesizer's generator:
+    /// closes the open epoch and fits the release tree.
+    pub fn release_sampler(
+        &mut self,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> Result<ChunkedRelease<'static>> {
+        if let Some(r) = ChunkedRelease::unseen(self.time, self.dim, size, chunk_rows) {
+            return r;
         }
         let tree = self.release_tree()?;
-        match size {
-            Some(_) => {
-                tree.sample(&mut self.rng, &mut out)?;
-                Ok(out)
-            }
-            None => tree.place_counts(&mut self.rng),
-        }
+        let parts = vec![(self.time, Cow::Owned(tree))];
+        ChunkedRelease::trees(self.dim, parts, size, &mut self.rng, chunk_rows)
     }
 
     /// The pooled measurement of the children of a cell, per block ranges.

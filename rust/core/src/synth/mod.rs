@@ -11,6 +11,8 @@
 //! * [`ContinualPrivHP`]: continual-release PrivHP in fixed memory (PrivHP
 //!   paper, Appendix A): the binary mechanism over release epochs applied to
 //!   PrivHP summaries, up to a public number of releases.
+//! * [`ChunkedRelease`]: an online release's points in chunks of a public
+//!   size, each from its own generator (the same points on any machine).
 //! * [`online_epsilon`]: the privacy schedule `ε_{j,r}` of the online
 //!   synthesizer of He, Vershynin, Zhu ((4.1) and (5.1)).
 
@@ -20,6 +22,7 @@ mod epochs;
 mod online;
 mod online_budget;
 mod privhp;
+mod release;
 mod tree_generator;
 
 pub use budget::{privhp_budget, BudgetRule, BUDGET_GRID_BITS};
@@ -33,4 +36,5 @@ pub use epochs::{
 pub use online::{OnlineSynthesizer, MAX_ONLINE_BYTES, MAX_ONLINE_DEPTH};
 pub use online_budget::{online_epsilon, MAX_ONLINE_DIM};
 pub use privhp::{PrivHP, PrivHPConfig};
+pub use release::{ChunkedRelease, CHUNK_ROWS};
 pub use tree_generator::TreeGenerator;

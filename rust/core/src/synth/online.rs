@@ -67,7 +67,7 @@ use crate::rational::Rational;
 use crate::rng::{KeyedDigest, Rng};
 use crate::state::{self, Kind, Reader, Writer};
 use crate::synth::online_budget::{online_epsilon, MAX_ONLINE_DIM};
-use crate::synth::tree_generator::CellSampler;
+use crate::synth::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
 
 /// Deepest partition the synthesizer builds (`2^41` cells would be needed
 /// beyond it, far past any memory).
@@ -475,58 +475,41 @@ impl OnlineSynthesizer {
     }
 
     /// Synthetic data, row-major: with `size = None` the paper's `Y_t`
-    /// (exactly `m_θ` uniform points in every leaf, `t` rows, shuffled), with
-    /// `Some(m)` `m` rows drawn i.i.d. from the leaf counts (a leaf with
-    /// probability `m_θ/t`, then a uniform point in it). ε-DP (the same
-    /// release as [`Self::leaf_counts`]).
+    /// (exactly `m_θ` uniform points in every leaf, `t` rows, the rows of each
+    /// chunk shuffled), with `Some(m)` `m` rows drawn i.i.d. from the leaf
+    /// counts (a leaf with probability `m_θ/t`, then a uniform point in it):
+    /// the chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`] rows each.
+    /// ε-DP (the same release as [`Self::leaf_counts`]).
     pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
+        self.release_chunked(size, CHUNK_ROWS)
+    }
+
+    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
+    /// the concatenated chunks of [`Self::release_sampler`].
+    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
         self.check_usable()?;
-        let rows = size.unwrap_or(self.time);
-        if rows > 0 && self.time == 0 {
-            return Err(invalid!("no point has been seen yet: nothing to release"));
+        let (time, dim) = (self.time, self.dim);
+        draw_whole(time, dim, size, chunk_rows, || {
+            self.release_sampler(size, chunk_rows)
+        })
+    }
+
+    /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at
+    /// least 1), with a sampling key drawn from the synthesizer's generator.
+    /// Placed rows (`size = None`) are laid out leaf by leaf and each chunk is
+    /// shuffled: a release of at most one chunk is a uniform permutation.
+    pub fn release_sampler(
+        &mut self,
+        size: Option<u64>,
+        chunk_rows: u64,
+    ) -> Result<ChunkedRelease<'static>> {
+        self.check_usable()?;
+        if let Some(r) = ChunkedRelease::unseen(self.time, self.dim, size, chunk_rows) {
+            return r;
         }
-        let len = usize::try_from(rows)
-            .ok()
-            .and_then(|r| r.checked_mul(self.dim))
-            .ok_or_else(|| invalid!("{rows} rows of dim {} are too many", self.dim))?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(len)
-            .map_err(|_| Error::OutOfMemory(format!("cannot allocate {rows} synthetic points")))?;
-        out.resize(len, 0.0);
         let counts = self.leaf_counts()?;
         let depth = self.depth();
-        let mut cell = CellSampler::new(self.dim);
-        let rng = &mut self.rng;
-        match size {
-            None => {
-                let mut rows = out.chunks_exact_mut(self.dim);
-                for (theta, &m) in counts.iter().enumerate() {
-                    if m > 0 {
-                        cell.set_cell(theta as u64, depth);
-                        for point in rows.by_ref().take(m as usize) {
-                            cell.sample_current(rng, point);
-                        }
-                    }
-                }
-                // The rows come grouped by cell; a uniform shuffle makes
-                // every prefix of them a uniform subsample.
-                out = shuffle_rows(rng, out, self.dim)?;
-            }
-            Some(_) => {
-                let mut cumulative = Vec::with_capacity(counts.len());
-                let mut acc = 0u64;
-                for &m in &counts {
-                    acc += m as u64;
-                    cumulative.push(acc);
-                }
-                for point in out.chunks_exact_mut(self.dim) {
-                    let u = rng.below_u64(acc);
-                    let theta = cumulative.partition_point(|&c| c <= u);
-                    cell.sample(rng, theta as u64, depth, point);
-                }
-            }
-        }
-        Ok(out)
+        ChunkedRelease::cells(self.dim, depth, &counts, size, &mut self.rng, chunk_rows)
     }
 
     /// Encode the whole state for a checkpoint. **Sensitive**: it holds the
@@ -635,55 +618,6 @@ impl OnlineSynthesizer {
         r.finish()?;
         Ok(s)
     }
-}
-
-/// A uniformly random permutation of the rows (`dim` values each) of `data`.
-///
-/// Rao–Sandelius: every row draws an independent uniform bucket among 256,
-/// rows are scattered to their buckets in order, and each bucket gets a
-/// Fisher–Yates shuffle. Given the bucket sizes every arrangement is equally
-/// likely, so the permutation is exactly uniform; the buckets fit in cache,
-/// which makes this several times faster than one Fisher–Yates over a large
-/// array.
-fn shuffle_rows(rng: &mut Rng, data: Vec<f64>, dim: usize) -> Result<Vec<f64>> {
-    let n = data.len() / dim;
-    let fisher_yates = |rng: &mut Rng, rows: &mut [f64]| {
-        let n = rows.len() / dim;
-        for i in (1..n).rev() {
-            let k = rng.below_u64(i as u64 + 1) as usize;
-            for c in 0..dim {
-                rows.swap(i * dim + c, k * dim + c);
-            }
-        }
-    };
-    if n < 1 << 14 {
-        let mut data = data;
-        fisher_yates(rng, &mut data);
-        return Ok(data);
-    }
-    let mut labels = vec![0u8; n];
-    rng.fill_bytes(&mut labels);
-    let mut start = [0usize; 257];
-    for &l in &labels {
-        start[l as usize + 1] += 1;
-    }
-    for b in 0..256 {
-        start[b + 1] += start[b];
-    }
-    let mut out = Vec::new();
-    out.try_reserve_exact(data.len())
-        .map_err(|_| Error::OutOfMemory("cannot allocate the shuffled rows".into()))?;
-    out.resize(data.len(), 0.0);
-    let mut next = start;
-    for (row, &l) in data.chunks_exact(dim).zip(&labels) {
-        let at = next[l as usize];
-        out[at * dim..(at + 1) * dim].copy_from_slice(row);
-        next[l as usize] += 1;
-    }
-    for b in 0..256 {
-        fisher_yates(rng, &mut out[start[b] * dim..start[b + 1] * dim]);
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

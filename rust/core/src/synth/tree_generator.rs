@@ -163,35 +163,12 @@ impl TreeGenerator {
         Ok(())
     }
 
-    /// Points placed by the leaf counts (each an integer): `count` uniform
-    /// points in every leaf, leaves in arena order; row-major.
-    pub(crate) fn place_counts(&self, rng: &mut Rng) -> Result<Vec<f64>> {
-        let total: f64 = self
-            .nodes
+    /// `(theta, level)` of the leaves, in arena order (as in [`Self::cells`]).
+    pub(crate) fn leaves(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.nodes
             .iter()
             .filter(|n| n.left == LEAF)
-            .map(|n| n.count)
-            .sum();
-        let len = (total as usize)
-            .checked_mul(self.dim)
-            .ok_or_else(|| invalid!("too many points"))?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(len).map_err(|_| {
-            crate::error::Error::OutOfMemory(format!("cannot allocate {total} points"))
-        })?;
-        out.resize(len, 0.0);
-        let mut cell = CellSampler::new(self.dim);
-        let mut rows = out.chunks_exact_mut(self.dim);
-        for leaf in self.nodes.iter().filter(|n| n.left == LEAF) {
-            cell.set_cell(leaf.theta, leaf.level);
-            for _ in 0..leaf.count as u64 {
-                match rows.next() {
-                    Some(point) => cell.sample_current(rng, point),
-                    None => return Err(invalid!("leaf counts are not integers")),
-                }
-            }
-        }
-        Ok(out)
+            .map(|n| (n.theta, n.level))
     }
 
     /// Integer counts for the leaves (arena order, as in [`Self::cells`])
@@ -236,27 +213,6 @@ impl TreeGenerator {
             }
         }
         counts
-    }
-
-    /// `n` points into `out` (`n · dim` values, row-major): the leaves get
-    /// [`Self::scaled_leaf_counts`] points each, uniform inside the cell.
-    pub(crate) fn place_scaled(&self, n: u64, rng: &mut Rng, out: &mut [f64]) -> Result<()> {
-        if out.len() as u64 != n.saturating_mul(self.dim as u64) {
-            return Err(invalid!("output length is not n · dim"));
-        }
-        let counts = self.scaled_leaf_counts(n);
-        let mut cell = CellSampler::new(self.dim);
-        let mut rows = out.chunks_exact_mut(self.dim);
-        for (leaf, &c) in self.nodes.iter().filter(|l| l.left == LEAF).zip(&counts) {
-            cell.set_cell(leaf.theta, leaf.level);
-            for _ in 0..c {
-                match rows.next() {
-                    Some(point) => cell.sample_current(rng, point),
-                    None => return Err(invalid!("internal error: leaf counts exceed n")),
-                }
-            }
-        }
-        Ok(())
     }
 
     fn descend(&self, rng: &mut Rng) -> &Node {
