@@ -85,12 +85,12 @@ def scheduler() -> Iterator[str]:
     """The address of the 2-worker cluster ``--dask local:2`` starts: worker processes,
     the workers' statistical profiler off (:func:`dpstream.partitioned.local_cluster`).
 
-    Not in-process workers (``processes=False``): those run in pytest's process, where
-    each worker's profiler walks the frames of the threads running tasks
-    (``sys._current_frames()``, every 10 ms), which CPython 3.11 does not make safe
-    (dask/distributed#8163, #8916): a full run died of a segmentation fault in the
-    cluster's event-loop thread while it logged an exception of such a callback. Here a
-    crash could only take down a worker, which the nanny restarts."""
+    Not in-process workers (``processes=False``): their tasks would run in pytest's
+    process, and each worker's profiler, a periodic callback on the event-loop thread,
+    walks the frames of the threads running tasks (``sys._current_frames()``, every
+    10 ms), which CPython 3.11 does not make memory safe (dask/distributed#8163, #8916):
+    a segmentation fault there ends the whole test session. In worker processes a crash
+    would end one worker (its nanny starts another), not pytest."""
     with local_cluster(2) as cluster:
         yield str(cluster.scheduler_address)
 
