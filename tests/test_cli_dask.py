@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.cli import main
+from dpstream.partitioned import local_cluster
 from test_cli import run as cli
 
 pytest.importorskip("dask.dataframe")
@@ -81,13 +82,16 @@ def reads() -> Any:
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    """The address of a 2-worker cluster (in-process workers over TCP: quick to start;
-    ``--dask local:2`` itself is run by the checkpoint test)."""
-    import dask.distributed as dist
+    """The address of the 2-worker cluster ``--dask local:2`` starts: worker processes,
+    the workers' statistical profiler off (:func:`dpstream.partitioned.local_cluster`).
 
-    with dist.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", dashboard_address=":0"
-    ) as cluster:
+    Not in-process workers (``processes=False``): their tasks would run in pytest's
+    process, and each worker's profiler, a periodic callback on the event-loop thread,
+    walks the frames of the threads running tasks (``sys._current_frames()``, every
+    10 ms), which CPython 3.11 does not make memory safe (dask/distributed#8163, #8916):
+    a segmentation fault there ends the whole test session. In worker processes a crash
+    would end one worker (its nanny starts another), not pytest."""
+    with local_cluster(2) as cluster:
         yield str(cluster.scheduler_address)
 
 
@@ -325,7 +329,7 @@ def test_local_cluster_workers_get_their_settings(monkeypatch: pytest.MonkeyPatc
 
     import dask
     import dask.distributed as dist
-    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, local_cluster
+    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG
 
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)

@@ -24,8 +24,11 @@ PARAMS = {"k": 16, "width": 64, "rows": 2, "depth": 14}
 @pytest.fixture(scope="module")
 def client() -> Iterator[object]:
     """Two single-threaded workers (in-process: fast to start; the summaries still go
-    through the task graph and the reduction)."""
+    through the task graph and the reduction), their statistical profiler off: in
+    pytest's process its frame walks are a crash risk on CPython 3.11 (see the
+    ``scheduler`` fixture of test_cli_dask.py)."""
     with (
+        dask.config.set({"distributed.worker.profile.enabled": False}),
         dist.LocalCluster(
             n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
         ) as cluster,
