@@ -59,7 +59,7 @@ def test_a_release_is_a_directory_of_chunks_with_the_rows_of_one_process(
 ) -> None:
     one, directory, domain = numbers
     schema = Domain.from_json(domain)
-    # Chunks of 997 rows (the workers run in this process): several parts per release.
+    # Chunks of 997 rows (the plan carries its chunk size to the workers): several parts.
     monkeypatch.setattr(release, "CHUNK_ROWS", 997)
     assert main(table(domain, one, tmp_path / "one")) == 0
     assert main(table(domain, directory, tmp_path / "dask", "--dask", scheduler)) == 0

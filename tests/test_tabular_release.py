@@ -103,7 +103,9 @@ def test_every_part_gives_its_rows_and_every_chunk_is_full(small_chunks: int, si
     total = sum(sizes)
     assert counts.shape == (-(-total // small_chunks), len(sizes))
     assert (counts >= 0).all() and counts.sum(axis=0).tolist() == sizes
-    chunk = [ReleasePlan(1, rows=total).bounds(i) for i in range(len(counts))]
+    chunk = [
+        ReleasePlan(1, rows=total, chunk_rows=small_chunks).bounds(i) for i in range(len(counts))
+    ]
     assert counts.sum(axis=1).tolist() == [b - a for a, b in chunk]
     if total:  # each chunk mixes the parts in proportion to their sizes, within a row
         expected = np.outer([b - a for a, b in chunk], np.array(sizes) / total)

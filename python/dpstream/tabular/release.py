@@ -73,9 +73,10 @@ class Part:
         return unmerge(self.maps, self.ones, codes, rng) if self.maps else codes
 
 
-def shares(sizes: Sequence[int]) -> IntArray:
-    """``(chunks, parts)``: the rows of each part in each chunk of a release of
-    ``sum(sizes)`` rows, part ``p`` giving ``sizes[p]`` rows in all (public rounding).
+def shares(sizes: Sequence[int], chunk_rows: int | None = None) -> IntArray:
+    """``(chunks, parts)``: the rows of each part in each chunk (of ``chunk_rows`` rows,
+    default :data:`CHUNK_ROWS`) of a release of ``sum(sizes)`` rows, part ``p`` giving
+    ``sizes[p]`` rows in all (public rounding).
 
     Each chunk first gives every part the floor of its proportional share of the rows
     so far (``sizes[p]·stop/n``) minus what it has given, within what it has left; the
@@ -83,15 +84,16 @@ def shares(sizes: Sequence[int]) -> IntArray:
     are taken from those furthest above it (ties to the first part). Every part stays
     within one row of its share (the tests check it) and the last chunk takes exactly
     what remains. Exact integer arithmetic."""
+    step = CHUNK_ROWS if chunk_rows is None else int(chunk_rows)
     sizes = [int(s) for s in sizes]
     total = sum(sizes)
-    chunks = -(-total // CHUNK_ROWS)
+    chunks = -(-total // step)
     out = np.zeros((chunks, len(sizes)), dtype=np.int64)
     given = [0] * len(sizes)
     parts = range(len(sizes))
     for i in range(chunks):
-        stop = min((i + 1) * CHUNK_ROWS, total)
-        rows = stop - i * CHUNK_ROWS
+        stop = min((i + 1) * step, total)
+        rows = stop - i * step
         share = [
             min(max(n * stop // total - g, 0), n - g) for n, g in zip(sizes, given, strict=True)
         ]
@@ -121,6 +123,8 @@ class ReleasePlan:
         method: each model's sampling, ``"round"`` or ``"iid"``.
         rows: the release's rows (the sum of ``counts``).
         stored: rows already drawn (the release is their chunks, not a sample).
+        chunk_rows: rows per chunk (:data:`CHUNK_ROWS` when the plan is made; the plan
+            carries it to the workers).
     """
 
     width: int
@@ -130,11 +134,12 @@ class ReleasePlan:
     method: str = "round"
     rows: int = 0
     stored: IntArray | None = None
+    chunk_rows: int = CHUNK_ROWS
 
     @classmethod
     def of_rows(cls, codes: IntArray) -> ReleasePlan:
         """The plan of rows already drawn."""
-        return cls(int(codes.shape[1]), rows=len(codes), stored=codes)
+        return cls(int(codes.shape[1]), rows=len(codes), stored=codes, chunk_rows=CHUNK_ROWS)
 
     @classmethod
     def mixture(
@@ -149,16 +154,16 @@ class ReleasePlan:
         """Parts giving ``sizes[p]`` rows each, or (``sizes=None``) ``rows`` rows of
         their equal-weight mixture."""
         total = sum(int(s) for s in sizes) if sizes is not None else int(rows or 0)
-        counts = shares(sizes) if sizes is not None else None
-        return cls(width, tuple(parts), counts, seed, method, total)
+        counts = shares(sizes, CHUNK_ROWS) if sizes is not None else None
+        return cls(width, tuple(parts), counts, seed, method, total, chunk_rows=CHUNK_ROWS)
 
     @property
     def chunks(self) -> int:
-        return -(-self.rows // CHUNK_ROWS)
+        return -(-self.rows // self.chunk_rows)
 
     def bounds(self, i: int) -> tuple[int, int]:
         """The rows ``[start, stop)`` of chunk ``i`` in the release."""
-        return i * CHUNK_ROWS, min((i + 1) * CHUNK_ROWS, self.rows)
+        return i * self.chunk_rows, min((i + 1) * self.chunk_rows, self.rows)
 
     def chunk(self, i: int) -> IntArray:
         """Chunk ``i``'s rows ``(rows, width)``, int64 codes."""
