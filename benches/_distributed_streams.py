@@ -191,7 +191,7 @@ class Capability:
     #: The best 2-worker round's tasks' compute per worker, per partition size.
     by_chunk_placement: dict[int, str] = field(default_factory=dict)
     #: The same at the first partition size on LocalClusters with Dask's default worker
-    #: settings (instead of ``partitioned.LOCAL_CLUSTER_CONFIG``): workers -> best seconds.
+    #: settings (instead of ``cli.cluster.LOCAL_CLUSTER_CONFIG``): workers -> best seconds.
     dask_defaults: dict[int, float] = field(default_factory=dict)
     kept: dict[int, int] = field(default_factory=dict)
 
@@ -389,11 +389,11 @@ def run(s: StreamSettings, clients: dict[int, Any], log: Callable[[str], None]) 
 
 def _with_dask_defaults(table: Capability, n: int, chunk: int, quick: bool) -> dict[int, float]:
     """Best seconds of the table's counting on LocalClusters of 1 and 2 workers started
-    with Dask's default worker settings instead of ``partitioned.LOCAL_CLUSTER_CONFIG``
+    with Dask's default worker settings instead of ``cli.cluster.LOCAL_CLUSTER_CONFIG``
     (the alternative the library's setting is measured against)."""
     import dask
     from dask.distributed import Client
-    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG, _start_local
+    from dpstream.cli.cluster import LOCAL_CLUSTER_CONFIG, _start_local
 
     # The workers' allocator variables must be Dask's (checked: an environment variable
     # of the client would otherwise override them).
@@ -481,9 +481,9 @@ def render(s: StreamSettings, caps: list[Capability], header: list[str]) -> str:
         f"reduction, fed by `merge_summary`; `memory_bytes = {MEMORY:,}`, `expected_n = 10^9`); "
         "one process: `update` per partition.",
         "- Cases: one process (the loop above); Dask's threaded scheduler, 2 threads, one "
-        "process; `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
+        "process; `cli.cluster.local_cluster(W)` (what `--dask local:W` starts: "
         "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with "
-        "`partitioned.LOCAL_CLUSTER_CONFIG`: glibc's mmap threshold 32 MiB and trim threshold "
+        "`cli.cluster.LOCAL_CLUSTER_CONFIG`: glibc's mmap threshold 32 MiB and trim threshold "
         "256 MiB in the workers' environment, their statistical profiler off, the scheduler's "
         "worker saturation 1.0), W = 1, 2. "
         f"{s.rounds} interleaved round(s); the best is the figure, the median is shown too. "

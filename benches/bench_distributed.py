@@ -72,7 +72,7 @@ from _report import (
     write_split,
 )
 from dpstream import PrivHP, distributed
-from dpstream.partitioned import local_cluster
+from dpstream.cli.cluster import local_cluster
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
@@ -423,9 +423,9 @@ def render(
             for c in configs
         )
         + ".",
-        "- Cluster: `partitioned.local_cluster(W)` (what `--dask local:W` starts: "
+        "- Cluster: `cli.cluster.local_cluster(W)` (what `--dask local:W` starts: "
         "`LocalCluster(n_workers=W, threads_per_worker=1, processes=True)` with "
-        "`partitioned.LOCAL_CLUSTER_CONFIG`); each "
+        "`cli.cluster.LOCAL_CLUSTER_CONFIG`); each "
         "task counts one partition with `threads = 1`; summaries cross processes as their "
         f"`to_bytes()` encoding (pickle) and are merged with `split_every = {SPLIT_EVERY}`. "
         "Start-up (not in the rates): "

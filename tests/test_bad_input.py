@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 from dpstream import OnlineSynthesizer, PrivHP, Rng, TreeGenerator, counters, noise
 from dpstream.budget import BudgetExceededError
-from dpstream.partitioned import local_cluster
+from dpstream.cli.cluster import local_cluster
 from dpstream.sketch import CountMinSketch, CountSketch
 from dpstream.tabular import Adaptive, Baseline, Domain, ModelOptions, Paper, TabularStream
 from hypothesis import HealthCheck, given, settings
@@ -693,9 +693,9 @@ CASES: list[Case] = [
     Case("noise (rng)", "Rng.integers(2^62)", MemoryError, "cannot allocate an output array",
          lambda r: r.integers(2**62), after=RNG_UNCHANGED),
     # ---- the LocalCluster of --dask local:N
-    Case("constructor", "partitioned.local_cluster n_workers = 0", ValueError,
+    Case("constructor", "cli.cluster.local_cluster n_workers = 0", ValueError,
          "n_workers must be in 1..=", lambda _: local_cluster(0), after=NO_OBJECT),
-    Case("constructor", "partitioned.local_cluster n_workers = 1.5", TypeError,
+    Case("constructor", "cli.cluster.local_cluster n_workers = 1.5", TypeError,
          "n_workers must be an int, got float", lambda _: local_cluster(1.5), after=NO_OBJECT),
 ]
 # fmt: on

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from dpstream.cli import main
-from dpstream.partitioned import local_cluster
+from dpstream.cli.cluster import local_cluster
 from test_cli import run as cli
 
 pytest.importorskip("dask.dataframe")
@@ -83,7 +83,7 @@ def reads() -> Any:
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
     """The address of the 2-worker cluster ``--dask local:2`` starts: worker processes,
-    the workers' statistical profiler off (:func:`dpstream.partitioned.local_cluster`).
+    the workers' statistical profiler off (:func:`dpstream.cli.cluster.local_cluster`).
 
     Not in-process workers (``processes=False``): their tasks would run in pytest's
     process, and each worker's profiler, a periodic callback on the event-loop thread,
@@ -298,7 +298,7 @@ def test_batch_sizes_on_a_parquet_directory_take_the_lengths_from_the_footers(
     the Parquet footers, so no partition is read for them. 4 files of 3,000 rows in
     batches of 3,000 rows: 4 partition reads in all (one per batch), not 4 more for the
     lengths; the releases are those of the same run where the lengths are counted."""
-    import dpstream.partitioned as partitioned
+    import dpstream.cli.parquet_input as partitioned
 
     _, directory, domain = inputs
 
@@ -329,7 +329,7 @@ def test_local_cluster_workers_get_their_settings(monkeypatch: pytest.MonkeyPatc
 
     import dask
     import dask.distributed as dist
-    from dpstream.partitioned import LOCAL_CLUSTER_CONFIG
+    from dpstream.cli.cluster import LOCAL_CLUSTER_CONFIG
 
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)

@@ -60,7 +60,6 @@ LAYERS: dict[str, int] = {
     "dpstream.distributed": APPLICATION,  # re-exports the capabilities' Dask functions
     "dpstream.inputs": APPLICATION,
     "dpstream.io": APPLICATION,
-    "dpstream.partitioned": APPLICATION,
     "dpstream.runs": APPLICATION,
     "dpstream.schedule": APPLICATION,
 }

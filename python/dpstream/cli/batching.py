@@ -4,7 +4,7 @@ Release times never depend on the data: batches come from ``--batch-size``, or f
 the public calendar of ``--time-column`` (:mod:`dpstream.schedule`). A file is read
 and checked in full before the first release (:mod:`dpstream.inputs`); a partitioned
 input (``--dask`` or a directory of Parquet files) is read partition by partition
-(:mod:`dpstream.partitioned`).
+(:mod:`dpstream.cli.parquet_input`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpstream import partitioned
 from dpstream._digest import digest, row_sums
+from dpstream.cli import parquet_input
 from dpstream.cli.lazy import pandas
 from dpstream.cli.options import UsageError, positive
+from dpstream.cli.parquet_input import LazyBatch
 from dpstream.cli.report import note, progress
 from dpstream.inputs import clipped_note, read_input, where
-from dpstream.partitioned import LazyBatch
 from dpstream.runs import Batch, Model, RunResult, consumed_sizes, run_stream
 from dpstream.schedule import is_integer_axis, parquet_outside, periods, split
 
@@ -190,7 +190,7 @@ def _lazy_batches(
     command: str = "table",
 ) -> list[tuple[str, Any]]:
     """:func:`_batches` for a partitioned input: the same public schedule, each batch a
-    :class:`dpstream.partitioned.LazyBatch` (periods read with a filter pushed down to
+    :class:`dpstream.cli.parquet_input.LazyBatch` (periods read with a filter pushed down to
     the Parquet reader; ``--batch-size`` batches as slices of the partitions)."""
     pd = pandas()
     path = Path(opts["input"])
@@ -201,12 +201,12 @@ def _lazy_batches(
                 f"--{option} is for a CSV file read without --dask; a partitioned input is "
                 "read by Dask with its defaults: convert the file to Parquet"
             )
-    partitioned.check_parquet(path, columns)
+    parquet_input.check_parquet(path, columns)
     if time_col is None:
         size = positive(opts, "batch_size") or 10_000
-        return partitioned.row_batches(path, columns, size, consumed, canonical)
-    dtype = partitioned.time_dtype(path, time_col)
-    partitioned.check_parquet(path, [time_col])
+        return parquet_input.row_batches(path, columns, size, consumed, canonical)
+    dtype = parquet_input.time_dtype(path, time_col)
+    parquet_input.check_parquet(path, [time_col])
     integer = pd.api.types.is_integer_dtype(dtype)
     if not integer and not pd.api.types.is_datetime64_any_dtype(dtype):
         raise UsageError(
@@ -220,7 +220,7 @@ def _lazy_batches(
         for p in calendar
     ]
     _check_lazy_calendar(opts, command, path, bounds[0][1], bounds[-1][2])
-    return partitioned.periods(path, columns, time_col, bounds, canonical)
+    return parquet_input.periods(path, columns, time_col, bounds, canonical)
 
 
 def _check_lazy_calendar(

@@ -11,13 +11,13 @@ import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 
+from dpstream.cli.cluster import connect
 from dpstream.cli.demo import cmd_demo
 from dpstream.cli.options import DEFAULTS, UsageError, read_options
 from dpstream.cli.parser import build_parser, join_negative_values
 from dpstream.cli.points import cmd_points
 from dpstream.cli.report import NOTES, print_summary
 from dpstream.cli.table import cmd_table
-from dpstream.partitioned import connect
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,10 +15,10 @@ import numpy as np
 
 from dpstream import metrics
 from dpstream.cli.lazy import pandas
+from dpstream.cli.parquet_input import LazyBatch
 from dpstream.cli.plots import plot_points, plot_table
 from dpstream.distributed import batch_marginals
 from dpstream.io import read_table
-from dpstream.partitioned import LazyBatch
 from dpstream.tabular import all_workloads
 from dpstream.tabular.marginals import BatchMarginals, add_counts
 from dpstream.tabular.workloads import marginal_errors

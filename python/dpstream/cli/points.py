@@ -27,11 +27,11 @@ from dpstream.cli.options import (
     require,
     run_options,
 )
+from dpstream.cli.parquet_input import LazyBatch
 from dpstream.cli.report import run_summary
 from dpstream.distributed import summary_graph, update_online
 from dpstream.inputs import check_points
 from dpstream.io import parse_bounds
-from dpstream.partitioned import LazyBatch
 from dpstream.runs import Batch
 
 #: The options that only some ``points`` methods use: an option a method does not use is

@@ -34,10 +34,10 @@ from dpstream.cli.options import (
     require,
     run_options,
 )
+from dpstream.cli.parquet_input import LazyBatch
 from dpstream.cli.report import run_summary
 from dpstream.distributed import marginals_graph, marginals_of
 from dpstream.inputs import check_table, in_command_words
-from dpstream.partitioned import LazyBatch
 from dpstream.runs import _decode_checkpoint
 from dpstream.tabular import Domain, ModelOptions, TabularStream
 from dpstream.tabular.policy import REMOVED_FIELDS, from_dict, to_dict

@@ -22,156 +22,26 @@ still read one partition at a time.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import itertools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpstream._dask import gather_in_order, naming_partition, require
+from dpstream._dask import gather_in_order, naming_partition
 from dpstream._digest import digest, row_sums
-from dpstream._params import int_param
+from dpstream.cli.cluster import require_dask
+from dpstream.inputs import InputError
 
-__all__ = [
-    "LOCAL_CLUSTER_CONFIG",
-    "LazyBatch",
-    "connect",
-    "local_cluster",
-    "periods",
-    "read",
-    "row_batches",
-]
-
-
-class InputError(ValueError):
-    """A partitioned input or scheduler the run cannot use (one line for the CLI)."""
-
-
-def _dask(module: str = "dask") -> Any:
-    return require(module, error=InputError, what="partitioned inputs and --dask")
-
-
-#: Dask settings of the workers :func:`local_cluster` starts (a cluster given by its
-#: address keeps its own):
-#:
-#: * glibc's allocator in each worker keeps large blocks in its heap: blocks under 32 MiB
-#:   come from the heap instead of fresh ``mmap`` pages, and up to 256 MiB of freed heap
-#:   is kept rather than returned to the system (Dask's default returns everything above
-#:   64 KiB). A partition's arrays are then reused from one task to the next instead of
-#:   being faulted in and zeroed by the kernel every task. A worker's resident memory
-#:   stays up to 256 MiB above its live data.
-#: * the workers' statistical profiler (a thread sampling every running task 100 times a
-#:   second for the dashboard) is off: the counting does not need it.
-#: * the scheduler hands a single-threaded worker one partition at a time
-#:   (``worker-saturation`` 1.0; Dask's 1.1 rounds up to two, so with few partitions one
-#:   worker could hold two while the other idles).
-#:
-#: ``benches/bench_distributed.py --part streams`` measures the table's counting on
-#: clusters with these settings and with Dask's defaults, in the same run (on a 2-core
-#: machine the 2-worker figures vary by about ±0.2× between runs).
-LOCAL_CLUSTER_CONFIG: dict[str, Any] = {
-    "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20,
-    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": 256 << 20,
-    "distributed.worker.profile.enabled": False,
-    "distributed.scheduler.worker-saturation": 1.0,
-}
-
-
-_PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
-
-
-def local_cluster(n_workers: int) -> Any:
-    """The LocalCluster of ``--dask local:N``: ``n_workers`` worker processes of one thread
-    each, with :data:`LOCAL_CLUSTER_CONFIG`, whatever the client's environment holds; the
-    caller closes it. The client's ``os.environ`` is as it was afterwards. ``n_workers``
-    must be a positive int (``ValueError`` or ``TypeError`` otherwise, before anything
-    starts)."""
-    int_param(n_workers, "n_workers", low=1)
-    return _start_local(n_workers, LOCAL_CLUSTER_CONFIG)
-
-
-def _start_local(n_workers: int, config: Mapping[str, Any]) -> Any:
-    """A LocalCluster of ``n_workers`` one-thread worker processes whose settings are
-    Dask's with ``config`` on top, and nothing else: while its workers start, the
-    client's environment holds exactly the configured ``pre-spawn-environ``, and is
-    restored afterwards. (Dask's nanny lets the client's environment override that
-    setting and writes the result back into it when it spawns a worker, so otherwise a
-    cluster started earlier in the process, or a variable the client happens to have,
-    would decide the workers' settings.)"""
-    import os
-
-    dist = _dask("dask.distributed")
-    dask = _dask()
-    with dask.config.set(dict(config)):
-        wanted = dask.config.get(_PRE_SPAWN, {})
-        saved = {k: os.environ.get(k) for k in wanted}
-        _put_environ({k: None if v is None else str(v) for k, v in wanted.items()})
-        try:
-            return dist.LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
-        finally:
-            _put_environ(saved)
-
-
-def _put_environ(env: Mapping[str, str | None]) -> None:
-    import os
-
-    for k, v in env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-def connect(spec: str) -> tuple[Any, Any]:
-    """A ``dask.distributed`` client for ``--dask``: ``local:N`` starts
-    :func:`local_cluster` of ``N`` workers, anything else is a scheduler address. Returns
-    ``(client, cluster or None)``; an unreachable scheduler is an :class:`InputError` of one
-    line."""
-    dist = _dask("dask.distributed")
-    import logging
-
-    logging.getLogger("distributed").setLevel(logging.ERROR)
-    if spec.startswith("local:"):
-        try:
-            n = int(spec.removeprefix("local:"))
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise InputError(f"--dask local:N needs a positive number of workers, got {spec!r}")
-        cluster = local_cluster(n)
-        return dist.Client(cluster), cluster
-    try:
-        # Probed first: a Client that fails to connect stays Dask's default scheduler,
-        # and later computations in the process would wait for it forever.
-        asyncio.run(_probe(spec, dist))
-        return dist.Client(spec, timeout="5s"), None
-    except ValueError as e:  # not an address
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(
-            f"--dask: {spec!r} is neither local:N nor a scheduler address such as "
-            f"tcp://host:8786 ({first})"
-        ) from None
-    except (OSError, TimeoutError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(f"--dask: cannot reach the scheduler at {spec!r} ({first})") from None
-
-
-async def _probe(address: str, dist: Any) -> None:
-    """Open and close one connection to the scheduler at ``address`` (5 s at most)."""
-    args = dist.Security().get_connection_args("client")
-    comm = await dist.comm.connect(address, timeout="5s", **args)
-    await comm.close()
+__all__ = ["LazyBatch", "periods", "read", "row_batches"]
 
 
 def read(path: Path, columns: list[str] | None = None, filters: Any = None) -> Any:
     """A Dask DataFrame over a ``.csv`` file, a ``.parquet`` file or a directory of Parquet
     files (only ``columns``; ``filters`` pushed down to the Parquet reader)."""
-    dd = _dask("dask.dataframe")
+    dd = require_dask("dask.dataframe")
     if not path.exists():
         raise InputError(f"input {path} does not exist")
     if path.is_file() and path.suffix.lower() == ".csv":
@@ -206,7 +76,7 @@ def check_parquet(path: Path, columns: list[str]) -> None:
         raise InputError(f"input {path} does not exist")
     if path.is_file():
         return
-    pads = _dask("pyarrow.dataset")
+    pads = require_dask("pyarrow.dataset")
     names = sorted(  # the files Dask reads: by extension, not hidden
         str(p)
         for p in path.rglob("*")
@@ -289,7 +159,7 @@ class LazyBatch:
         """Compute ``tasks`` (built on :attr:`parts`) with the batch's row count and
         digest, in one submission, and yield the tasks' results in order: all or
         nothing (:func:`dpstream._dask.gather_in_order`)."""
-        task = _dask().delayed(_partition_sums, pure=True)
+        task = require_dask().delayed(_partition_sums, pure=True)
         parts = [] if self._sums is not None else self.parts
         own = [task(p, self._canonical, i) for i, p in enumerate(parts)]
         results = gather_in_order([*own, *tasks])
@@ -314,7 +184,7 @@ class LazyBatch:
     def points(self, to_unit: Callable[[Any], Any]) -> list[Any]:
         """The batch's points scaled to the unit cube with the public bounds, one
         ``dask.delayed`` float64 array per partition (for :meth:`gather`)."""
-        task = _dask().delayed(_unit_points, pure=True)
+        task = require_dask().delayed(_unit_points, pure=True)
         return [task(p, to_unit) for p in self.parts]
 
     def sample(self, fraction: float, seed: int) -> Any:
@@ -357,7 +227,7 @@ def partition_lengths(frame: Any, parts: list[Any]) -> list[int]:
     footers when Dask knows them for exactly these partitions (nothing is read); else
     counted by one pass on the cluster (or Dask's local scheduler), one partition per
     task: only the counts reach the client."""
-    dask = _dask()
+    dask = require_dask()
     try:
         expr = importlib.import_module("dask.dataframe.dask_expr._expr")  # untyped
         known = expr.Lengths(frame.expr).optimize()
@@ -377,8 +247,8 @@ def row_batches(
 ) -> list[tuple[str, LazyBatch]]:
     """Batches of ``size`` rows in input order (after the ``consumed`` sizes of a
     checkpoint, cut as before), as slices of the input's partitions."""
-    dask = _dask()
-    dd = _dask("dask.dataframe")
+    dask = require_dask()
+    dd = require_dask("dask.dataframe")
     frame = read(path, columns)
     parts = frame.to_delayed()  # the partitions every batch is cut from
     lengths = partition_lengths(frame, parts)
