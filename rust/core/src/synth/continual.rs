@@ -60,7 +60,7 @@
 //! allocates (it is a [`PrivHP::update`] of `current`).
 
 use super::privhp::{PrivHP, PrivHPConfig};
-use super::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
+use super::release::{chunked_release, ChunkedRelease};
 use super::tree_generator::{Node, TreeGenerator};
 use crate::error::{invalid, Result};
 use crate::rational::Rational;
@@ -407,21 +407,11 @@ impl ContinualPrivHP {
             .filter_map(|(a, g)| g.as_ref().map(|g| (a.points_seen(), g)))
     }
 
-    /// `t` synthetic points (`size = None`: `n_j` from every block `j`, placed
-    /// by its leaf counts scaled to `n_j`) or `size` i.i.d. draws from the
-    /// mixture; row-major: the chunks of [`Self::release_sampler`] with
-    /// [`CHUNK_ROWS`] rows each. Closes the open epoch (refused past `R`).
-    pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
-        self.release_chunked(size, CHUNK_ROWS)
-    }
-
-    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
-    /// the concatenated chunks of [`Self::release_sampler`].
-    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
-        let (time, dim) = (self.time, self.params.dim);
-        draw_whole(time, dim, size, chunk_rows, || {
-            self.release_sampler(size, chunk_rows)
-        })
+    chunked_release! {
+        /// `t` synthetic points (`size = None`: `n_j` from every block `j`, placed
+        /// by its leaf counts scaled to `n_j`) or `size` i.i.d. draws from the
+        /// mixture; row-major: the chunks of [`Self::release_sampler`] with
+        /// [`CHUNK_ROWS`](crate::synth::CHUNK_ROWS) rows each. Closes the open epoch (refused past `R`).
     }
 
     /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at

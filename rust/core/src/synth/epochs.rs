@@ -75,7 +75,7 @@ use crate::partition::path::{encode_points, MAX_DEPTH};
 use crate::rational::Rational;
 use crate::rng::Rng;
 use crate::state::{self, Kind, Reader, Writer};
-use crate::synth::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
+use crate::synth::release::{chunked_release, ChunkedRelease};
 use crate::synth::tree_generator::{Node, TreeGenerator};
 use num_bigint::BigUint;
 use std::borrow::Cow;
@@ -573,20 +573,10 @@ impl EpochSynthesizer {
         TreeGenerator::from_nodes(self.dim, arena, self.rng.is_seeded())
     }
 
-    /// `t` synthetic points (`size = None`: the rounded leaf counts, uniform in
-    /// each leaf) or `size` i.i.d. draws from the same tree; row-major: the
-    /// chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`] rows each.
-    pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
-        self.release_chunked(size, CHUNK_ROWS)
-    }
-
-    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
-    /// the concatenated chunks of [`Self::release_sampler`].
-    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
-        let (time, dim) = (self.time, self.dim);
-        draw_whole(time, dim, size, chunk_rows, || {
-            self.release_sampler(size, chunk_rows)
-        })
+    chunked_release! {
+        /// `t` synthetic points (`size = None`: the rounded leaf counts, uniform in
+        /// each leaf) or `size` i.i.d. draws from the same tree; row-major: the
+        /// chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`](crate::synth::CHUNK_ROWS) rows each.
     }
 
     /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at

@@ -67,7 +67,7 @@ use crate::rational::Rational;
 use crate::rng::{KeyedDigest, Rng};
 use crate::state::{self, Kind, Reader, Writer};
 use crate::synth::online_budget::{online_epsilon, MAX_ONLINE_DIM};
-use crate::synth::release::{draw_whole, ChunkedRelease, CHUNK_ROWS};
+use crate::synth::release::{chunked_release, ChunkedRelease};
 
 /// Deepest partition the synthesizer builds (`2^41` cells would be needed
 /// beyond it, far past any memory).
@@ -474,24 +474,14 @@ impl OnlineSynthesizer {
         Ok(())
     }
 
-    /// Synthetic data, row-major: with `size = None` the paper's `Y_t`
-    /// (exactly `m_θ` uniform points in every leaf, `t` rows, the rows of each
-    /// chunk shuffled), with `Some(m)` `m` rows drawn i.i.d. from the leaf
-    /// counts (a leaf with probability `m_θ/t`, then a uniform point in it):
-    /// the chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`] rows each.
-    /// ε-DP (the same release as [`Self::leaf_counts`]).
-    pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
-        self.release_chunked(size, CHUNK_ROWS)
-    }
-
-    /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
-    /// the concatenated chunks of [`Self::release_sampler`].
-    pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
-        self.check_usable()?;
-        let (time, dim) = (self.time, self.dim);
-        draw_whole(time, dim, size, chunk_rows, || {
-            self.release_sampler(size, chunk_rows)
-        })
+    chunked_release! {
+        /// Synthetic data, row-major: with `size = None` the paper's `Y_t`
+        /// (exactly `m_θ` uniform points in every leaf, `t` rows, the rows of each
+        /// chunk shuffled), with `Some(m)` `m` rows drawn i.i.d. from the leaf
+        /// counts (a leaf with probability `m_θ/t`, then a uniform point in it):
+        /// the chunks of [`Self::release_sampler`] with [`CHUNK_ROWS`](crate::synth::CHUNK_ROWS) rows each.
+        /// ε-DP (the same release as [`Self::leaf_counts`]).
+        check: check_usable
     }
 
     /// The release of [`Self::release`] in chunks of `chunk_rows` rows (at

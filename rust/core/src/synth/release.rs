@@ -83,6 +83,29 @@ pub(crate) fn alloc_rows(rows: u64, dim: usize) -> Result<Vec<f64>> {
     Ok(out)
 }
 
+/// Writes a synthesizer's inherent `release` (its docs given first) and
+/// `release_chunked` from its `release_sampler`, `time()` and `dim()`
+/// (`check`: a method run before anything else).
+macro_rules! chunked_release {
+    ($(#[$doc:meta])* $(check: $check:ident)?) => {
+        $(#[$doc])*
+        pub fn release(&mut self, size: Option<u64>) -> Result<Vec<f64>> {
+            self.release_chunked(size, $crate::synth::CHUNK_ROWS)
+        }
+
+        /// [`Self::release`] drawn in chunks of `chunk_rows` rows (at least 1):
+        /// the concatenated chunks of [`Self::release_sampler`].
+        pub fn release_chunked(&mut self, size: Option<u64>, chunk_rows: u64) -> Result<Vec<f64>> {
+            $(self.$check()?;)?
+            let (time, dim) = (self.time(), self.dim());
+            $crate::synth::release::draw_whole(time, dim, size, chunk_rows, || {
+                self.release_sampler(size, chunk_rows)
+            })
+        }
+    };
+}
+pub(crate) use chunked_release;
+
 /// A whole release of a synthesizer at time `time`: `size.unwrap_or(time)`
 /// rows allocated first (a refused size changes nothing), then filled with
 /// the chunks of `sampler()`. Refused before the first point unless empty.
