@@ -1,4 +1,4 @@
-"""Issue 40: a new user's real CSV files through the CLI alone.
+"""A new user's real CSV files through the CLI alone.
 
 * Every case that once gave a wrong result with exit code 0, or a traceback, ends with
   exit code 2, one line naming the file, its line and the column where they exist, and
