@@ -77,7 +77,7 @@ from dpstream.cli.cluster import local_cluster
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 SECTION_TITLE = "## Distributed PrivHP"
-RELEASE_TITLE = "## Distributed tabular release"
+RELEASE_TITLE = "## Distributed releases"
 #: The subsections written to the details file in benches/out, not to RESULTS.md.
 DETAILS = ("### Setup", "### Extrapolation to 10^10 points", "### Notes")
 SEED = 20_261_122

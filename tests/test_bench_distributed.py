@@ -46,8 +46,8 @@ def test_quick_streams_part_writes_its_section(tmp_path: Path) -> None:
 
 
 def test_release_rss_measures_both_releases_and_checks_them_equal() -> None:
-    """``--release-rss N`` (issue 42): the client's peak RSS across a step whose release is
-    written by the workers, and drawn on the client; the script checks them equal."""
+    """``--release-rss N``: the client's peak RSS across a table step and an online release,
+    each drawn by the workers and on the client; the script checks each pair equal."""
     pytest.importorskip("dask.distributed")
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--release-rss", "30000", "--no-write"],
@@ -57,5 +57,10 @@ def test_release_rss_measures_both_releases_and_checks_them_equal() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "30,000-row Dask batch" in done.stdout
-    for label in ("drawn and written (Parquet) by the workers", "on the client"):
+    for label in (
+        "table: drawn and written (Parquet) by the workers",
+        "table: on the client",
+        "online (d = 2): `release_dask`, written (npy) by the workers",
+        "online (d = 2): `release` on the client",
+    ):
         assert f"| {label} |" in done.stdout
