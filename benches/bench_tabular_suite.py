@@ -20,7 +20,11 @@ reproducible and NOT private; ``benches/_alternatives.py``):
   the machine's load);
 * ``floor``: MST at the whole ε, once, on the final table (a reference, not a competitor);
 * ``--method MODULE:FUNC``: another stream, ``FUNC(domain, ε, seed)`` returning an object
-  with ``.step(batch)`` and ``.synthetic_codes()``, run like the default.
+  with ``.step(batch)`` and ``.synthetic_codes()``, run like the default;
+* ``--before DIR``: the default of another source tree (``DIR/python``, with a built
+  ``_core`` extension there), run like the default in a process of its own: the stream
+  ``before`` (e.g. ``git archive 10875bf python | tar -x -C DIR``, the default before the
+  current one, with this tree's extension copied in).
 
 Metric (``dpstream.tabular.tv_errors``): total variation distance of every 1-way and 2-way
 marginal of the synthetic table against the real rows so far: mean and max, and the worst
@@ -56,6 +60,8 @@ import argparse  # noqa: E402
 import csv  # noqa: E402
 import importlib  # noqa: E402
 import multiprocessing  # noqa: E402
+import pickle  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -80,6 +86,8 @@ ORDERS = ("natural", "shuffled", "calendar")
 AIM_R = (5,)
 #: The releases after the table holds this share of its final rows count for the "worst" figures.
 WARMUP = 0.1
+#: ``--final-only``: only the final release is evaluated (set before the workers fork).
+FINAL_ONLY = False
 FIELDS = (
     "table", "order", "R", "cut", "eps", "seed", "method", "rows", "min_batch", "max_batch",
     "mean_1way", "max_1way", "mean_2way", "max_2way", "worst_column", "worst_column_tv",
@@ -104,10 +112,77 @@ def default_factory(domain: Domain, eps: float, seed: int) -> TabularStream:
     return TabularStream(domain, eps, rng=Rng(seed=seed))
 
 
+#: ``--before DIR`` (set before the worker processes fork).
+BEFORE: list[Path] = []
+
+#: The ``before`` stream's process: requests ``(op, arg)`` pickled on stdin, replies on stdout.
+_BEFORE_CHILD = """
+import pickle, sys
+from fractions import Fraction
+import numpy as np
+from dpstream import Rng
+from dpstream.tabular import Domain, TabularStream
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+stream = None
+while True:
+    try:
+        op, arg = pickle.load(inp)
+    except EOFError:
+        break
+    reply = None
+    if op == "new":
+        sizes, eps, seed = arg
+        eps = Fraction(eps).limit_denominator(1000)
+        stream = TabularStream(Domain(sizes), eps, rng=Rng(seed=seed))
+    elif op == "step":
+        stream.step(arg)
+    else:
+        reply = np.asarray(stream.synthetic_codes(), dtype=np.int64)
+    pickle.dump(reply, out)
+    out.flush()
+"""
+
+
+class Before:
+    """The default of the source tree ``root`` (``root/python`` first on its path), in a
+    process of its own; batches in and releases out as int64 codes."""
+
+    def __init__(self, root: Path, domain: Domain, eps: float, seed: int) -> None:
+        env = {**os.environ, "PYTHONPATH": str(root / "python")}
+        self._p = subprocess.Popen(
+            [sys.executable, "-c", _BEFORE_CHILD], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env,
+        )  # fmt: skip
+        self._call("new", (dict(zip(domain.names, domain.sizes, strict=True)), eps, seed))
+
+    def _call(self, op: str, arg: Any = None) -> Any:
+        assert self._p.stdin is not None and self._p.stdout is not None
+        pickle.dump((op, arg), self._p.stdin)
+        self._p.stdin.flush()
+        return pickle.load(self._p.stdout)
+
+    def step(self, batch: np.ndarray) -> None:
+        self._call("step", np.asarray(batch, dtype=np.int64))
+
+    def synthetic_codes(self) -> np.ndarray:
+        return self._call("synth")  # type: ignore[no-any-return]
+
+    def __del__(self) -> None:
+        if self._p.stdin is not None:
+            self._p.stdin.close()
+        self._p.wait()
+
+
+def before_factory(domain: Domain, eps: float, seed: int) -> Before:
+    return Before(BEFORE[0], domain, eps, seed)
+
+
 def factory(spec: str) -> Callable[[Domain, float, int], Any]:
     """``"default"`` or ``"MODULE:FUNC"`` (imported; ``benches/`` is on the path)."""
     if spec == "default":
         return default_factory
+    if spec == "before":
+        return before_factory
     module, _, func = spec.partition(":")
     if not module or not func:
         raise ValueError(f"--method takes MODULE:FUNC, got {spec!r}")
@@ -133,6 +208,8 @@ def run_stream(
         start = time.perf_counter()
         stream.step(batch)
         stepping += time.perf_counter() - start
+        if FINAL_ONLY and end != ends[-1]:
+            continue
         if end > 0 and (end >= WARMUP * len(x) or end == ends[-1]):
             synth = np.asarray(stream.synthetic_codes(), dtype=np.int64)
             err = tv(x[:end], synth, domain)
@@ -141,8 +218,8 @@ def run_stream(
     assert err is not None
     return dict(
         _fields(err, domain),
-        worst_mean_2way=worst2,
-        worst_1way=worst1,
+        worst_mean_2way=float("nan") if FINAL_ONLY else worst2,
+        worst_1way=float("nan") if FINAL_ONLY else worst1,
         sec_per_step=stepping / len(parts),
     )
 
@@ -250,6 +327,30 @@ def summary(rows: list[dict[str, Any]], streams: list[str]) -> str:
     return "\n".join(lines)
 
 
+def against_before(rows: list[dict[str, Any]]) -> str:
+    """Per (table, order, R, ε): the default and ``before`` (means over seeds), final mean
+    2-way TV and seconds per step, and default / before for both."""
+    means: dict[tuple, dict[str, list[tuple[float, float]]]] = {}
+    for row in rows:
+        key = (row["table"], row["order"], int(row["R"]), float(row["eps"]))
+        cell = (float(row["mean_2way"]), float(row.get("sec_per_step") or "nan"))
+        means.setdefault(key, {}).setdefault(row["method"], []).append(cell)
+    lines = [
+        "| table | order | R | ε | default TV | before TV | TV ratio | default s/step "
+        "| before s/step | s/step ratio |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key in sorted(means):
+        if "default" not in means[key] or "before" not in means[key]:
+            continue
+        (d_tv, d_s), (b_tv, b_s) = (np.mean(means[key][m], axis=0) for m in ("default", "before"))
+        lines.append(
+            f"| {key[0]} | {key[1]} | {key[2]} | {key[3]:g} | {d_tv:.4f} | {b_tv:.4f} "
+            f"| {d_tv / b_tv:.2f} | {d_s:.3f} | {b_s:.3f} | {d_s / b_s:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tables", help="comma-separated table names (default: the reported ones)")
@@ -268,6 +369,17 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="MODULE:FUNC",
         help="another stream factory f(domain, eps, seed), run next to the default",
+    )
+    p.add_argument(
+        "--before",
+        type=Path,
+        metavar="DIR",
+        help="run the default of the source tree DIR (DIR/python) too: 'before'",
+    )
+    p.add_argument(
+        "--final-only",
+        action="store_true",
+        help="evaluate the final release only (no worst-release figures)",
     )
     p.add_argument("--processes", type=int, default=2)
     p.add_argument("--max-rows", type=int, help="only the first rows of each table (smoke)")
@@ -421,6 +533,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.results:
             write_results(rows, command)
         return 0
+    if args.before is not None:
+        BEFORE.append(args.before.resolve())
+        args.method.append("before")
+    global FINAL_ONLY
+    FINAL_ONLY = args.final_only
     streams = ["default", *args.method]
     for spec in args.method:
         factory(spec)  # fail early on a bad hook
@@ -457,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
                 pool.close()
                 pool.join()
     print(summary(rows, streams))
+    if "before" in streams:
+        print(against_before(rows))
     if args.results:
         write_results(rows, command)
     return 0
