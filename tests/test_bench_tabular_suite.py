@@ -198,3 +198,21 @@ def test_targets_are_checked_from_a_runs_csv(tmp_path: Path) -> None:
     again = run_bench("bench_tabular_suite.py", "--from-csv", str(path))
     assert again.returncode == 0, again.stderr
     assert again.stdout.splitlines()[0] == check[0]
+
+
+def test_before_runs_another_trees_default_in_its_own_process(tmp_path: Path) -> None:
+    """``--before DIR`` with this tree as DIR: the ``before`` stream is the default run in
+    another process, so its releases (hence its TV) are the default's, and the comparison
+    table gives a TV ratio of 1."""
+    done = run_bench(
+        "bench_tabular_suite.py", "--quick", "--tables", "adult", "--max-rows", "2000",
+        "--processes", "1", "--aim-R", "", "--final-only", "--before", str(BENCHES.parent),
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (path,) = tmp_path.glob("runs-suite-*.csv")
+    with path.open() as fh:
+        rows = {r["method"]: r for r in csv.DictReader(fh)}
+    assert rows["before"]["mean_2way"] == rows["default"]["mean_2way"]
+    assert rows["default"]["worst_mean_2way"] == "nan"  # --final-only
+    assert "| adult | natural | 5 | 1 |" in done.stdout and "| 1.00 |" in done.stdout
