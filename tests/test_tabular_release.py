@@ -156,3 +156,15 @@ def test_a_step_drawn_later_is_a_function_of_the_state_before_it(
         again = TabularStream.from_bytes(state, allow_seeded=True)
         assert np.array_equal(again.synthetic_codes(), codes)
         assert again.to_bytes() == two.to_bytes() == one.to_bytes()
+
+
+@pytest.mark.parametrize(
+    "policy", [Adaptive(), Paper(k=2), Baseline(k=2)], ids=["default", "paper", "baseline"]
+)
+def test_a_draw_that_is_not_a_bool_is_refused_and_changes_nothing(policy: object) -> None:
+    stream = TabularStream(DOMAIN, 1, policy=policy, rng=Rng(seed=3))
+    stream.step(records(200, 1))
+    before = bytes(stream.to_bytes())
+    with pytest.raises(TypeError, match="draw must be True or False, got str"):
+        stream.step(records(200, 2), draw="no")  # type: ignore[arg-type]
+    assert bytes(stream.to_bytes()) == before

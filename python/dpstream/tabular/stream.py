@@ -312,8 +312,10 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         """
         if self._removed is not None:
             raise ValueError(self._removed.message)
+        if not isinstance(draw, bool):
+            raise TypeError(f"draw must be True or False, got {type(draw).__name__}")
         if self._epochs is not None:
-            return self._step_epochs(batch, deletions, bool(draw))
+            return self._step_epochs(batch, deletions, draw)
         counts = step_marginals(self._domain, self._workloads, batch, deletions)
         n_ins, n_dels = counts.rows_inserted, counts.rows_deleted
         if n_dels and self._baseline:
