@@ -7,6 +7,12 @@ R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
     .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
     .venv/bin/python research/tune_tabular_default.py fresh-half --no-alternatives
     .venv/bin/python research/tune_tabular_default.py pooled-unmerge --no-alternatives
+    .venv/bin/python research/tune_tabular_default.py extra-r2,current --no-alternatives \
+        --seeds=0,1,2,3
+
+The ``extra-*`` variants set the split's ``extra`` share and the constants of
+:mod:`dpstream.tabular.epochs` named in ``CONSTANTS``; "current" is now the default with
+extra pairs, and the split without them is ``no-extra``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import _alternatives as alt
 import _tables
 from dpstream import Rng
-from dpstream.tabular import Adaptive, TabularStream, epoch_split, tv_errors
+from dpstream.tabular import Adaptive, TabularStream, epoch_split, epochs, tv_errors
 from dpstream.tabular.epochs import EpochMechanism
 from dpstream.tabular.release import Part, ReleasePlan
 
@@ -33,20 +39,45 @@ from dpstream.tabular.release import Part, ReleasePlan
 def _split(shares: str) -> epoch_split.Split:
     """A variant's ε split from its shares ``"fresh settle select tree fresh_tree"``
     (fractions); ``size`` is 1/40 in every variant."""
-    fresh, settle, select, tree, fresh_tree = (Fraction(x) for x in shares.split())
-    return epoch_split.Split(fresh, settle, select, tree, fresh_tree, size=Fraction(1, 40))
+    fresh, settle, select, tree, fresh_tree, *extra = (Fraction(x) for x in shares.split())
+    return epoch_split.Split(
+        fresh, settle, select, tree, fresh_tree, size=Fraction(1, 40), extra=sum(extra, Fraction(0))
+    )
 
 
 #: ``name: (growth, split)``.
 VARIANTS = {
     "current": (2.0, epoch_split.SPLIT),
+    "no-extra": (2.0, _split("1/10 1/8 1/8 3/8 1/4")),
     "growth1.5": (1.5, epoch_split.SPLIT),
     "more-one-way": (2.0, _split("1/8 1/4 1/10 3/10 1/5")),
     "half-one-way": (2.0, _split("1/4 1/4 1/10 1/4 1/8")),
     "fresh-half": (2.0, _split("1/2 0 1/8 1/4 1/10")),
     "fresh-3/8": (2.0, _split("3/8 0 1/8 3/8 1/10")),
     "pooled-unmerge": (2.0, epoch_split.SPLIT),
+    "extra-tree": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "extra-fresh": (2.0, _split("1/10 1/8 1/8 3/8 1/8 1/8")),
+    "extra-big": (2.0, _split("1/10 1/8 1/8 1/4 1/8 1/4")),
+    "extra-tree-p2": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "extra-tree-fresh": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "extra-r2": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "extra-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "extra-big-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/8 1/4")),
+    "extra-sel-half": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
 }
+#: module constants of ``dpstream.tabular.epochs`` a variant sets: ``name: {constant: value}``.
+CONSTANTS = {
+    "extra-tree": {"EXTRA_ROUNDS": 3},
+    "extra-fresh": {"EXTRA_ROUNDS": 3},
+    "extra-big": {"EXTRA_ROUNDS": 3},
+    "extra-tree-p2": {"EXTRA_ROUNDS": 3, "EXTRA_PENALTY": 2.0},
+    "extra-tree-fresh": {"EXTRA_ROUNDS": 3, "FRESH_EXTRAS": True},
+    "extra-r2": {"EXTRA_ROUNDS": 2},
+    "extra-r5": {"EXTRA_ROUNDS": 5},
+    "extra-big-r5": {"EXTRA_ROUNDS": 5},
+    "extra-sel-half": {"EXTRA_ROUNDS": 3, "EXTRA_SELECT": Fraction(1, 2)},
+}
+_DEFAULTS = {n: getattr(epochs, n) for v in CONSTANTS.values() for n in v}
 
 
 def _project(y: np.ndarray) -> np.ndarray:
@@ -80,6 +111,10 @@ def _pooled_release_plan(self: EpochMechanism, rng: np.random.Generator, method:
     return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
+#: Seeds of each setting (``--seeds 0,1,2,3`` sets them).
+SEEDS = (0, 1)
+
+
 def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str], float, float]:
     table, order, r, seed, method = job
     _, domain, _ = _tables.load(table)
@@ -91,6 +126,8 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         synth = alt.independent(parts, domain, 1.0, Rng(seed=seed))
     else:
         growth, shares = VARIANTS[method]
+        for name in {n for v in CONSTANTS.values() for n in v}:  # a worker runs many jobs
+            setattr(epochs, name, CONSTANTS.get(method, {}).get(name, _DEFAULTS[name]))
         stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         if method == "pooled-unmerge":
@@ -103,12 +140,16 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
+    global SEEDS
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for a in sys.argv[1:]:
+        if a.startswith("--seeds="):
+            SEEDS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
     methods = args[0].split(",") if args else list(VARIANTS)
     if "--no-alternatives" not in sys.argv:
         methods += ["mst", "independent"]
     tables = [n for n, t in _tables.TABLES.items() if t.tuning]
-    jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), (0, 1), methods))
+    jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), SEEDS, methods))
     with Pool(2) as pool:
         out = pool.map(run, jobs, chunksize=1)
     two, one = collections.defaultdict(list), collections.defaultdict(list)

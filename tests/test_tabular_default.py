@@ -11,7 +11,7 @@ import pytest
 from dpstream import Rng
 from dpstream.tabular import Adaptive, Domain, Paper, TabularStream, tv_errors
 from dpstream.tabular.epoch_split import SPLIT, shared, split, weights
-from dpstream.tabular.epochs import pair_candidates
+from dpstream.tabular.epochs import EXTRA_ROUNDS, pair_candidates
 
 DOMAIN = Domain({"a": 4, "b": 3, "c": ["x", "y"], "d": 5})
 
@@ -37,7 +37,7 @@ def run(x: np.ndarray, r: int, **kwargs: object) -> TabularStream:
 def test_the_split_sums_to_epsilon_and_every_batch_spends_what_the_ledger_says() -> None:
     parts = split(Fraction(3, 2))
     total = parts.fresh + parts.settle + parts.select + parts.tree + parts.fresh_tree + parts.size
-    assert total == Fraction(3, 2)
+    assert total + parts.extra == Fraction(3, 2)
     assert sum(shared(Fraction(1), [4, 9, 100]), Fraction(0)) == 1
     stream = run(drifting(3000, 0), 12)
     mech = stream._epochs
@@ -62,7 +62,32 @@ def test_epochs_close_at_growth_and_cover_every_batch_once() -> None:
     assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans))
     assert mech.first == spans[-1][1] + 1
     for e in mech.epochs[1:]:
-        assert len(e.tree) == len(DOMAIN) - 1  # a spanning tree of the candidate pairs
+        assert len(e.spanning) == len(DOMAIN) - 1  # a spanning tree of the candidate pairs
+        assert len(e.tree) <= len(DOMAIN) - 1 + EXTRA_ROUNDS
+
+
+def test_extra_pairs_catch_what_a_tree_cannot_and_survive_a_checkpoint() -> None:
+    # four columns that all copy one hidden value (each with noise): given any spanning
+    # tree, the pairs off the tree still depend on each other, so the rounds add some
+    rng = np.random.default_rng(7)
+    z = rng.integers(0, 5, 40000)
+    x = np.stack([np.where(rng.random(z.size) < 0.8, z, rng.integers(0, 5, z.size))
+                  for _ in range(4)], axis=1)  # fmt: skip
+    domain = Domain({k: 5 for k in "abcd"})
+    stream = TabularStream(domain, 1, rng=Rng(seed=2))
+    stream.step(x[:20000])
+    mech = stream._epochs
+    assert mech is not None
+    first = mech.epochs[0]
+    assert first.extra >= 1 and len(first.spanning) == 3
+    assert first.tree[len(first.spanning) :] != []
+    assert mech.open_tree == first.spanning  # the open epoch measures the tree alone
+    assert mech.ledger[0] == stream.epsilon
+    with_extras = tv_errors(x[:20000], stream.synthetic_codes(), domain).mean_2way
+    again = TabularStream.from_bytes(stream.to_bytes(), allow_seeded=True)
+    assert again._epochs is not None and again._epochs.epochs[0].extra == first.extra
+    pd.testing.assert_frame_equal(stream.step(x[20000:]), again.step(x[20000:]))
+    assert with_extras < 0.05
 
 
 def test_no_column_is_left_uniform_and_the_release_follows_a_drifting_table() -> None:

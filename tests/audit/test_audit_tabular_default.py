@@ -19,7 +19,7 @@ discrete Laplace, ``Δ = 1``.
 **Analytical loss** of each audited event, honest mechanism, ratio ``P_a / P_b``
 (``P(Z <= 0) / P(Z <= -1) = e^{1/scale}`` for discrete Laplace ``Z``):
 
-* ``E0 <= N1``: exactly ``ε0 = 5ε/8 = 1.25`` (with the default :data:`SPLIT`);
+* ``E0 <= N1``: exactly ``ε0 = ε/2 = 1`` (with the default :data:`SPLIT`);
 * ``E1 <= N2`` and ``E1 <= N1 + N2``: ``0`` (batch 1's rows are not in epoch 2);
 * ``E0 <= N1 and E1 <= N1 + N2``: ``ε0``.
 
@@ -33,12 +33,13 @@ the loss it should see fails.
 **Plants** (monkeypatched in the test; the mechanism's ledger still says ε per batch):
 
 * *2ε*: every discrete Laplace draw of the mechanism at half its scale (and
-  permute-and-flip at twice its ε): ``E0 <= N1`` then loses ``2ε0 = 2.5``. Flagged when
-  its bound passes ``ε0`` (default tier) and ε itself (``long`` tier).
+  permute-and-flip at twice its ε): ``E0 <= N1`` then loses ``2ε0 = 2``. Flagged when
+  its bound passes ``ε0`` (default tier) and ``1.5 ε0`` (``long`` tier; the plant's loss
+  on this observable is ε itself, which no bound can pass).
 * *overlap*: the open epoch's exact counts are not reset at a close, so batch 1's rows
-  are measured again at epoch 2's close: ``E1 <= N1 + N2`` then loses ``ε1 = 0.75``
-  (analytical 0) and the joint event ``ε0 + ε1 = ε`` (analytical ``ε0``). Flagged when
-  a bound passes its event's analytical loss. (Its visible loss is ε, not more: its
+  are measured again at epoch 2's close: ``E1 <= N1 + N2`` then loses ``ε1 = 0.5``
+  (analytical 0) and the joint event ``ε0 + ε1 = 3ε/4`` (analytical ``ε0``). Flagged when
+  a bound passes its event's analytical loss. (Its visible loss is 3ε/4, not more: its
   extra spend beyond ε is in the 1-way and selection releases, not audited here.)
 
 Every audit runs at three seeds. The ``long`` variants (``pytest -m long
@@ -66,8 +67,8 @@ from dpstream.tabular.epochs import EpochMechanism
 
 EPSILON = Fraction(2)
 #: The released ε of each audited tree marginal (from the documented shares, not the ledger).
-EPS0 = EPSILON * (SPLIT.tree + SPLIT.fresh_tree)  # the first epoch's tree: 5ε/8
-EPS1 = EPSILON * SPLIT.tree  # a later epoch's tree: 3ε/8
+EPS0 = EPSILON * (SPLIT.tree + SPLIT.fresh_tree)  # the first epoch's tree: ε/2
+EPS1 = EPSILON * SPLIT.tree  # a later epoch's tree: ε/4
 N1, N2 = 100, 300  # records per cell in batch 1 and batch 2
 CELL = 3  # the record (1, 1), cell 3 of the flattened 2×2 marginal
 DOMAIN = Domain({"a": 2, "b": 2})
@@ -195,13 +196,13 @@ def _ledger(batches: int) -> list[Fraction]:
 
 
 def test_the_analytical_losses() -> None:
-    """The losses the audits compare with (default split: 5ε/8 and 3ε/8), and the exact
+    """The losses the audits compare with (default split: ε/2 and ε/4), and the exact
     ratio they rest on: ``P(Z <= 0) / P(Z <= -1) = e^{ε_m}`` for discrete Laplace at
     scale ``1/ε_m``."""
     assert sum((SPLIT.fresh, SPLIT.settle, SPLIT.select, SPLIT.tree, SPLIT.fresh_tree,
-                SPLIT.size)) == 1  # fmt: skip
-    assert Fraction(5, 4) == EPS0
-    assert Fraction(3, 4) == EPS1
+                SPLIT.size, SPLIT.extra)) == 1  # fmt: skip
+    assert Fraction(1) == EPS0
+    assert Fraction(1, 2) == EPS1
     for eps_m in (EPS0, EPS1, 2 * EPS0):
         q = math.exp(-float(eps_m))
         assert math.isclose(math.log((1 / (1 + q)) / (q / (1 + q))), float(eps_m))
@@ -221,7 +222,7 @@ def test_the_observable_does_not_depend_on_the_fit() -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_default_tabular_stream(audited, tier: str, seed: int) -> None:  # type: ignore[no-untyped-def]
     """The honest default: every event's bound at most its analytical loss (the audit's
-    claim is the observable's, ε0 = 5ε/8 <= ε), and the bound of ``E0 <= N1`` at least the
+    claim is the observable's, ε0 = ε/2 <= ε), and the bound of ``E0 <= N1`` at least the
     tier's fraction of ε0."""
     runs, fraction = TIERS[tier]
     label = f"tabular Adaptive() default, 2 epochs, {tier}, seed {seed}"
@@ -234,8 +235,8 @@ def test_default_tabular_stream(audited, tier: str, seed: int) -> None:  # type:
 @pytest.mark.parametrize("tier", TIER_PARAMS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_planted_double_epsilon_is_flagged(audited, monkeypatch, tier: str, seed: int) -> None:  # type: ignore[no-untyped-def]
-    """Noise at 2ε behind a ledger of ε: ``E0 <= N1`` loses 2ε0 = 2.5, above its
-    analytical ε0 = 1.25 (both tiers) and above ε = 2 (the long tier)."""
+    """Noise at 2ε behind a ledger of ε: ``E0 <= N1`` loses 2ε0 = 2, above its
+    analytical ε0 = 1 (both tiers) and above 1.5 ε0 (the long tier)."""
     _plant_double_epsilon(monkeypatch)
     assert _ledger(1) == [EPSILON]  # the plant is invisible to the ledger
     runs = {"fast": 600, "long": 6_000}[tier]
@@ -243,7 +244,7 @@ def test_planted_double_epsilon_is_flagged(audited, monkeypatch, tier: str, seed
     result = _run_audit(audited, label, 1, runs, seed + 10, [FIRST], EPS0)
     assert not result.passed, result
     if tier == "long":
-        assert result.lower_bound > float(EPSILON), result  # ε itself is falsified
+        assert result.lower_bound > 1.5 * float(EPS0), result  # well above the claim
 
 
 @pytest.mark.parametrize("tier", TIER_PARAMS)
@@ -251,8 +252,8 @@ def test_planted_double_epsilon_is_flagged(audited, monkeypatch, tier: str, seed
 def test_planted_epoch_overlap_is_flagged(audited, monkeypatch, tier: str, seed: int) -> None:  # type: ignore[no-untyped-def]
     """Batch 1 measured again at epoch 2's close behind a ledger of ε per batch. Fast
     tier: epoch 2's cell alone (claim 0: its distribution does not depend on the record
-    in the honest stream) loses ε1 = 0.75. Long tier: all the events (claim ε0); the joint
-    one loses ε0 + ε1 = ε."""
+    in the honest stream) loses ε1 = 0.5. Long tier: all the events (claim ε0); the joint
+    one loses ε0 + ε1 = 3ε/4."""
     _plant_overlap(monkeypatch)
     assert _ledger(2) == [EPSILON, EPSILON]  # the plant is invisible to the ledger
     runs = {"fast": 600, "long": 4_000}[tier]

@@ -22,7 +22,8 @@ class Split:
     """Shares of ε that each batch spends on its own rows (they sum to 1): on arrival
     ``fresh`` (its 1-way marginals), ``fresh_tree`` (the last closed epoch's tree
     marginals) and ``size`` (its row count); at its epoch's close ``settle`` (the epoch's
-    1-way marginals), ``select`` (the tree's selection) and ``tree`` (its marginals)."""
+    1-way marginals), ``select`` (the tree's selection), ``tree`` (its marginals) and
+    ``extra`` (the rounds that may add pairs to the tree, :mod:`~dpstream.tabular.epochs`)."""
 
     fresh: Fraction
     settle: Fraction
@@ -30,24 +31,27 @@ class Split:
     tree: Fraction
     fresh_tree: Fraction = Fraction(0)
     size: Fraction = Fraction(0)
+    extra: Fraction = Fraction(0)
 
 
 #: The default split, chosen on the tuning tables (``research/tabular_default.md``): most of
-#: ε to the closed epochs' trees, a quarter to the open epoch's fresh tree.
+#: ε to the closed epochs' trees and extra pairs, a quarter to the open epoch's fresh tree.
 SPLIT = Split(
     fresh=Fraction(1, 10),
     settle=Fraction(1, 8),
     select=Fraction(1, 8),
-    tree=Fraction(3, 8),
+    tree=Fraction(1, 4),
     fresh_tree=Fraction(1, 4),
     size=Fraction(1, 40),
+    extra=Fraction(1, 8),
 )
 
 
 def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
     """The ε of each part of a batch's spend (the one place the split is computed)."""
     parts = (
-        shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree, shares.size
+        shares.fresh, shares.settle, shares.select, shares.tree, shares.fresh_tree, shares.size,
+        shares.extra,
     )  # fmt: skip
     if sum(parts) != 1 or min(parts) < 0:
         raise ValueError(f"the shares of ε must be non-negative and sum to 1, got {shares}")

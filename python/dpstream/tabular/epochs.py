@@ -16,8 +16,12 @@ that alone:
   categories merged (those whose released count is below ``KEEP_SD`` standard deviations
   of its noise; MST's compression), a spanning tree of 2-way marginals of the merged
   columns chosen by permute-and-flip (the *select* share), and the tree's marginals
-  measured (the *tree* share). Measuring once per epoch, not once per batch, keeps the
-  noise of a closed epoch's sums independent of its number of batches.
+  measured (the *tree* share). Then AIM-style rounds (McKenna et al. 2022; the *extra*
+  share) may add pairs the tree cannot represent: each round picks the pair the fitted
+  model gets most wrong beyond the noise its measurement would add, or stops; what a stop
+  leaves measures the epoch's 1-way marginals again. Measuring once per epoch, not once
+  per batch, keeps the noise of a closed epoch's sums independent of its number of
+  batches.
 * **Release.** The synthetic table is the mixture of one graphical model per closed epoch
   (fitted to its sums, which cover exactly its rows) and one for the open epoch (its fresh
   sums, with the last closed epoch's tree marginals as a prior whose variance is that
@@ -37,14 +41,20 @@ first epoch, which has none, gives this share to its own tree); and when its epo
 permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs
 touch; a score is the ℓ1 distance of a pair's exact merged 2-way marginal from the product
 of released 1-way marginals scaled to a released size, rounded to a public grid: it moves
-by at most ``Δ``) and ``tree·ε`` (the tree's marginals, by the weights of their merged
-cells). The shares sum to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch
-boundaries depend on released values, but every record is in one batch and one epoch
-whatever they are, so its total loss is at most ε in every run (adaptive composition with
-a fixed per-record bound). Every batch's spend, summed from the noise scales actually
-used, is kept in :attr:`EpochMechanism.ledger`; the tests check it equals ε for every
-batch of a closed epoch. Public: the domain, the policy, the time, the epoch boundaries
-(functions of released sizes), the merges and trees (functions of released values and
+by at most ``Δ``), ``tree·ε`` (the tree's marginals, by the weights of their merged
+cells) and ``extra·ε`` (``EXTRA_ROUNDS`` rounds of ``extra·ε/EXTRA_ROUNDS``: a quarter to
+permute-and-flip over the remaining candidate pairs and a stop option of score 0, a pair's
+score the ℓ1 distance of its exact merged 2-way marginal from the marginal of the model
+fitted to the epoch's released sums, rounded to the grid, less a public penalty, so it
+moves by at most ``Δ``; three quarters to measuring the picked pair; after a stop, or with
+no candidate left, the rest over the epoch's 1-way marginals, by weights). The shares sum
+to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend on
+released values, but every record is in one batch and one epoch whatever they are, so its
+total loss is at most ε in every run (adaptive composition with a fixed per-record
+bound). Every batch's spend, summed from the noise scales actually used, is kept in
+:attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
+epoch. Public: the domain, the policy, the time, the epoch boundaries (functions of
+released sizes), the merges, trees and extra pairs (functions of released values and
 outputs of permute-and-flip), and every noisy sum. The sizes, fits and sampling are
 post-processing."""
 
@@ -64,6 +74,7 @@ from dpstream.tabular.epoch_split import SPLIT, Split, shared, split
 from dpstream.tabular.estimation import Measurement
 from dpstream.tabular.merging import compress, merge_one, merge_pair
 from dpstream.tabular.model import GraphicalModel, estimate_pgm
+from dpstream.tabular.model.junction_tree import junction_tree_size
 from dpstream.tabular.release import Part, ReleasePlan
 
 __all__ = ["Epoch", "EpochMechanism", "pair_candidates"]
@@ -80,6 +91,17 @@ OPEN_ITERS = 30
 #: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
 #: epoch's size) counts with this many times the standard deviation of those marginals.
 PRIOR_WIDTH = 4.0
+#: Rounds of extra pairs after a closed epoch's tree, the share of a round's ε its
+#: selection takes, and the junction-tree cells an extra pair may grow the model to.
+EXTRA_ROUNDS = 2
+EXTRA_SELECT = Fraction(1, 4)
+EXTRA_CELLS = 10**5
+#: Belief propagations of the fits that score a round (the second warm-started).
+EXTRA_ITERS = 60
+#: The expected ℓ1 noise of an extra pair's measurement counts this many times against it.
+EXTRA_PENALTY = 1.0
+#: Whether the open epoch's batches measure the last epoch's extra pairs too.
+FRESH_EXTRAS = False
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
@@ -113,6 +135,13 @@ class Epoch:
     size: float
     seed: int = 0
     model: GraphicalModel | None = None
+    #: how many of ``tree``'s pairs (the last ones) are extra pairs, not spanning-tree edges
+    extra: int = 0
+
+    @property
+    def spanning(self) -> list[Clique]:
+        """The spanning tree's pairs (``tree`` without the extra pairs)."""
+        return self.tree[: len(self.tree) - self.extra]
 
     @property
     def msizes(self) -> tuple[int, ...]:
@@ -181,16 +210,23 @@ class EpochMechanism:
         self.count_var = 0.0
         self.open_model: GraphicalModel | None = None
         # fresh sums of the last closed epoch's tree marginals (full domain; public)
-        self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
+        self.open_tree = self._fresh_pairs()
         self.tree_sums = [np.zeros(c) for c in self._open_cells()]
         self.tree_var = [0.0] * len(self.open_tree)
+
+    def _fresh_pairs(self) -> list[Clique]:
+        """The pairs each batch of the open epoch measures: the last closed epoch's."""
+        if not self.epochs:
+            return []
+        e = self.epochs[-1]
+        return list(e.tree if FRESH_EXTRAS else e.spanning)
 
     def _open_cells(self) -> list[int]:
         """The cells of each fresh tree marginal (on the last closed epoch's merges)."""
         if not self.epochs:
             return []
         ms = self.epochs[-1].msizes
-        return [ms[i] * ms[j] for i, j in self.epochs[-1].tree]
+        return [ms[i] * ms[j] for i, j in self.open_tree]
 
     def _laplace(
         self, exact: npt.NDArray[Any], eps: Fraction
@@ -295,6 +331,9 @@ class EpochMechanism:
             sums.append(noisy)
             variances.append(var)
             spent += cost
+        spanning = len(tree)
+        if self.budget.extra > 0 and tree:
+            spent += self._extras(maps, ones, ones_var, tree, sums, variances, float(size))
         if not self.public_sizes and sums:
             size = max(
                 _total([*ones, *sums, *counted[0]], [*ones_var, *variances, *counted[1]]), 0.0
@@ -305,6 +344,7 @@ class EpochMechanism:
             first=self.first, last=self.t - 1, base=self.base, maps=maps, tree=tree,
             ones=ones, ones_var=ones_var, sums=sums, variances=variances,
             rows=self.exact_rows, size=float(size), seed=len(self.epochs),
+            extra=len(tree) - spanning,
         )  # fmt: skip
         e.model = self._fit(e)
         self.epochs.append(e)
@@ -351,6 +391,76 @@ class EpochMechanism:
             parent[root(i)] = root(j)
         return sorted(tree)
 
+    def _extras(
+        self,
+        maps: list[IntArray],
+        ones: list[FloatArray],
+        ones_var: list[float],
+        tree: list[Clique],
+        sums: list[FloatArray],
+        variances: list[float],
+        n: float,
+    ) -> Fraction:
+        """AIM-style rounds after the tree: each picks (permute-and-flip) a candidate pair
+        the fitted model gets most wrong beyond the noise its measurement would add, or
+        stops (a score-0 option); a picked pair is measured and the model refitted. What a
+        stop leaves is spent on the epoch's 1-way marginals again. Appends to ``tree``,
+        ``sums``, ``variances``; updates ``ones``/``ones_var``; returns the ε spent."""
+        pool = self.budget.extra
+        rounds = EXTRA_ROUNDS
+        sel = pool / rounds * EXTRA_SELECT
+        meas = pool / rounds - sel
+        spent = Fraction(0)
+        msizes = tuple(int(m.max()) + 1 for m in maps)
+        cap = max(EXTRA_CELLS, 2 * junction_tree_size(msizes, tree))
+        model: GraphicalModel | None = None
+        for _ in range(rounds):
+            live = [
+                c
+                for c in self.candidates
+                if c not in tree and msizes[c[0]] * msizes[c[1]] <= cap
+            ]
+            if n < 1 or not live:
+                break
+            e = Epoch(0, 0, 0, maps, tree, ones, ones_var, sums, variances, 0, n)
+            model = self._fit(e, warm_start=model, iters=EXTRA_ITERS)
+            if model is None:
+                break
+            scale = Fraction(self.delta) / meas
+            noise_l1 = float(scale)  # E|Z| of the discrete Laplace, about its scale
+            scores = []
+            for c in live:
+                exact = merge_pair(
+                    self.pairs[c], (self.sizes[c[0]], self.sizes[c[1]]), (maps[c[0]], maps[c[1]])
+                )
+                fit = np.round(model.marginal(c) * (1 << GRID)) / (1 << GRID)
+                cells = msizes[c[0]] * msizes[c[1]]
+                penalty = round(EXTRA_PENALTY * cells * noise_l1 * (1 << GRID)) / (1 << GRID)
+                scores.append(float(np.abs(exact - fit).sum()) - penalty)
+            pick = permute_and_flip([0.0, *scores], sel, self.delta, rng=self.rng)
+            spent += sel
+            # a pick whose model would be too large stops too (post-processing of the pick)
+            if pick == 0 or junction_tree_size(msizes, [*tree, live[pick - 1]]) > cap:
+                break
+            c = live[pick - 1]
+            exact = merge_pair(
+                self.pairs[c], (self.sizes[c[0]], self.sizes[c[1]]), (maps[c[0]], maps[c[1]])
+            )
+            noisy, var, cost = self._laplace(exact, meas)
+            tree.append(c)
+            sums.append(noisy)
+            variances.append(var)
+            spent += cost
+        left = pool - spent
+        if left > 0:
+            for j, eps in enumerate(shared(left, list(self.sizes))):
+                noisy, var, cost = self._laplace(self.exact_ones[j], eps)
+                a, b = 1.0 / ones_var[j], 1.0 / var
+                ones[j] = (a * ones[j] + b * noisy) / (a + b)
+                ones_var[j] = 1.0 / (a + b)
+                spent += cost
+        return spent
+
     # ------------------------------------------------------------------ fit and release
 
     def _one_way(
@@ -362,7 +472,9 @@ class EpochMechanism:
             out.append(Measurement((j,), merge_one(ones[j], m), np.sqrt(var[j] * group)))
         return out
 
-    def _fit(self, e: Epoch) -> GraphicalModel | None:
+    def _fit(
+        self, e: Epoch, warm_start: GraphicalModel | None = None, iters: int | None = None
+    ) -> GraphicalModel | None:
         """A closed epoch's model, fitted to its sums (post-processing)."""
         if e.size < 1:
             return None
@@ -371,7 +483,10 @@ class EpochMechanism:
             Measurement(c, s, math.sqrt(v))
             for c, s, v in zip(e.tree, e.sums, e.variances, strict=True)
         ]
-        return estimate_pgm(e.msizes, meas, e.size, iters=self.iters)
+        return estimate_pgm(
+            e.msizes, meas, e.size, iters=self.iters if iters is None else iters,
+            warm_start=warm_start,
+        )  # fmt: skip
 
     def _fit_open(self) -> None:
         """The open epoch's model: its fresh 1-way sums, with the last closed epoch's tree
@@ -384,15 +499,24 @@ class EpochMechanism:
         meas = self._one_way(last.maps, self.ones, self.ones_var)
         ratio = size / max(last.size, 1.0)
         fresh = self.budget.fresh_tree > 0
-        for k, c in enumerate(last.tree):
+        measured = {c: k for k, c in enumerate(self.open_tree)}
+        drift: dict[int, float] = {}  # per-cell drift variance of each fresh pair
+        for c, k in measured.items():
+            if fresh:
+                gap = self.tree_sums[k] - last.model.marginal(c) * ratio
+                drift[k] = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
+        for n, c in enumerate(last.tree):
             prior = last.model.marginal(c) * ratio
+            m = measured.get(c)
             if fresh:  # the prior's spread: its own noise and the drift the fresh sums show
-                meas.append(Measurement(c, self.tree_sums[k], math.sqrt(self.tree_var[k])))
-                gap = self.tree_sums[k] - prior
-                tau2 = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
-                sd = math.sqrt(max(tau2 + ratio * ratio * last.variances[k], 1e-6))
+                if m is not None:
+                    meas.append(Measurement(c, self.tree_sums[m], math.sqrt(self.tree_var[m])))
+                    tau2 = drift[m]
+                else:
+                    tau2 = float(np.mean(list(drift.values()))) if drift else 0.0
+                sd = math.sqrt(max(tau2 + ratio * ratio * last.variances[n], 1e-6))
             else:
-                sd = math.sqrt(last.variances[k]) * max(ratio, 1.0) * PRIOR_WIDTH
+                sd = math.sqrt(last.variances[n]) * max(ratio, 1.0) * PRIOR_WIDTH
             meas.append(Measurement(c, prior, sd))
         warm = self.open_model
         iters = self.iters if warm is None else OPEN_ITERS
@@ -455,7 +579,7 @@ class EpochMechanism:
             head["epochs"].append({
                 "first": e.first, "last": e.last, "base": e.base, "tree": e.tree,
                 "ones_var": e.ones_var, "variances": e.variances, "rows": e.rows,
-                "size": e.size, "seed": e.seed,
+                "size": e.size, "seed": e.seed, "extra": e.extra,
             })  # fmt: skip
             for j in range(len(self.sizes)):
                 arrays[f"e{n}_map_{j}"] = e.maps[j]
@@ -492,9 +616,9 @@ class EpochMechanism:
                     for k in range(len(tree))
                 ],
                 variances=[float(v) for v in h["variances"]], rows=int(h["rows"]),
-                size=float(h["size"]), seed=int(h["seed"]),
+                size=float(h["size"]), seed=int(h["seed"]), extra=int(h.get("extra", 0)),
             ))  # fmt: skip
-        self.open_tree = list(self.epochs[-1].tree) if self.epochs else []
+        self.open_tree = self._fresh_pairs()
         self.tree_var = [float(v) for v in head["tree_var"]]
         self.tree_sums = [
             np.asarray(arrays[f"open_tree_{k}"], dtype=np.float64)
