@@ -27,7 +27,7 @@ These are computed here from the documented shares, never from the mechanism's l
 The other direction of each event has loss ``<= 0``. The **pass condition** of the honest
 stream: every event's high-confidence lower bound is at most its analytical loss (so at
 most ε), and the bound for ``E0 <= N1`` reaches a stated fraction of ``ε0`` (35% with
-500 runs a side, 70% with 4,000; expected about 57% and 84%): an audit too weak to see
+500 runs a side, 70% with 4,000; measured 47-55% and 77-84%): an audit too weak to see
 the loss it should see fails.
 
 **Plants** (monkeypatched in the test; the mechanism's ledger still says ε per batch):
