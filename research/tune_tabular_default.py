@@ -64,6 +64,7 @@ VARIANTS = {
     "extra-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
     "extra-big-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/8 1/4")),
     "extra-sel-half": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
+    "shrink-open-ones": (2.0, epoch_split.SPLIT),
 }
 #: module constants of ``dpstream.tabular.epochs`` a variant sets: ``name: {constant: value}``.
 CONSTANTS = {
@@ -111,8 +112,38 @@ def _pooled_release_plan(self: EpochMechanism, rng: np.random.Generator, method:
     return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
-#: Seeds of each setting (``--seeds 0,1,2,3`` sets them).
+#: Seeds and release counts of each setting (``--seeds=0,1,2,3``, ``--R=200`` set them).
 SEEDS = (0, 1)
+RS = (5, 12, 50)
+
+
+def _shrunk_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
+    """Variant "shrink-open-ones": the open epoch's merged codes are drawn back with its
+    fresh 1-way sums shrunk towards the last closed epoch's (scaled to the open epoch's
+    size) by inverse variance, the prior's variance its noise plus the drift the fresh sums
+    show (post-processing; same ε)."""
+    if self.key is None:
+        self.key = int(rng.integers(2**63))
+    parts, sizes = [], []
+    for e in self.epochs:
+        if (n := self._rows(e.size, e.rows)) > 0 and e.model is not None:
+            parts.append(Part(e.model, tuple(e.maps), tuple(e.ones)))
+            sizes.append(n)
+    if (n := self.open_rows) > 0 and self.open_model is not None:
+        last = self.epochs[-1]
+        ratio = self.open_size / max(last.size, 1.0)
+        ones = []
+        for j, fresh in enumerate(self.ones):
+            prior = np.clip(last.ones[j], 0, None) * ratio
+            var_f = max(self.ones_var[j], 1e-9)
+            var_p = ratio * ratio * last.ones_var[j]
+            gap = fresh - prior
+            tau2 = max(0.0, float(np.mean(gap * gap)) - var_f - var_p)
+            w = 1.0 / max(var_p + tau2, 1e-9)
+            ones.append((fresh / var_f + prior * w) / (1.0 / var_f + w))
+        parts.append(Part(self.open_model, tuple(last.maps), tuple(ones)))
+        sizes.append(n)
+    return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
 def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str], float, float]:
@@ -132,6 +163,8 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         if method == "pooled-unmerge":
             stream._epochs.release_plan = types.MethodType(_pooled_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
+        if method == "shrink-open-ones":
+            stream._epochs.release_plan = types.MethodType(_shrunk_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         for batch in parts:
             stream.step(batch)
         synth = stream.synthetic_codes()
@@ -140,16 +173,18 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
-    global SEEDS
+    global SEEDS, RS
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     for a in sys.argv[1:]:
         if a.startswith("--seeds="):
             SEEDS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
+        if a.startswith("--R="):
+            RS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
     methods = args[0].split(",") if args else list(VARIANTS)
     if "--no-alternatives" not in sys.argv:
         methods += ["mst", "independent"]
     tables = [n for n, t in _tables.TABLES.items() if t.tuning]
-    jobs = list(itertools.product(tables, ("natural", "shuffled"), (5, 12, 50), SEEDS, methods))
+    jobs = list(itertools.product(tables, ("natural", "shuffled"), RS, SEEDS, methods))
     with Pool(2) as pool:
         out = pool.map(run, jobs, chunksize=1)
     two, one = collections.defaultdict(list), collections.defaultdict(list)

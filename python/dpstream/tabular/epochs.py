@@ -416,9 +416,7 @@ class EpochMechanism:
         model: GraphicalModel | None = None
         for _ in range(rounds):
             live = [
-                c
-                for c in self.candidates
-                if c not in tree and msizes[c[0]] * msizes[c[1]] <= cap
+                c for c in self.candidates if c not in tree and msizes[c[0]] * msizes[c[1]] <= cap
             ]
             if n < 1 or not live:
                 break
