@@ -72,7 +72,7 @@ CONSTANTS = {
     "extra-fresh": {"EXTRA_ROUNDS": 3},
     "extra-big": {"EXTRA_ROUNDS": 3},
     "extra-tree-p2": {"EXTRA_ROUNDS": 3, "EXTRA_PENALTY": 2.0},
-    "extra-tree-fresh": {"EXTRA_ROUNDS": 3, "FRESH_EXTRAS": True},
+    "extra-tree-fresh": {"EXTRA_ROUNDS": 3},
     "extra-r2": {"EXTRA_ROUNDS": 2},
     "extra-r5": {"EXTRA_ROUNDS": 5},
     "extra-big-r5": {"EXTRA_ROUNDS": 5},
@@ -163,6 +163,10 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         if method == "pooled-unmerge":
             stream._epochs.release_plan = types.MethodType(_pooled_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
+        if method == "extra-tree-fresh":  # the open epoch measures the extra pairs too
+            stream._epochs._fresh_pairs = types.MethodType(  # type: ignore[union-attr,method-assign]
+                lambda self: list(self.epochs[-1].tree) if self.epochs else [], stream._epochs
+            )
         if method == "shrink-open-ones":
             stream._epochs.release_plan = types.MethodType(_shrunk_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         for batch in parts:

@@ -100,8 +100,6 @@ EXTRA_CELLS = 10**5
 EXTRA_ITERS = 60
 #: The expected ℓ1 noise of an extra pair's measurement counts this many times against it.
 EXTRA_PENALTY = 1.0
-#: Whether the open epoch's batches measure the last epoch's extra pairs too.
-FRESH_EXTRAS = False
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
@@ -215,11 +213,9 @@ class EpochMechanism:
         self.tree_var = [0.0] * len(self.open_tree)
 
     def _fresh_pairs(self) -> list[Clique]:
-        """The pairs each batch of the open epoch measures: the last closed epoch's."""
-        if not self.epochs:
-            return []
-        e = self.epochs[-1]
-        return list(e.tree if FRESH_EXTRAS else e.spanning)
+        """The pairs each batch of the open epoch measures: the last closed epoch's
+        spanning tree (its extra pairs are in the open epoch's prior only)."""
+        return list(self.epochs[-1].spanning) if self.epochs else []
 
     def _open_cells(self) -> list[int]:
         """The cells of each fresh tree marginal (on the last closed epoch's merges)."""
