@@ -112,9 +112,11 @@ def _pooled_release_plan(self: EpochMechanism, rng: np.random.Generator, method:
     return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
-#: Seeds and release counts of each setting (``--seeds=0,1,2,3``, ``--R=200`` set them).
+#: Seeds, release counts and ε of each setting (``--seeds=0,1,2,3``, ``--R=200``,
+#: ``--eps=1/2`` set them).
 SEEDS = (0, 1)
 RS = (5, 12, 50)
+EPS = Fraction(1)
 
 
 def _shrunk_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
@@ -152,14 +154,14 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
     parts = _tables.batches(table, r, order, seed)
     x = np.concatenate(parts)
     if method == "mst":
-        synth = alt.mst(x, domain.sizes, 1.0 / len(parts), Rng(seed=seed))
+        synth = alt.mst(x, domain.sizes, EPS / len(parts), Rng(seed=seed))
     elif method == "independent":
-        synth = alt.independent(parts, domain, 1.0, Rng(seed=seed))
+        synth = alt.independent(parts, domain, EPS, Rng(seed=seed))
     else:
         growth, shares = VARIANTS[method]
         for name in {n for v in CONSTANTS.values() for n in v}:  # a worker runs many jobs
             setattr(epochs, name, CONSTANTS.get(method, {}).get(name, _DEFAULTS[name]))
-        stream = TabularStream(domain, 1, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
+        stream = TabularStream(domain, EPS, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         if method == "pooled-unmerge":
             stream._epochs.release_plan = types.MethodType(_pooled_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
@@ -177,11 +179,13 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 
 def main() -> None:
-    global SEEDS, RS
+    global SEEDS, RS, EPS
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     for a in sys.argv[1:]:
         if a.startswith("--seeds="):
             SEEDS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
+        if a.startswith("--eps="):
+            EPS = Fraction(a.split("=", 1)[1])
         if a.startswith("--R="):
             RS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
     methods = args[0].split(",") if args else list(VARIANTS)
