@@ -298,13 +298,7 @@ class EpochMechanism:
         d = len(self.sizes)
         spent = Fraction(0)
         ones, ones_var = list(self.ones), list(self.ones_var)
-        settle = shared(self.budget.settle, list(self.sizes)) if self.budget.settle > 0 else []
-        for j, eps in enumerate(settle):
-            noisy, var, cost = self._laplace(self.exact_ones[j], eps)
-            a, b = 1.0 / ones_var[j], 1.0 / var  # inverse-variance mean (post-processing)
-            ones[j] = (a * ones[j] + b * noisy) / (a + b)
-            ones_var[j] = 1.0 / (a + b)
-            spent += cost
+        spent += self._remeasure_ones(self.budget.settle, ones, ones_var)
         maps = [compress(ones[j], ones_var[j]) for j in range(d)]
         counted = ([self.count], [self.count_var]) if self.count_var > 0 else ([], [])
         size = (
@@ -312,24 +306,27 @@ class EpochMechanism:
             if self.public_sizes
             else max(_total([*ones, *counted[0]], [*ones_var, *counted[1]]), 0.0)
         )
-        tree = self._select(maps, ones, float(size))
+        merged = {  # the candidates' exact 2-way marginals on merged cells (sensitive)
+            (i, j): merge_pair(
+                self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
+            )
+            for i, j in self.candidates
+        }
+        tree = self._select(merged, maps, ones, float(size))
         spent += self.budget.select if tree else 0
         sums, variances = [], []
         msizes = [int(m.max()) + 1 for m in maps]
         cells = [msizes[i] * msizes[j] for i, j in tree]
         # an epoch that had no fresh tree (the first) gives that share to its tree too
         budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
-        for (i, j), eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
-            exact = merge_pair(
-                self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
-            )
-            noisy, var, cost = self._laplace(exact, eps)
+        for c, eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
+            noisy, var, cost = self._laplace(merged[c], eps)
             sums.append(noisy)
             variances.append(var)
             spent += cost
         spanning = len(tree)
         if self.budget.extra > 0 and tree:
-            spent += self._extras(maps, ones, ones_var, tree, sums, variances, float(size))
+            spent += self._extras(merged, maps, ones, ones_var, tree, sums, variances, float(size))
         if not self.public_sizes and sums:
             size = max(
                 _total([*ones, *sums, *counted[0]], [*ones_var, *variances, *counted[1]]), 0.0
@@ -348,9 +345,15 @@ class EpochMechanism:
 
     # ------------------------------------------------------------------ selection
 
-    def _select(self, maps: list[IntArray], ones: list[FloatArray], n: float) -> list[Clique]:
-        """A spanning tree over the candidate pairs (merged), edge by edge (Kruskal) by
-        permute-and-flip on the open epoch's rows."""
+    def _select(
+        self,
+        merged: dict[Clique, FloatArray],
+        maps: list[IntArray],
+        ones: list[FloatArray],
+        n: float,
+    ) -> list[Clique]:
+        """A spanning tree over the candidate pairs (``merged``: their exact merged 2-way
+        marginals), edge by edge (Kruskal) by permute-and-flip on the open epoch's rows."""
         cands = self.candidates
         cols = sorted({j for c in cands for j in c})
         if len(cols) < 2:
@@ -361,13 +364,10 @@ class EpochMechanism:
             probs.append(v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size))
         scores: dict[Clique, float] = {}
         for i, j in cands:
-            exact = merge_pair(
-                self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
-            )
             expected = np.round(n * np.outer(probs[i], probs[j]).ravel() * (1 << GRID)) / (
                 1 << GRID
             )
-            scores[(i, j)] = float(np.abs(exact - expected).sum())
+            scores[(i, j)] = float(np.abs(merged[(i, j)] - expected).sum())
         parent = list(range(len(self.sizes)))
 
         def root(i: int) -> int:
@@ -389,6 +389,7 @@ class EpochMechanism:
 
     def _extras(
         self,
+        merged: dict[Clique, FloatArray],
         maps: list[IntArray],
         ones: list[FloatArray],
         ones_var: list[float],
@@ -400,7 +401,8 @@ class EpochMechanism:
         """AIM-style rounds after the tree: each picks (permute-and-flip) a candidate pair
         the fitted model gets most wrong beyond the noise its measurement would add, or
         stops (a score-0 option); a picked pair is measured and the model refitted. What a
-        stop leaves is spent on the epoch's 1-way marginals again. Appends to ``tree``,
+        stop leaves is spent on the epoch's 1-way marginals again. ``merged``: the exact
+        merged 2-way marginals of the candidate pairs (sensitive). Appends to ``tree``,
         ``sums``, ``variances``; updates ``ones``/``ones_var``; returns the ε spent."""
         pool = self.budget.extra
         rounds = EXTRA_ROUNDS
@@ -424,35 +426,35 @@ class EpochMechanism:
             noise_l1 = float(scale)  # E|Z| of the discrete Laplace, about its scale
             scores = []
             for c in live:
-                exact = merge_pair(
-                    self.pairs[c], (self.sizes[c[0]], self.sizes[c[1]]), (maps[c[0]], maps[c[1]])
-                )
                 fit = np.round(model.marginal(c) * (1 << GRID)) / (1 << GRID)
                 cells = msizes[c[0]] * msizes[c[1]]
                 penalty = round(EXTRA_PENALTY * cells * noise_l1 * (1 << GRID)) / (1 << GRID)
-                scores.append(float(np.abs(exact - fit).sum()) - penalty)
+                scores.append(float(np.abs(merged[c] - fit).sum()) - penalty)
             pick = permute_and_flip([0.0, *scores], sel, self.delta, rng=self.rng)
             spent += sel
             # a pick whose model would be too large stops too (post-processing of the pick)
             if pick == 0 or junction_tree_size(msizes, [*tree, live[pick - 1]]) > cap:
                 break
             c = live[pick - 1]
-            exact = merge_pair(
-                self.pairs[c], (self.sizes[c[0]], self.sizes[c[1]]), (maps[c[0]], maps[c[1]])
-            )
-            noisy, var, cost = self._laplace(exact, meas)
+            noisy, var, cost = self._laplace(merged[c], meas)
             tree.append(c)
             sums.append(noisy)
             variances.append(var)
             spent += cost
-        left = pool - spent
-        if left > 0:
-            for j, eps in enumerate(shared(left, list(self.sizes))):
-                noisy, var, cost = self._laplace(self.exact_ones[j], eps)
-                a, b = 1.0 / ones_var[j], 1.0 / var
-                ones[j] = (a * ones[j] + b * noisy) / (a + b)
-                ones_var[j] = 1.0 / (a + b)
-                spent += cost
+        return spent + self._remeasure_ones(pool - spent, ones, ones_var)
+
+    def _remeasure_ones(
+        self, budget: Fraction, ones: list[FloatArray], var: list[float]
+    ) -> Fraction:
+        """Measure the open epoch's 1-way marginals with ``budget`` (by weights) and pool
+        each with ``ones[j]`` by inverse variance (in place); returns the ε spent."""
+        spent = Fraction(0)
+        for j, eps in enumerate(shared(budget, list(self.sizes)) if budget > 0 else []):
+            noisy, v, cost = self._laplace(self.exact_ones[j], eps)
+            a, b = 1.0 / var[j], 1.0 / v  # inverse-variance mean (post-processing)
+            ones[j] = (a * ones[j] + b * noisy) / (a + b)
+            var[j] = 1.0 / (a + b)
+            spent += cost
         return spent
 
     # ------------------------------------------------------------------ fit and release
@@ -494,13 +496,14 @@ class EpochMechanism:
         ratio = size / max(last.size, 1.0)
         fresh = self.budget.fresh_tree > 0
         measured = {c: k for k, c in enumerate(self.open_tree)}
+        priors = [last.model.marginal(c) * ratio for c in last.tree]
         drift: dict[int, float] = {}  # per-cell drift variance of each fresh pair
-        for c, k in measured.items():
-            if fresh:
-                gap = self.tree_sums[k] - last.model.marginal(c) * ratio
+        for n, c in enumerate(last.tree):
+            if fresh and (k := measured.get(c)) is not None:
+                gap = self.tree_sums[k] - priors[n]
                 drift[k] = max(0.0, float(np.mean(gap * gap)) - self.tree_var[k])
         for n, c in enumerate(last.tree):
-            prior = last.model.marginal(c) * ratio
+            prior = priors[n]
             m = measured.get(c)
             if fresh:  # the prior's spread: its own noise and the drift the fresh sums show
                 if m is not None:
