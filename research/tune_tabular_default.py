@@ -1,8 +1,8 @@
 """Tuning study of the tabular default (``Adaptive``): variants of its ε split and growth on
-the three TUNING tables of ``benches/_tables.py`` (weather, diamonds, randhie), never on the
-reported ones. Final mean 2-way and 1-way TV, ε = 1, seeds 0 and 1, natural and shuffled,
-R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals alongside. Findings:
-``research/tabular_default.md``.
+the four TUNING tables of ``benches/_tables.py`` (weather, diamonds, randhie, cps1988; some
+with ``--tables=``), never on the reported ones. Final mean 2-way and 1-way TV, ε = 1, seeds
+0 and 1, natural and shuffled, R ∈ {5, 12, 50}; MST ε/R and independent 1-way marginals
+alongside. Findings: ``research/tabular_default.md``.
 
     .venv/bin/python research/tune_tabular_default.py current,growth1.5,more-one-way
     .venv/bin/python research/tune_tabular_default.py fresh-half --no-alternatives
@@ -18,6 +18,7 @@ extra pairs, and the split without them is ``no-extra``.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import sys
 import types
@@ -65,6 +66,26 @@ VARIANTS = {
     "extra-big-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/8 1/4")),
     "extra-sel-half": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
     "shrink-open-ones": (2.0, epoch_split.SPLIT),
+    "project-unmerge": (2.0, epoch_split.SPLIT),
+    "fine-off": (2.0, epoch_split.SPLIT),
+    "tp-off": (2.0, epoch_split.SPLIT),
+    "fine-close": (2.0, epoch_split.SPLIT),
+    "tp-off-fine-open": (2.0, epoch_split.SPLIT),
+    "fine-open-w05": (2.0, epoch_split.SPLIT),
+    "fine-open-w025": (2.0, epoch_split.SPLIT),
+    "fine-open": (2.0, epoch_split.SPLIT),
+    "tp50-fine-close": (2.0, epoch_split.SPLIT),
+    "tp50-fine-open": (2.0, epoch_split.SPLIT),
+    "tp25": (2.0, epoch_split.SPLIT),
+    "tp50": (2.0, epoch_split.SPLIT),
+    "tp25-fine": (2.0, epoch_split.SPLIT),
+    "tp50-fine": (2.0, epoch_split.SPLIT),
+    "tp-off-fine-off": (2.0, epoch_split.SPLIT),
+    "tp-fine-off": (2.0, epoch_split.SPLIT),
+    "shrink-all": (2.0, epoch_split.SPLIT),
+    "shrink-all-fine-off": (2.0, epoch_split.SPLIT),
+    "fine-4": (2.0, epoch_split.SPLIT),
+    "fine-16": (2.0, epoch_split.SPLIT),
 }
 #: module constants of ``dpstream.tabular.epochs`` a variant sets: ``name: {constant: value}``.
 CONSTANTS = {
@@ -77,6 +98,24 @@ CONSTANTS = {
     "extra-r5": {"EXTRA_ROUNDS": 5},
     "extra-big-r5": {"EXTRA_ROUNDS": 5},
     "extra-sel-half": {"EXTRA_ROUNDS": 3, "EXTRA_SELECT": Fraction(1, 2)},
+    "fine-off": {"FINE_WEIGHT": 0.0},
+    "tp-off": {"TREE_PENALTY": 0.0},
+    "fine-close": {"OPEN_FINE": False},
+    "tp-off-fine-open": {"TREE_PENALTY": 0.0, "CLOSE_FINE": False},
+    "fine-open-w05": {"CLOSE_FINE": False, "FINE_WEIGHT": 0.5},
+    "fine-open-w025": {"CLOSE_FINE": False, "FINE_WEIGHT": 0.25},
+    "fine-open": {"CLOSE_FINE": False},
+    "tp50-fine-close": {"TREE_PENALTY": 0.5, "OPEN_FINE": False},
+    "tp50-fine-open": {"TREE_PENALTY": 0.5, "CLOSE_FINE": False},
+    "tp25": {"TREE_PENALTY": 0.25, "FINE_WEIGHT": 0.0},
+    "tp50": {"TREE_PENALTY": 0.5, "FINE_WEIGHT": 0.0},
+    "tp25-fine": {"TREE_PENALTY": 0.25},
+    "tp50-fine": {"TREE_PENALTY": 0.5},
+    "tp-off-fine-off": {"TREE_PENALTY": 0.0, "FINE_WEIGHT": 0.0},
+    "tp-fine-off": {"FINE_WEIGHT": 0.0},
+    "shrink-all-fine-off": {"FINE_WEIGHT": 0.0},
+    "fine-4": {"FINE_WEIGHT": 4.0},
+    "fine-16": {"FINE_WEIGHT": 16.0},
 }
 _DEFAULTS = {n: getattr(epochs, n) for v in CONSTANTS.values() for n in v}
 
@@ -148,6 +187,78 @@ def _shrunk_release_plan(self: EpochMechanism, rng: np.random.Generator, method:
     return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
 
 
+def _projected(maps: tuple[np.ndarray, ...], ones: tuple[np.ndarray, ...]) -> tuple:
+    """Each column's released 1-way sums with its merged group projected (``_project``)."""
+    out = []
+    for m, y in zip(maps, ones, strict=True):
+        y = np.asarray(y, dtype=np.float64).copy()
+        group = np.flatnonzero(np.bincount(m)[m] > 1)
+        if group.size:
+            y[group] = _project(y[group])
+        out.append(y)
+    return tuple(out)
+
+
+def _projected_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
+    """Variant "project-unmerge": each part's merged codes are drawn back with its own 1-way
+    sums projected onto the non-negative vectors of the same sum inside the merged group,
+    instead of clipped at 0 (post-processing; same ε)."""
+    plan = EpochMechanism.release_plan(self, rng, method)
+    parts = tuple(Part(p.model, p.maps, _projected(p.maps, p.ones)) for p in plan.parts)
+    return dataclasses.replace(plan, parts=parts)
+
+
+def _shrunk(
+    own: np.ndarray, var: float, others: list[tuple[np.ndarray, float, float]], size: float
+):
+    """``own`` (per-cell variance ``var``) shrunk towards the other parts' sums scaled to
+    ``size`` (``others``: sums, per-cell variance, size), by inverse variance, the prior's
+    variance its noise plus the drift the gap shows."""
+    total = sum(n for _, _, n in others)
+    if total < 1:
+        return own
+    r = size / total
+    prior = np.clip(sum(o for o, _, _ in others), 0, None) * r
+    var_p = r * r * sum(v for _, v, _ in others)
+    gap = own - prior
+    tau2 = max(0.0, float(np.mean(gap * gap)) - var - var_p)
+    w = 1.0 / max(var_p + tau2, 1e-9)
+    return (own / max(var, 1e-9) + prior * w) / (1.0 / max(var, 1e-9) + w)
+
+
+def _shrink_all_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
+    """Variant "shrink-all": every part's merged codes are drawn back with its 1-way sums
+    shrunk towards the other parts' (empirical Bayes, per column; post-processing)."""
+    if self.key is None:
+        self.key = int(rng.integers(2**63))
+    items = [
+        (e.ones, e.ones_var, e.size, e.model, e.maps, self._rows(e.size, e.rows))
+        for e in self.epochs
+    ]
+    if self.epochs:
+        items.append(
+            (
+                self.ones,
+                self.ones_var,
+                self.open_size,
+                self.open_model,
+                self.epochs[-1].maps,
+                self.open_rows,
+            )
+        )
+    parts, sizes = [], []
+    for k, (ones, var, size, model, maps, n) in enumerate(items):
+        if n <= 0 or model is None:
+            continue
+        out = []
+        for j in range(len(self.sizes)):
+            others = [(o[j], v[j], z) for q, (o, v, z, *_rest) in enumerate(items) if q != k]
+            out.append(_shrunk(ones[j], var[j], others, size))
+        parts.append(Part(model, tuple(maps), tuple(out)))
+        sizes.append(n)
+    return ReleasePlan.mixture(len(self.sizes), parts, sizes, (self.key, self.t), method)
+
+
 def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str], float, float]:
     table, order, r, seed, method = job
     _, domain, _ = _tables.load(table)
@@ -169,6 +280,10 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
             stream._epochs._fresh_pairs = types.MethodType(  # type: ignore[union-attr,method-assign]
                 lambda self: list(self.epochs[-1].tree) if self.epochs else [], stream._epochs
             )
+        if method.startswith("shrink-all"):
+            stream._epochs.release_plan = types.MethodType(_shrink_all_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
+        if method == "project-unmerge":
+            stream._epochs.release_plan = types.MethodType(_projected_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         if method == "shrink-open-ones":
             stream._epochs.release_plan = types.MethodType(_shrunk_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         for batch in parts:
@@ -180,18 +295,20 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
 
 def main() -> None:
     global SEEDS, RS, EPS
+    tables = [n for n, t in _tables.TABLES.items() if t.tuning]
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     for a in sys.argv[1:]:
         if a.startswith("--seeds="):
             SEEDS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
         if a.startswith("--eps="):
             EPS = Fraction(a.split("=", 1)[1])
+        if a.startswith("--tables="):
+            tables = [t for t in a.split("=", 1)[1].split(",") if _tables.TABLES[t].tuning]
         if a.startswith("--R="):
             RS = tuple(int(x) for x in a.split("=", 1)[1].split(","))
     methods = args[0].split(",") if args else list(VARIANTS)
     if "--no-alternatives" not in sys.argv:
         methods += ["mst", "independent"]
-    tables = [n for n, t in _tables.TABLES.items() if t.tuning]
     jobs = list(itertools.product(tables, ("natural", "shuffled"), RS, SEEDS, methods))
     with Pool(2) as pool:
         out = pool.map(run, jobs, chunksize=1)

@@ -8,6 +8,7 @@ marginals by the public :func:`weights`. A test sums the split.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -58,14 +59,14 @@ def split(epsilon: Fraction, shares: Split = SPLIT) -> Split:
     return Split(*(epsilon * s for s in parts))
 
 
-def weights(cells: list[int]) -> list[Fraction]:
+def weights(cells: Sequence[float]) -> list[Fraction]:
     """The public weight of each measured marginal of ``cells`` cells: ``√cells`` on a
     rational grid (splitting a budget in proportion to ``√cells`` minimises the expected
     ℓ1 noise of the marginals)."""
     return [Fraction(max(1, round(math.sqrt(c) * WEIGHT_GRID)), WEIGHT_GRID) for c in cells]
 
 
-def shared(budget: Fraction, cells: list[int]) -> list[Fraction]:
+def shared(budget: Fraction, cells: Sequence[float]) -> list[Fraction]:
     """``budget`` split over marginals of ``cells`` cells by :func:`weights` (exact)."""
     w = weights(cells)
     total = sum(w, Fraction(0))

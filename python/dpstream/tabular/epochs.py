@@ -35,21 +35,26 @@ of a marginal by 1 (under replacement, two cells by 1), and the row count by 1 (
 measured under replacement, where it is public). Each batch spends, on its own rows, when
 it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by the public weights of
 :mod:`~dpstream.tabular.epoch_split`), ``size·ε`` on its row count, and ``fresh_tree·ε``
-over the last closed epoch's tree marginals on that epoch's merged cells (by weights; the
+over the last closed epoch's tree marginals on that epoch's merged cells and the 1-way
+marginals of the columns with a merged group there (by weights, a group of ``g``
+categories counting ``FINE_WEIGHT·g`` cells, added to the column's fresh budget; the
 first epoch, which has none, gives this share to its own tree); and when its epoch closes:
 ``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1``
 permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs
 touch; a score is the ℓ1 distance of a pair's exact merged 2-way marginal from the product
-of released 1-way marginals scaled to a released size, rounded to a public grid: it moves
-by at most ``Δ``), ``tree·ε`` (the tree's marginals, by the weights of their merged
-cells) and ``extra·ε`` (``EXTRA_ROUNDS`` rounds of ``extra·ε/EXTRA_ROUNDS``: a quarter to
-permute-and-flip over the remaining candidate pairs and a stop option of score 0, a pair's
-score the ℓ1 distance of its exact merged 2-way marginal from the marginal of the model
-fitted to the epoch's released sums, rounded to the grid, less a public penalty, so it
-moves by at most ``Δ``; three quarters to measuring the picked pair; after a stop, or with
-no candidate left, the rest over the epoch's 1-way marginals, by weights). The shares sum
-to 1 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend on
-released values, but every record is in one batch and one epoch whatever they are, so its
+of released 1-way marginals scaled to a released size, rounded to a public grid, less a
+public penalty, ``TREE_PENALTY`` times its merged cells times the noise scale the tree's
+budget shared equally over its edges would give: it moves by at most ``Δ``), ``tree·ε``
+(the tree's marginals and the 1-way marginals of the columns with a merged group, split as
+the fresh tree share is) and ``extra·ε`` (``EXTRA_ROUNDS`` rounds of
+``extra·ε/EXTRA_ROUNDS``: a quarter to permute-and-flip over the remaining candidate
+pairs and a stop option of score 0, a pair's score the ℓ1 distance of its exact merged
+2-way marginal from the marginal of the model fitted to the epoch's released sums,
+rounded to the grid, less a public penalty, so it moves by at most ``Δ``; three quarters
+to measuring the picked pair; after a stop, or with no candidate left, the rest over the
+epoch's 1-way marginals, by weights). The shares sum to 1
+(:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend on released
+values, but every record is in one batch and one epoch whatever they are, so its
 total loss is at most ε in every run (adaptive composition with a fixed per-record
 bound). Every batch's spend, summed from the noise scales actually used, is kept in
 :attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
@@ -100,12 +105,29 @@ EXTRA_CELLS = 10**5
 EXTRA_ITERS = 60
 #: The expected ℓ1 noise of an extra pair's measurement counts this many times against it.
 EXTRA_PENALTY = 1.0
+#: The expected ℓ1 noise of measuring a pair counts this many times against it when the
+#: spanning tree is chosen (AIM's correction: a pair too large to measure well loses).
+TREE_PENALTY = 1.0
+#: A column's merged group of ``g`` categories counts as a marginal of ``FINE_WEIGHT·g``
+#: cells in the split of the tree shares (0: the groups get none of them).
+FINE_WEIGHT = 1.0
+OPEN_FINE = True
+CLOSE_FINE = False
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
     """The pairs of columns a tree may use: every pair inside a workload (sorted)."""
     pairs = {(a, b) for w in workloads for i, a in enumerate(w) for b in w[i + 1 :]}
     return sorted(pairs)
+
+
+def merged_groups(maps: list[IntArray]) -> list[int]:
+    """Per column, how many categories share a merged code (0: none merged)."""
+    out = []
+    for m in maps:
+        count = np.bincount(m)
+        out.append(int(count[count > 1].sum()))
+    return out
 
 
 def laplace_variance(scale: Fraction) -> float:
@@ -261,14 +283,19 @@ class EpochMechanism:
         """Measure one batch (fresh 1-way marginals); close the epoch if it is due."""
         spent = Fraction(0)
         cells = list(self.sizes)
+        tree_eps, fine_eps = self._tree_split(
+            self.budget.fresh_tree,
+            self._open_cells(),
+            self.epochs[-1].maps if self.epochs and OPEN_FINE else [],
+        )
         for j, eps in enumerate(shared(self.budget.fresh, cells)):
-            noisy, var, cost = self._laplace(ones[j], eps)
+            noisy, var, cost = self._laplace(ones[j], eps + fine_eps.get(j, 0))
             self.ones[j] = self.ones[j] + noisy
             self.ones_var[j] += var
             spent += cost
         if self.budget.fresh_tree > 0 and self.open_tree:
             maps = self.epochs[-1].maps
-            for k, eps in enumerate(shared(self.budget.fresh_tree, self._open_cells())):
+            for k, eps in enumerate(tree_eps):
                 i, j = c = self.open_tree[k]
                 exact = merge_pair(pairs[c], (self.sizes[i], self.sizes[j]), (maps[i], maps[j]))
                 noisy, var, cost = self._laplace(exact, eps)
@@ -298,7 +325,7 @@ class EpochMechanism:
         d = len(self.sizes)
         spent = Fraction(0)
         ones, ones_var = list(self.ones), list(self.ones_var)
-        spent += self._remeasure_ones(self.budget.settle, ones, ones_var)
+        spent += self._remeasure_ones(self._by_weights(self.budget.settle), ones, ones_var)
         maps = [compress(ones[j], ones_var[j]) for j in range(d)]
         counted = ([self.count], [self.count_var]) if self.count_var > 0 else ([], [])
         size = (
@@ -319,11 +346,15 @@ class EpochMechanism:
         cells = [msizes[i] * msizes[j] for i, j in tree]
         # an epoch that had no fresh tree (the first) gives that share to its tree too
         budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
-        for c, eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
+        tree_eps, fine_eps = (
+            self._tree_split(budget, cells, maps if CLOSE_FINE else []) if tree else ([], {})
+        )
+        for c, eps in zip(tree, tree_eps, strict=True):
             noisy, var, cost = self._laplace(merged[c], eps)
             sums.append(noisy)
             variances.append(var)
             spent += cost
+        spent += self._remeasure_ones(fine_eps, ones, ones_var)
         spanning = len(tree)
         if self.budget.extra > 0 and tree:
             spent += self._extras(merged, maps, ones, ones_var, tree, sums, variances, float(size))
@@ -362,12 +393,18 @@ class EpochMechanism:
         for j in range(len(self.sizes)):
             v = merge_one(np.clip(ones[j], 0, None), maps[j])
             probs.append(v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size))
+        # the noise a tree pair's measurement would add, with the tree's budget shared
+        # equally over its edges (public)
+        budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
+        noise_l1 = float(Fraction(self.delta) * (len(cols) - 1) / budget) if budget > 0 else 0.0
         scores: dict[Clique, float] = {}
         for i, j in cands:
             expected = np.round(n * np.outer(probs[i], probs[j]).ravel() * (1 << GRID)) / (
                 1 << GRID
             )
-            scores[(i, j)] = float(np.abs(merged[(i, j)] - expected).sum())
+            cells = int(maps[i].max() + 1) * int(maps[j].max() + 1)
+            penalty = round(TREE_PENALTY * cells * noise_l1 * (1 << GRID)) / (1 << GRID)
+            scores[(i, j)] = float(np.abs(merged[(i, j)] - expected).sum()) - penalty
         parent = list(range(len(self.sizes)))
 
         def root(i: int) -> int:
@@ -441,15 +478,34 @@ class EpochMechanism:
             sums.append(noisy)
             variances.append(var)
             spent += cost
-        return spent + self._remeasure_ones(pool - spent, ones, ones_var)
+        return spent + self._remeasure_ones(self._by_weights(pool - spent), ones, ones_var)
+
+    def _by_weights(self, budget: Fraction) -> dict[int, Fraction]:
+        """``budget`` over the columns by weights (none when it is 0)."""
+        return dict(enumerate(shared(budget, list(self.sizes)))) if budget > 0 else {}
+
+    def _tree_split(
+        self, budget: Fraction, cells: list[int], maps: list[IntArray]
+    ) -> tuple[list[Fraction], dict[int, Fraction]]:
+        """A tree share split over the tree's marginals (of ``cells`` merged cells) and the
+        columns with a merged group under ``maps`` (:func:`merged_groups`, weighted as
+        ``FINE_WEIGHT·g`` cells): the tree's budgets and each such column's 1-way budget.
+        The tree cannot tell a group's categories apart; their 1-way counts can."""
+        groups = merged_groups(maps) if FINE_WEIGHT > 0 and cells else []
+        fine = [j for j, g in enumerate(groups) if g > 0]
+        if not cells:
+            return [], {}
+        eps = shared(budget, [*cells, *(FINE_WEIGHT * groups[j] for j in fine)])
+        return eps[: len(cells)], dict(zip(fine, eps[len(cells) :], strict=True))
 
     def _remeasure_ones(
-        self, budget: Fraction, ones: list[FloatArray], var: list[float]
+        self, budgets: dict[int, Fraction], ones: list[FloatArray], var: list[float]
     ) -> Fraction:
-        """Measure the open epoch's 1-way marginals with ``budget`` (by weights) and pool
-        each with ``ones[j]`` by inverse variance (in place); returns the ε spent."""
+        """Measure the open epoch's 1-way marginal of each column ``j`` in ``budgets`` with
+        its budget and pool it with ``ones[j]`` by inverse variance (in place); returns the
+        ε spent."""
         spent = Fraction(0)
-        for j, eps in enumerate(shared(budget, list(self.sizes)) if budget > 0 else []):
+        for j, eps in budgets.items():
             noisy, v, cost = self._laplace(self.exact_ones[j], eps)
             a, b = 1.0 / var[j], 1.0 / v  # inverse-variance mean (post-processing)
             ones[j] = (a * ones[j] + b * noisy) / (a + b)
