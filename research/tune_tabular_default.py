@@ -10,9 +10,14 @@ alongside. Findings: ``research/tabular_default.md``.
     .venv/bin/python research/tune_tabular_default.py extra-r2,current --no-alternatives \
         --seeds=0,1,2,3
 
+    .venv/bin/python research/tune_tabular_default.py before,current,fine-off,tp-off \
+        --no-alternatives --seeds=0,1,2,3,4,5,6,7
+
 The ``extra-*`` variants set the split's ``extra`` share and the constants of
-:mod:`dpstream.tabular.epochs` named in ``CONSTANTS``; "current" is now the default with
-extra pairs, and the split without them is ``no-extra``.
+:mod:`dpstream.tabular.epochs` named in ``CONSTANTS``; "current" is the default (extra
+pairs, the tree penalty and the open epoch's fine split), "before" the default without the
+last two. Variants older than "before" ran on the default of their time (no penalty, no
+fine split: add both constants at 0 to rerun them as measured).
 """
 
 from __future__ import annotations
@@ -66,26 +71,14 @@ VARIANTS = {
     "extra-big-r5": (2.0, _split("1/10 1/8 1/8 1/4 1/8 1/4")),
     "extra-sel-half": (2.0, _split("1/10 1/8 1/8 1/4 1/4 1/8")),
     "shrink-open-ones": (2.0, epoch_split.SPLIT),
-    "project-unmerge": (2.0, epoch_split.SPLIT),
+    "project-unmerge-before": (2.0, epoch_split.SPLIT),
+    "shrink-all-before": (2.0, epoch_split.SPLIT),
+    "before": (2.0, epoch_split.SPLIT),
     "fine-off": (2.0, epoch_split.SPLIT),
     "tp-off": (2.0, epoch_split.SPLIT),
-    "fine-close": (2.0, epoch_split.SPLIT),
-    "tp-off-fine-open": (2.0, epoch_split.SPLIT),
-    "fine-open-w05": (2.0, epoch_split.SPLIT),
-    "fine-open-w025": (2.0, epoch_split.SPLIT),
-    "fine-open": (2.0, epoch_split.SPLIT),
-    "tp50-fine-close": (2.0, epoch_split.SPLIT),
-    "tp50-fine-open": (2.0, epoch_split.SPLIT),
-    "tp25": (2.0, epoch_split.SPLIT),
     "tp50": (2.0, epoch_split.SPLIT),
-    "tp25-fine": (2.0, epoch_split.SPLIT),
-    "tp50-fine": (2.0, epoch_split.SPLIT),
-    "tp-off-fine-off": (2.0, epoch_split.SPLIT),
-    "tp-fine-off": (2.0, epoch_split.SPLIT),
-    "shrink-all": (2.0, epoch_split.SPLIT),
-    "shrink-all-fine-off": (2.0, epoch_split.SPLIT),
-    "fine-4": (2.0, epoch_split.SPLIT),
-    "fine-16": (2.0, epoch_split.SPLIT),
+    "fine-w05": (2.0, epoch_split.SPLIT),
+    "fine-w025": (2.0, epoch_split.SPLIT),
 }
 #: module constants of ``dpstream.tabular.epochs`` a variant sets: ``name: {constant: value}``.
 CONSTANTS = {
@@ -98,24 +91,15 @@ CONSTANTS = {
     "extra-r5": {"EXTRA_ROUNDS": 5},
     "extra-big-r5": {"EXTRA_ROUNDS": 5},
     "extra-sel-half": {"EXTRA_ROUNDS": 3, "EXTRA_SELECT": Fraction(1, 2)},
+    # the tree penalty and the fine split off: the default before them (0cca919)
+    "before": {"TREE_PENALTY": 0.0, "FINE_WEIGHT": 0.0},
+    "project-unmerge-before": {"TREE_PENALTY": 0.0, "FINE_WEIGHT": 0.0},
+    "shrink-all-before": {"TREE_PENALTY": 0.0, "FINE_WEIGHT": 0.0},
     "fine-off": {"FINE_WEIGHT": 0.0},
     "tp-off": {"TREE_PENALTY": 0.0},
-    "fine-close": {"OPEN_FINE": False},
-    "tp-off-fine-open": {"TREE_PENALTY": 0.0, "CLOSE_FINE": False},
-    "fine-open-w05": {"CLOSE_FINE": False, "FINE_WEIGHT": 0.5},
-    "fine-open-w025": {"CLOSE_FINE": False, "FINE_WEIGHT": 0.25},
-    "fine-open": {"CLOSE_FINE": False},
-    "tp50-fine-close": {"TREE_PENALTY": 0.5, "OPEN_FINE": False},
-    "tp50-fine-open": {"TREE_PENALTY": 0.5, "CLOSE_FINE": False},
-    "tp25": {"TREE_PENALTY": 0.25, "FINE_WEIGHT": 0.0},
-    "tp50": {"TREE_PENALTY": 0.5, "FINE_WEIGHT": 0.0},
-    "tp25-fine": {"TREE_PENALTY": 0.25},
-    "tp50-fine": {"TREE_PENALTY": 0.5},
-    "tp-off-fine-off": {"TREE_PENALTY": 0.0, "FINE_WEIGHT": 0.0},
-    "tp-fine-off": {"FINE_WEIGHT": 0.0},
-    "shrink-all-fine-off": {"FINE_WEIGHT": 0.0},
-    "fine-4": {"FINE_WEIGHT": 4.0},
-    "fine-16": {"FINE_WEIGHT": 16.0},
+    "tp50": {"TREE_PENALTY": 0.5},
+    "fine-w05": {"FINE_WEIGHT": 0.5},
+    "fine-w025": {"FINE_WEIGHT": 0.25},
 }
 _DEFAULTS = {n: getattr(epochs, n) for v in CONSTANTS.values() for n in v}
 
@@ -200,7 +184,7 @@ def _projected(maps: tuple[np.ndarray, ...], ones: tuple[np.ndarray, ...]) -> tu
 
 
 def _projected_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
-    """Variant "project-unmerge": each part's merged codes are drawn back with its own 1-way
+    """Variant "project-unmerge-before": each part's merged codes are drawn back with its own 1-way
     sums projected onto the non-negative vectors of the same sum inside the merged group,
     instead of clipped at 0 (post-processing; same ε)."""
     plan = EpochMechanism.release_plan(self, rng, method)
@@ -227,7 +211,7 @@ def _shrunk(
 
 
 def _shrink_all_release_plan(self: EpochMechanism, rng: np.random.Generator, method: str = "round"):
-    """Variant "shrink-all": every part's merged codes are drawn back with its 1-way sums
+    """Variant "shrink-all-before": every part's merged codes are drawn back with its 1-way sums
     shrunk towards the other parts' (empirical Bayes, per column; post-processing)."""
     if self.key is None:
         self.key = int(rng.integers(2**63))
@@ -280,9 +264,9 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
             stream._epochs._fresh_pairs = types.MethodType(  # type: ignore[union-attr,method-assign]
                 lambda self: list(self.epochs[-1].tree) if self.epochs else [], stream._epochs
             )
-        if method.startswith("shrink-all"):
+        if method == "shrink-all-before":
             stream._epochs.release_plan = types.MethodType(_shrink_all_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
-        if method == "project-unmerge":
+        if method == "project-unmerge-before":
             stream._epochs.release_plan = types.MethodType(_projected_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]
         if method == "shrink-open-ones":
             stream._epochs.release_plan = types.MethodType(_shrunk_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]

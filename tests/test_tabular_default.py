@@ -11,7 +11,7 @@ import pytest
 from dpstream import Rng
 from dpstream.tabular import Adaptive, Domain, Paper, TabularStream, tv_errors
 from dpstream.tabular.epoch_split import SPLIT, shared, split, weights
-from dpstream.tabular.epochs import EXTRA_ROUNDS, pair_candidates
+from dpstream.tabular.epochs import EXTRA_ROUNDS, merged_groups, pair_candidates
 
 DOMAIN = Domain({"a": 4, "b": 3, "c": ["x", "y"], "d": 5})
 
@@ -51,6 +51,42 @@ def test_the_split_sums_to_epsilon_and_every_batch_spends_what_the_ledger_says()
             assert spent == stream.epsilon
         else:
             assert spent == (SPLIT.fresh + SPLIT.fresh_tree + SPLIT.size) * stream.epsilon
+
+
+def test_a_column_with_merged_categories_gets_part_of_the_fresh_tree_share() -> None:
+    # "a" has 5 common categories and 25 that never occur (merged at the first close);
+    # "b" has the same size and 30 common ones (none merged): the open epoch measures
+    # "a"'s 1-way marginal with more ε (smaller noise variance), out of the fresh tree
+    # share, so the batch still spends exactly its fresh shares
+    rng = np.random.default_rng(11)
+    n = 30000
+    x = np.stack([rng.integers(0, 5, n), rng.integers(0, 30, n), rng.integers(0, 2, n)], axis=1)
+    domain = Domain({"a": 30, "b": 30, "c": 2})
+    stream = TabularStream(domain, 1, rng=Rng(seed=5))
+    stream.step(x[:20000])
+    stream.step(x[20000:])
+    mech = stream._epochs
+    assert mech is not None and len(mech.epochs) == 1 and mech.t == 2
+    groups = merged_groups(mech.epochs[0].maps)
+    assert groups[0] >= 20 and groups[1] == 0
+    assert mech.ones_var[0] < 0.8 * mech.ones_var[1]
+    assert mech.ledger[1] == (SPLIT.fresh + SPLIT.fresh_tree + SPLIT.size) * stream.epsilon
+
+
+def test_the_tree_passes_over_a_pair_too_large_to_measure() -> None:
+    # three independent columns: the exact 60×60 marginal of 6,000 rows is sparse, so its
+    # ℓ1 distance from the product of the 1-way marginals is large (about 3,600) although
+    # nothing depends; its measurement's noise (4 per cell on 3,600 cells) would be larger
+    # still, so the tree's score counts it against the pair and the tree takes the small
+    # pairs
+    rng = np.random.default_rng(12)
+    n = 6000
+    x = np.stack([rng.integers(0, 60, n), rng.integers(0, 60, n), rng.integers(0, 2, n)], axis=1)
+    stream = TabularStream(Domain({"a": 60, "b": 60, "c": 2}), 1, rng=Rng(seed=6))
+    stream.step(x)
+    mech = stream._epochs
+    assert mech is not None and len(mech.epochs) == 1
+    assert mech.epochs[0].spanning == [(0, 2), (1, 2)]
 
 
 def test_epochs_close_at_growth_and_cover_every_batch_once() -> None:

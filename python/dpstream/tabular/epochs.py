@@ -7,7 +7,8 @@ that alone:
 * **Every batch, every column.** Each batch's 1-way marginals of all ``d`` columns, its
   row count and the last closed epoch's tree marginals are measured when it arrives (the
   *fresh* shares of ε). No column is ever unmeasured, and no batch's counts are scaled up
-  to the table.
+  to the table. A column with categories the last epoch merged (which its tree cannot
+  tell apart) gets part of the fresh tree share for its 1-way marginal too.
 * **Epochs.** Consecutive batches form epochs at public times: the open epoch closes
   after the step at which the released table reaches ``growth`` times its size when the
   epoch opened (the first epoch is the first batch). At its close, an epoch is released as
@@ -15,7 +16,8 @@ that alone:
   marginals measured again over all its rows (the *settle* share), each column's rare
   categories merged (those whose released count is below ``KEEP_SD`` standard deviations
   of its noise; MST's compression), a spanning tree of 2-way marginals of the merged
-  columns chosen by permute-and-flip (the *select* share), and the tree's marginals
+  columns chosen by permute-and-flip (the *select* share; a pair's score counts the noise
+  its measurement would add against it, AIM's correction), and the tree's marginals
   measured (the *tree* share). Then AIM-style rounds (McKenna et al. 2022; the *extra*
   share) may add pairs the tree cannot represent: each round picks the pair the fitted
   model gets most wrong beyond the noise its measurement would add, or stops; what a stop
@@ -37,26 +39,25 @@ it arrives: ``fresh·ε`` over its ``d`` 1-way marginals (split by the public we
 :mod:`~dpstream.tabular.epoch_split`), ``size·ε`` on its row count, and ``fresh_tree·ε``
 over the last closed epoch's tree marginals on that epoch's merged cells and the 1-way
 marginals of the columns with a merged group there (by weights, a group of ``g``
-categories counting ``FINE_WEIGHT·g`` cells, added to the column's fresh budget; the
-first epoch, which has none, gives this share to its own tree); and when its epoch closes:
+categories counting ``FINE_WEIGHT·g`` cells, added to the column's fresh budget; the first
+epoch, which has none, gives this share to its own tree); and when its epoch closes:
 ``settle·ε`` (the epoch's 1-way marginals, by weights), ``select·ε`` (``c − 1``
 permute-and-flip rounds of ``select·ε/(c − 1)``, ``c`` the columns the candidate pairs
 touch; a score is the ℓ1 distance of a pair's exact merged 2-way marginal from the product
 of released 1-way marginals scaled to a released size, rounded to a public grid, less a
 public penalty, ``TREE_PENALTY`` times its merged cells times the noise scale the tree's
 budget shared equally over its edges would give: it moves by at most ``Δ``), ``tree·ε``
-(the tree's marginals and the 1-way marginals of the columns with a merged group, split as
-the fresh tree share is) and ``extra·ε`` (``EXTRA_ROUNDS`` rounds of
-``extra·ε/EXTRA_ROUNDS``: a quarter to permute-and-flip over the remaining candidate
-pairs and a stop option of score 0, a pair's score the ℓ1 distance of its exact merged
-2-way marginal from the marginal of the model fitted to the epoch's released sums,
-rounded to the grid, less a public penalty, so it moves by at most ``Δ``; three quarters
-to measuring the picked pair; after a stop, or with no candidate left, the rest over the
-epoch's 1-way marginals, by weights). The shares sum to 1
+(the tree's marginals, by the weights of their merged cells) and ``extra·ε``
+(``EXTRA_ROUNDS`` rounds of ``extra·ε/EXTRA_ROUNDS``: a quarter to permute-and-flip over
+the remaining candidate pairs and a stop option of score 0, a pair's score the ℓ1 distance
+of its exact merged 2-way marginal from the marginal of the model fitted to the epoch's
+released sums, rounded to the grid, less a public penalty, so it moves by at most ``Δ``;
+three quarters to measuring the picked pair; after a stop, or with no candidate left, the
+rest over the epoch's 1-way marginals, by weights). The shares sum to 1
 (:mod:`~dpstream.tabular.epoch_split`, one place). The epoch boundaries depend on released
-values, but every record is in one batch and one epoch whatever they are, so its
-total loss is at most ε in every run (adaptive composition with a fixed per-record
-bound). Every batch's spend, summed from the noise scales actually used, is kept in
+values, but every record is in one batch and one epoch whatever they are, so its total
+loss is at most ε in every run (adaptive composition with a fixed per-record bound). Every
+batch's spend, summed from the noise scales actually used, is kept in
 :attr:`EpochMechanism.ledger`; the tests check it equals ε for every batch of a closed
 epoch. Public: the domain, the policy, the time, the epoch boundaries (functions of
 released sizes), the merges, trees and extra pairs (functions of released values and
@@ -109,7 +110,7 @@ EXTRA_PENALTY = 1.0
 #: spanning tree is chosen (AIM's correction: a pair too large to measure well loses).
 TREE_PENALTY = 1.0
 #: A column's merged group of ``g`` categories counts as a marginal of ``FINE_WEIGHT·g``
-#: cells in the split of the tree shares (0: the groups get none of them).
+#: cells in the split of the fresh tree share (0: the groups get none of it).
 FINE_WEIGHT = 1.0
 OPEN_FINE = True
 CLOSE_FINE = False
@@ -283,11 +284,7 @@ class EpochMechanism:
         """Measure one batch (fresh 1-way marginals); close the epoch if it is due."""
         spent = Fraction(0)
         cells = list(self.sizes)
-        tree_eps, fine_eps = self._tree_split(
-            self.budget.fresh_tree,
-            self._open_cells(),
-            self.epochs[-1].maps if self.epochs and OPEN_FINE else [],
-        )
+        tree_eps, fine_eps = self._fresh_split()
         for j, eps in enumerate(shared(self.budget.fresh, cells)):
             noisy, var, cost = self._laplace(ones[j], eps + fine_eps.get(j, 0))
             self.ones[j] = self.ones[j] + noisy
@@ -346,15 +343,11 @@ class EpochMechanism:
         cells = [msizes[i] * msizes[j] for i, j in tree]
         # an epoch that had no fresh tree (the first) gives that share to its tree too
         budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
-        tree_eps, fine_eps = (
-            self._tree_split(budget, cells, maps if CLOSE_FINE else []) if tree else ([], {})
-        )
-        for c, eps in zip(tree, tree_eps, strict=True):
+        for c, eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
             noisy, var, cost = self._laplace(merged[c], eps)
             sums.append(noisy)
             variances.append(var)
             spent += cost
-        spent += self._remeasure_ones(fine_eps, ones, ones_var)
         spanning = len(tree)
         if self.budget.extra > 0 and tree:
             spent += self._extras(merged, maps, ones, ones_var, tree, sums, variances, float(size))
@@ -484,18 +477,18 @@ class EpochMechanism:
         """``budget`` over the columns by weights (none when it is 0)."""
         return dict(enumerate(shared(budget, list(self.sizes)))) if budget > 0 else {}
 
-    def _tree_split(
-        self, budget: Fraction, cells: list[int], maps: list[IntArray]
-    ) -> tuple[list[Fraction], dict[int, Fraction]]:
-        """A tree share split over the tree's marginals (of ``cells`` merged cells) and the
-        columns with a merged group under ``maps`` (:func:`merged_groups`, weighted as
-        ``FINE_WEIGHT·g`` cells): the tree's budgets and each such column's 1-way budget.
-        The tree cannot tell a group's categories apart; their 1-way counts can."""
-        groups = merged_groups(maps) if FINE_WEIGHT > 0 and cells else []
-        fine = [j for j, g in enumerate(groups) if g > 0]
+    def _fresh_split(self) -> tuple[list[Fraction], dict[int, Fraction]]:
+        """A batch's fresh tree share, split by weights over the last closed epoch's tree
+        marginals (their merged cells) and the columns with a merged group there
+        (:func:`merged_groups`, a group of ``g`` categories weighted as ``FINE_WEIGHT·g``
+        cells): the tree marginals' budgets and each such column's extra 1-way budget. The
+        tree cannot tell a group's categories apart; their 1-way counts can."""
+        cells = self._open_cells()
         if not cells:
             return [], {}
-        eps = shared(budget, [*cells, *(FINE_WEIGHT * groups[j] for j in fine)])
+        groups = merged_groups(self.epochs[-1].maps) if FINE_WEIGHT > 0 else []
+        fine = [j for j, g in enumerate(groups) if g > 0]
+        eps = shared(self.budget.fresh_tree, [*cells, *(FINE_WEIGHT * groups[j] for j in fine)])
         return eps[: len(cells)], dict(zip(fine, eps[len(cells) :], strict=True))
 
     def _remeasure_ones(
