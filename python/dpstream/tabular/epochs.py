@@ -330,7 +330,8 @@ class EpochMechanism:
             if self.public_sizes
             else max(_total([*ones, *counted[0]], [*ones_var, *counted[1]]), 0.0)
         )
-        merged = {  # the candidates' exact 2-way marginals on merged cells (sensitive)
+        # the candidates' exact 2-way marginals on merged cells (sensitive)
+        merged: dict[Clique, FloatArray] = {
             (i, j): merge_pair(
                 self.pairs[(i, j)], (self.sizes[i], self.sizes[j]), (maps[i], maps[j])
             )
