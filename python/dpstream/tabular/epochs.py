@@ -112,8 +112,6 @@ TREE_PENALTY = 1.0
 #: A column's merged group of ``g`` categories counts as a marginal of ``FINE_WEIGHT·g``
 #: cells in the split of the fresh tree share (0: the groups get none of it).
 FINE_WEIGHT = 1.0
-OPEN_FINE = True
-CLOSE_FINE = False
 
 
 def pair_candidates(workloads: list[Clique]) -> list[Clique]:
@@ -342,9 +340,7 @@ class EpochMechanism:
         sums, variances = [], []
         msizes = [int(m.max()) + 1 for m in maps]
         cells = [msizes[i] * msizes[j] for i, j in tree]
-        # an epoch that had no fresh tree (the first) gives that share to its tree too
-        budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
-        for c, eps in zip(tree, shared(budget, cells) if tree else [], strict=True):
+        for c, eps in zip(tree, shared(self._tree_budget(), cells) if tree else [], strict=True):
             noisy, var, cost = self._laplace(merged[c], eps)
             sums.append(noisy)
             variances.append(var)
@@ -389,14 +385,14 @@ class EpochMechanism:
             probs.append(v / v.sum() if v.sum() > 0 else np.full(v.size, 1.0 / v.size))
         # the noise a tree pair's measurement would add, with the tree's budget shared
         # equally over its edges (public)
-        budget = self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
+        budget = self._tree_budget()
         noise_l1 = float(Fraction(self.delta) * (len(cols) - 1) / budget) if budget > 0 else 0.0
         scores: dict[Clique, float] = {}
         for i, j in cands:
             expected = np.round(n * np.outer(probs[i], probs[j]).ravel() * (1 << GRID)) / (
                 1 << GRID
             )
-            cells = int(maps[i].max() + 1) * int(maps[j].max() + 1)
+            cells = probs[i].size * probs[j].size  # merged cells
             penalty = round(TREE_PENALTY * cells * noise_l1 * (1 << GRID)) / (1 << GRID)
             scores[(i, j)] = float(np.abs(merged[(i, j)] - expected).sum()) - penalty
         parent = list(range(len(self.sizes)))
@@ -473,6 +469,11 @@ class EpochMechanism:
             variances.append(var)
             spent += cost
         return spent + self._remeasure_ones(self._by_weights(pool - spent), ones, ones_var)
+
+    def _tree_budget(self) -> Fraction:
+        """The ε of a closed epoch's tree marginals: the tree share, and the fresh tree
+        share too for an epoch that had no fresh tree (the first)."""
+        return self.budget.tree + (self.budget.fresh_tree if not self.open_tree else 0)
 
     def _by_weights(self, budget: Fraction) -> dict[int, Fraction]:
         """``budget`` over the columns by weights (none when it is 0)."""
