@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benches"))
 import _alternatives as alt
 import _tables
 from dpstream import Rng
-from dpstream.tabular import Adaptive, TabularStream, epoch_split, epochs, tv_errors
+from dpstream.tabular import Adaptive, ModelOptions, TabularStream, epoch_split, epochs, tv_errors
 from dpstream.tabular.epochs import EpochMechanism
 from dpstream.tabular.release import Part, ReleasePlan
 
@@ -79,6 +79,9 @@ VARIANTS = {
     "tp50": (2.0, epoch_split.SPLIT),
     "fine-w05": (2.0, epoch_split.SPLIT),
     "fine-w025": (2.0, epoch_split.SPLIT),
+    "fit-before": (2.0, epoch_split.SPLIT),
+    "fit-tol1e-3": (2.0, epoch_split.SPLIT),
+    "fit-tol1e-2": (2.0, epoch_split.SPLIT),
 }
 #: module constants of ``dpstream.tabular.epochs`` a variant sets: ``name: {constant: value}``.
 CONSTANTS = {
@@ -100,7 +103,13 @@ CONSTANTS = {
     "tp50": {"TREE_PENALTY": 0.5},
     "fine-w05": {"FINE_WEIGHT": 0.5},
     "fine-w025": {"FINE_WEIGHT": 0.25},
+    # every fit to a fixed count of propagations (100 cold, 30 or 60 warm; 9147e0f)
+    "fit-before": {"FIT_TOL": None, "OPEN_ITERS": 30, "EXTRA_ITERS": 60},
+    "fit-tol1e-3": {"FIT_TOL": 1e-3},
+    "fit-tol1e-2": {"FIT_TOL": 1e-2},
 }
+#: The model's ``iters`` (cap of a cold fit) of a variant, if not the default.
+ITERS = {"fit-before": 100}
 _DEFAULTS = {n: getattr(epochs, n) for v in CONSTANTS.values() for n in v}
 
 
@@ -256,7 +265,10 @@ def run(job: tuple[str, str, int, int, str]) -> tuple[tuple[str, str, int, str],
         growth, shares = VARIANTS[method]
         for name in {n for v in CONSTANTS.values() for n in v}:  # a worker runs many jobs
             setattr(epochs, name, CONSTANTS.get(method, {}).get(name, _DEFAULTS[name]))
-        stream = TabularStream(domain, EPS, policy=Adaptive(growth=growth), rng=Rng(seed=seed))
+        model = ModelOptions(iters=ITERS[method]) if method in ITERS else ModelOptions()
+        stream = TabularStream(
+            domain, EPS, policy=Adaptive(growth=growth), model=model, rng=Rng(seed=seed)
+        )
         stream._epochs.budget = epoch_split.split(stream.epsilon, shares)  # type: ignore[union-attr]
         if method == "pooled-unmerge":
             stream._epochs.release_plan = types.MethodType(_pooled_release_plan, stream._epochs)  # type: ignore[union-attr,method-assign]

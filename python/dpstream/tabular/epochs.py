@@ -28,7 +28,8 @@ that alone:
   (fitted to its sums, which cover exactly its rows) and one for the open epoch (its fresh
   sums, with the last closed epoch's tree marginals as a prior whose variance is that
   epoch's noise plus the drift the fresh sums show), each sampled to its own released
-  size. A table whose distribution drifts is followed epoch by epoch.
+  size. Every fit runs until converged (:data:`FIT_TOL`). A table whose distribution
+  drifts is followed epoch by epoch.
 
 **Privacy** (add/remove one record, ``Δ = 1``; with ``public_sizes``, one record's values
 replaced, ``Δ = 2``, the batch sizes public and exact). A marginal given budget ``ε_m``
@@ -92,8 +93,14 @@ IntArray = npt.NDArray[np.int64]
 #: The grid (2^-GRID) the public part of a selection score is rounded to, so that every
 #: score is an exact float64 sum and moves by at most the sensitivity.
 GRID = 10
-#: Belief propagations of the open epoch's fit at each step (warm-started from the last).
-OPEN_ITERS = 30
+#: Belief propagations of a fit at most (``ModelOptions(iters=None)``).
+FIT_ITERS = 1000
+#: Every fit stops once ten belief propagations lower its loss by at most this fraction
+#: (``estimate_pgm``'s ``tol``; ``None``: it spends its whole budget of propagations).
+FIT_TOL: float | None = 3e-3
+#: At most this many belief propagations of the open epoch's fit at each step (warm-started
+#: from the last).
+OPEN_ITERS = 300
 #: The open epoch's prior (the last closed epoch's tree marginals, scaled to the open
 #: epoch's size) counts with this many times the standard deviation of those marginals.
 PRIOR_WIDTH = 4.0
@@ -102,8 +109,9 @@ PRIOR_WIDTH = 4.0
 EXTRA_ROUNDS = 2
 EXTRA_SELECT = Fraction(1, 4)
 EXTRA_CELLS = 10**5
-#: Belief propagations of the fits that score a round (the second warm-started).
-EXTRA_ITERS = 60
+#: At most this many belief propagations of the fits that score a round (the second
+#: warm-started).
+EXTRA_ITERS = 300
 #: The expected ℓ1 noise of an extra pair's measurement counts this many times against it.
 EXTRA_PENALTY = 1.0
 #: The expected ℓ1 noise of measuring a pair counts this many times against it when the
@@ -196,7 +204,7 @@ class EpochMechanism:
         candidates: list[Clique],
         public_sizes: bool,
         rng: Rng,
-        iters: int = 100,
+        iters: int = FIT_ITERS,
         shares: Split = SPLIT,
     ) -> None:
         self.sizes = tuple(sizes)
@@ -532,7 +540,7 @@ class EpochMechanism:
         ]
         return estimate_pgm(
             e.msizes, meas, e.size, iters=self.iters if iters is None else iters,
-            warm_start=warm_start,
+            warm_start=warm_start, tol=FIT_TOL,
         )  # fmt: skip
 
     def _fit_open(self) -> None:
@@ -568,7 +576,9 @@ class EpochMechanism:
             meas.append(Measurement(c, prior, sd))
         warm = self.open_model
         iters = self.iters if warm is None else OPEN_ITERS
-        self.open_model = estimate_pgm(last.msizes, meas, size, iters=iters, warm_start=warm)
+        self.open_model = estimate_pgm(
+            last.msizes, meas, size, iters=iters, warm_start=warm, tol=FIT_TOL
+        )
 
     def release_plan(self, rng: np.random.Generator, method: str = "round") -> ReleasePlan:
         """The synthetic table's plan (post-processing, :mod:`dpstream.tabular.release`):

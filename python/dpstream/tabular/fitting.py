@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CellLimit", "Structure", "make_fit"]
 
+#: Belief propagations of a fit at most (``ModelOptions(iters=None)``).
+FIT_ITERS = 100
 #: The PGM fit stops once ten propagations lower its loss by less than this fraction.
 FIT_TOL = 0.03
 #: Up to this many columns, a candidate that the insertion bound of the model's junction

@@ -26,7 +26,10 @@ class ModelOptions:
     """The fit and the drawing of rows of :class:`~dpstream.tabular.TabularStream`.
 
     Attributes:
-        iters: iterations (belief propagations) of each fit, at least 1 (default 100).
+        iters: the most belief propagations of each fit, at least 1; a fit stops earlier
+            once converged. ``None`` (default): the policy's own, 1,000 for ``Adaptive``
+            (:data:`~dpstream.tabular.epochs.FIT_ITERS`), 100 for ``Paper`` and
+            ``Baseline`` (:data:`~dpstream.tabular.fitting.FIT_ITERS`).
         max_model_cells: ``Paper``/``Baseline`` with ``"pgm"``: a workload is a selection
             candidate only if the model's junction tree with it stays within this many
             cells (a public rule, :class:`~dpstream.tabular.fitting.CellLimit`); every
@@ -37,13 +40,15 @@ class ModelOptions:
             block gets the floor or ceiling of its expected count) or ``"iid"``.
     """
 
-    iters: int = 100
+    iters: int | None = None
     max_model_cells: int = 200_000
     sampling: SamplingName = "round"
 
     def __post_init__(self) -> None:
         # One form per value (a state's options hold these): numpy integers become int.
-        object.__setattr__(self, "iters", int_param(self.iters, "iters", low=1, high=None))
+        if self.iters is not None:
+            iters = int_param(self.iters, "iters", low=1, high=None)
+            object.__setattr__(self, "iters", iters)
         cells = int_param(self.max_model_cells, "max_model_cells", low=1, high=None)
         object.__setattr__(self, "max_model_cells", cells)
         if not isinstance(self.sampling, str) or self.sampling not in SAMPLINGS:

@@ -70,9 +70,10 @@ from dpstream.tabular.baseline import BaselineStep
 from dpstream.tabular.checkpoint import Checkpointed
 from dpstream.tabular.dask import release_frame, step_marginals
 from dpstream.tabular.domain import Codes, Domain
+from dpstream.tabular.epochs import FIT_ITERS as EPOCH_ITERS
 from dpstream.tabular.epochs import EpochMechanism, pair_candidates
 from dpstream.tabular.estimation import MarginalModel, Measurement
-from dpstream.tabular.fitting import CellLimit, make_fit
+from dpstream.tabular.fitting import FIT_ITERS, CellLimit, make_fit
 from dpstream.tabular.keys import counter_rng, step_rng
 from dpstream.tabular.marginals import BatchMarginals
 from dpstream.tabular.measurement import WorkloadMeasurements
@@ -161,7 +162,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         counter, horizon = policy.counter, policy.horizon
         estimator = policy.estimator if isinstance(policy, Baseline) else "pgm"
         self._sampling: SamplingName = sampling
-        self._iters = iters
+        self._iters = FIT_ITERS if iters is None else iters
         self._fit = make_fit(estimator, domain.sizes, self._iters)
         self._limit = CellLimit(domain, cliques, estimator, model.max_model_cells)
         self._rng = rng if rng is not None else Rng()
@@ -223,7 +224,7 @@ class TabularStream(PublicValues, WorkloadMeasurements, BaselineStep, Checkpoint
         # pairs inside the workloads, so every model stays within it).
         CellLimit(self._domain, self._workloads, "pgm", model.max_model_cells)
         self._sampling = model.sampling
-        self._iters = model.iters
+        self._iters = EPOCH_ITERS if model.iters is None else model.iters
         self._public_sizes = bool(public_sizes)
         self._rng = rng if rng is not None else Rng()
         seed = [int(x) for x in self._rng.integers(4)]
