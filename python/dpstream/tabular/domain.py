@@ -136,7 +136,9 @@ class Domain:
         frame = pd.DataFrame(codes, columns=list(self._names))
         if self.is_codes:
             for name, cats in self._categories.items():
-                frame[name] = np.asarray(cats, dtype=object)[frame[name].to_numpy()]
+                # the labels converted once, then taken (converting every row is slow)
+                labels = pd.Series(np.asarray(cats, dtype=object)).array
+                frame[name] = labels.take(frame[name].to_numpy())
             return frame
         g = np.random.default_rng() if rng is None else rng
         return pd.DataFrame(

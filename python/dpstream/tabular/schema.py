@@ -209,8 +209,9 @@ class Column:
 
         miss = codes == self.size - 1 if self.missing else np.zeros(codes.shape, dtype=bool)
         if self.kind == "categories":
-            labels = np.asarray([*(self.categories or ()), None], dtype=object)
-            return labels[np.where(miss, len(labels) - 1, codes)]
+            # the labels converted once, then taken (converting every row is slow)
+            labels = pd.Series(np.asarray([*(self.categories or ()), None], dtype=object)).array
+            return labels.take(np.where(miss, len(labels) - 1, codes))
         if self.kind == "size":
             if not self.missing:
                 return codes
