@@ -146,7 +146,8 @@ while True:
 
 class Before:
     """The default of the source tree ``root`` (``root/python`` first on its path), in a
-    process of its own; batches in and releases out as int64 codes."""
+    process of its own, on the same domain (labels included); batches in and releases out
+    as int64 codes."""
 
     def __init__(self, root: Path, domain: Domain, eps: float, seed: int) -> None:
         env = {**os.environ, "PYTHONPATH": str(root / "python")}
@@ -154,7 +155,12 @@ class Before:
             [sys.executable, "-c", _BEFORE_CHILD], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env,
         )  # fmt: skip
-        self._call("new", (dict(zip(domain.names, domain.sizes, strict=True)), eps, seed))
+        # the same labels, so that both streams decode the same release at every step
+        spec = {
+            n: list(domain.categories(n) or ()) or k
+            for n, k in zip(domain.names, domain.sizes, strict=True)
+        }
+        self._call("new", (spec, eps, seed))
 
     def _call(self, op: str, arg: Any = None) -> Any:
         assert self._p.stdin is not None and self._p.stdout is not None
