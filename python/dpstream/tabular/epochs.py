@@ -187,7 +187,9 @@ class EpochMechanism:
         public_sizes: the guarantee's relation (see the module).
         rng: the noise generator (the stream sets each step's before the step:
             :mod:`dpstream.tabular.keys`).
-        iters: belief propagations per fit.
+        iters: the most belief propagations of a cold fit (every fit stops once
+            converged, :data:`FIT_TOL`; the warm-started ones take at most
+            :data:`OPEN_ITERS` or :data:`EXTRA_ITERS`).
         shares: the split of ε (:data:`~dpstream.tabular.epoch_split.SPLIT`).
 
     :meth:`step` takes a batch's exact 1-way histograms (``ones[j]`` for column ``j``),
