@@ -187,9 +187,10 @@ class EpochMechanism:
         public_sizes: the guarantee's relation (see the module).
         rng: the noise generator (the stream sets each step's before the step:
             :mod:`dpstream.tabular.keys`).
-        iters: the most belief propagations of a cold fit (every fit stops once
-            converged, :data:`FIT_TOL`; the warm-started ones take at most
-            :data:`OPEN_ITERS` or :data:`EXTRA_ITERS`).
+        iters: the most belief propagations of a closed epoch's fit and of the open
+            epoch's first (every fit stops once converged, :data:`FIT_TOL`; the open
+            epoch's warm starts take at most :data:`OPEN_ITERS`, the extra rounds' fits
+            :data:`EXTRA_ITERS`).
         shares: the split of ε (:data:`~dpstream.tabular.epoch_split.SPLIT`).
 
     :meth:`step` takes a batch's exact 1-way histograms (``ones[j]`` for column ``j``),
