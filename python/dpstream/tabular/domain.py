@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpstream.tabular.schema import Column, SchemaError, integer_codes, parse_column
+from dpstream.tabular.schema import Column, SchemaError, integer_codes, parse_column, take_labels
 
 __all__ = ["Codes", "Domain"]
 
@@ -136,9 +136,7 @@ class Domain:
         frame = pd.DataFrame(codes, columns=list(self._names))
         if self.is_codes:
             for name, cats in self._categories.items():
-                # the labels converted once, then taken (converting every row is slow)
-                labels = pd.Series(np.asarray(cats, dtype=object)).array
-                frame[name] = labels.take(frame[name].to_numpy())
+                frame[name] = take_labels(cats, frame[name].to_numpy())
             return frame
         g = np.random.default_rng() if rng is None else rng
         return pd.DataFrame(

@@ -209,9 +209,8 @@ class Column:
 
         miss = codes == self.size - 1 if self.missing else np.zeros(codes.shape, dtype=bool)
         if self.kind == "categories":
-            # the labels converted once, then taken (converting every row is slow)
-            labels = pd.Series(np.asarray([*(self.categories or ()), None], dtype=object)).array
-            return labels.take(np.where(miss, len(labels) - 1, codes))
+            labels = [*(self.categories or ()), None]
+            return take_labels(labels, np.where(miss, len(labels) - 1, codes))
         if self.kind == "size":
             if not self.missing:
                 return codes
@@ -280,6 +279,15 @@ def _text(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return None
+
+
+def take_labels(labels: list[str | None] | tuple[str, ...], codes: npt.NDArray[Any]) -> Any:
+    """The pandas array of ``labels[codes]`` (``None`` a missing value): the labels are
+    converted to pandas' string array once and taken by code, as converting every row's
+    label is slow."""
+    import pandas as pd
+
+    return pd.Series(np.asarray(labels, dtype=object)).array.take(codes)
 
 
 def integer_codes(arr: npt.NDArray[Any], name: str) -> npt.NDArray[np.int64]:
